@@ -1,0 +1,51 @@
+//! What the client does with messages the server sends unasked.
+
+use async_trait::async_trait;
+use mcpyard_proto::{ErrorObject, RequestId};
+use serde_json::Value;
+
+/// Receives server-to-client requests and notifications.
+///
+/// `related` is the id of the client's own request that the message belongs
+/// to, when the transport can tell (Streamable HTTP: it arrived on that
+/// request's response stream; progress: from the token).
+#[async_trait]
+pub trait ClientHandler: Send + Sync + 'static {
+    /// A request from the server (sampling, elicitation, roots, ping).
+    async fn on_request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        related: Option<RequestId>,
+    ) -> Result<Value, ErrorObject>;
+
+    /// A notification from the server (progress, log message, list changed...).
+    async fn on_notification(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        related: Option<RequestId>,
+    );
+}
+
+/// Answers pings, refuses every other request, drops notifications.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoopHandler;
+
+#[async_trait]
+impl ClientHandler for NoopHandler {
+    async fn on_request(
+        &self,
+        method: &str,
+        _params: Option<Value>,
+        _related: Option<RequestId>,
+    ) -> Result<Value, ErrorObject> {
+        if method == mcpyard_proto::methods::PING {
+            Ok(Value::Object(Default::default()))
+        } else {
+            Err(ErrorObject::method_not_found(method))
+        }
+    }
+
+    async fn on_notification(&self, _: &str, _: Option<Value>, _: Option<RequestId>) {}
+}

@@ -1,0 +1,1 @@
+//! Transports: stdio, Streamable HTTP, legacy SSE.

@@ -1,0 +1,13 @@
+//! The gateway: sources feed a catalog, the catalog serves clients.
+//!
+//! Downstream transports (in `mcpyard-server`) parse and frame; they hand
+//! each JSON-RPC message to [`Gateway::handle`] together with the client's
+//! [`Session`] and write back what it returns.
+
+mod config;
+mod gateway;
+mod session;
+
+pub use config::{ConfigError, GatewayConfig, UpstreamSpec};
+pub use gateway::Gateway;
+pub use session::{Negotiated, Outbound, Session};

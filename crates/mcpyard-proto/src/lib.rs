@@ -1,0 +1,14 @@
+//! The wire vocabulary shared by every part of mcpyard: JSON-RPC 2.0 messages
+//! kept as raw JSON where the gateway does not need to look inside, MCP method
+//! names, error codes and protocol versions ("eras"). No I/O lives here.
+
+mod error;
+mod jsonrpc;
+pub mod methods;
+mod version;
+
+pub use error::{codes, ErrorObject};
+pub use jsonrpc::{meta, parse_body, Body, Message, ParseError, RequestId};
+pub use version::{
+    allows_batches, is_supported, negotiate, ProtocolVersion, LATEST, LATEST_STATEFUL, SUPPORTED,
+};
