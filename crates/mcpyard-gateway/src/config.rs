@@ -12,6 +12,8 @@ pub struct GatewayConfig {
     pub upstreams: Vec<UpstreamSpec>,
     /// Timeout for a client's answer to a relayed request (sampling...).
     pub client_request_timeout: Duration,
+    /// Items per page of `tools/list` and the other lists.
+    pub page_size: usize,
 }
 
 impl Default for GatewayConfig {
@@ -19,7 +21,50 @@ impl Default for GatewayConfig {
         Self {
             upstreams: Vec::new(),
             client_request_timeout: Duration::from_secs(300),
+            page_size: 200,
         }
+    }
+}
+
+impl GatewayConfig {
+    /// Checks what can be checked before connecting: unique server names,
+    /// prefixes that cannot shadow each other or the gateway's own tools.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let mut seen: Vec<(&str, String)> = vec![("mcpyard", "mcpyard__".to_owned())];
+        for u in &self.upstreams {
+            let prefix = u.effective_prefix();
+            if u.name.is_empty() {
+                return Err(ConfigError::Invalid {
+                    server: u.name.clone(),
+                    reason: "the server name is empty".into(),
+                });
+            }
+            if let Some((other, _)) = seen.iter().find(|(n, _)| *n == u.name) {
+                return Err(ConfigError::Invalid {
+                    server: u.name.clone(),
+                    reason: format!("the name is used twice (also `{other}`)"),
+                });
+            }
+            if !crate::catalog::is_valid_tool_name(&format!("{prefix}x")) {
+                return Err(ConfigError::Invalid {
+                    server: u.name.clone(),
+                    reason: format!(
+                        "prefix `{prefix}` would make tool names the MCP spec rejects (allowed: A-Z a-z 0-9 _ - .)"
+                    ),
+                });
+            }
+            if !prefix.is_empty() {
+                if let Some((other, _)) = seen.iter().find(|(_, p)| *p == prefix) {
+                    return Err(ConfigError::NameCollision {
+                        name: format!("{prefix}*"),
+                        first: (*other).to_owned(),
+                        second: u.name.clone(),
+                    });
+                }
+            }
+            seen.push((&u.name, prefix));
+        }
+        Ok(())
     }
 }
 

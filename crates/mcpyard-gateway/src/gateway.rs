@@ -1,12 +1,19 @@
-//! The gateway facade: sessions, dispatch of each message by method.
+//! The gateway facade: sessions, and the dispatch of each client message by
+//! method to the catalog, the built-in tools or the owning upstream.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use mcpyard_proto::{methods, ErrorObject, Message};
+use mcpyard_proto::{codes, methods, ErrorObject, Message, RequestId};
 use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
 
-use crate::{GatewayConfig, Outbound, Session};
+use crate::catalog::{Catalog, ListKind, SourceLists};
+use crate::config::ConfigError;
+use crate::session::is_log_level;
+use crate::sessions::Sessions;
+use crate::upstream::Upstream;
+use crate::{builtin, GatewayConfig, Outbound, Session};
 
 /// The running gateway. Cheap to clone.
 #[derive(Clone, Debug)]
@@ -16,18 +23,57 @@ pub struct Gateway {
 
 #[derive(Debug)]
 struct Inner {
-    config: GatewayConfig,
-    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    catalog: Arc<Catalog>,
+    sessions: Arc<Sessions>,
+    /// Upstream `i` is catalog source `i + 1`; source 0 is the built-in one.
+    upstreams: Vec<Arc<Upstream>>,
+    /// Which upstream owns each task it created (tasks/* are routed by id).
+    tasks: Mutex<HashMap<String, usize>>,
+    stop: CancellationToken,
 }
 
+type Outcome = Result<Value, ErrorObject>;
+
 impl Gateway {
-    /// Starts the gateway: connects every upstream (in the background; a
-    /// source that is down is retried and shown unhealthy meanwhile).
-    pub async fn start(config: GatewayConfig) -> Result<Self, crate::config::ConfigError> {
+    /// Starts the gateway: each upstream is connected in the background
+    /// (one that is down is retried, and left out of the lists meanwhile).
+    pub async fn start(config: GatewayConfig) -> Result<Self, ConfigError> {
+        config.validate()?;
+        let mut sources = vec![(builtin::SOURCE_NAME.to_owned(), builtin::PREFIX.to_owned())];
+        sources.extend(
+            config
+                .upstreams
+                .iter()
+                .map(|u| (u.name.clone(), u.effective_prefix())),
+        );
+        let catalog = Arc::new(Catalog::new(sources, config.page_size));
+        let mut own = SourceLists::default();
+        own.set(ListKind::Tools, builtin::tools());
+        catalog.set_lists(0, Some(own));
+        let sessions = Arc::new(Sessions::default());
+        let stop = CancellationToken::new();
+        let upstreams = config
+            .upstreams
+            .iter()
+            .enumerate()
+            .map(|(i, spec)| {
+                Upstream::spawn(
+                    i + 1,
+                    spec.clone(),
+                    catalog.clone(),
+                    sessions.clone(),
+                    config.client_request_timeout,
+                    stop.child_token(),
+                )
+            })
+            .collect();
         Ok(Self {
             inner: Arc::new(Inner {
-                config,
-                sessions: Mutex::default(),
+                catalog,
+                sessions,
+                upstreams,
+                tasks: Mutex::default(),
+                stop,
             }),
         })
     }
@@ -35,38 +81,29 @@ impl Gateway {
     /// Registers a session created by a transport, so later requests with
     /// its id find it.
     pub fn register_session(&self, session: Arc<Session>) {
-        self.inner
-            .sessions
-            .lock()
-            .expect("sessions lock poisoned")
-            .insert(session.id().to_owned(), session);
+        self.inner.sessions.insert(session);
     }
 
     /// The live session with this id.
     pub fn session(&self, id: &str) -> Option<Arc<Session>> {
-        self.inner
-            .sessions
-            .lock()
-            .expect("sessions lock poisoned")
-            .get(id)
-            .cloned()
+        self.inner.sessions.get(id)
     }
 
     /// Ends and forgets a session. Returns false when it was unknown.
     pub fn end_session(&self, id: &str) -> bool {
-        let s = self
-            .inner
-            .sessions
-            .lock()
-            .expect("sessions lock poisoned")
-            .remove(id);
-        match s {
+        match self.inner.sessions.remove(id) {
             Some(s) => {
                 s.end();
                 true
             }
             None => false,
         }
+    }
+
+    /// Whether every upstream has finished its first connection attempt
+    /// (connected or failed). Useful to wait for before listing.
+    pub fn settled(&self) -> bool {
+        self.inner.upstreams.iter().all(|u| !u.is_connecting())
     }
 
     /// Handles one message from a client. Returns the response for a
@@ -79,18 +116,21 @@ impl Gateway {
         msg: Message,
         related: Option<Outbound>,
     ) -> Option<Message> {
-        let _ = related;
         match msg {
             Message::Request { id, method, params } => {
-                let outcome = match method.as_str() {
-                    methods::INITIALIZE => Ok(self.initialize(session, params)),
-                    methods::PING => Ok(json!({})),
-                    other => Err(ErrorObject::method_not_found(other)),
-                };
+                let cancel = session.begin_request(&id);
+                let outcome = self
+                    .dispatch(session, &id, &method, params, related, cancel)
+                    .await;
+                session.finish_request(&id);
                 Some(match outcome {
                     Ok(result) => Message::response(id, result),
                     Err(e) => Message::error(Some(id), e),
                 })
+            }
+            Message::Notification { method, params } => {
+                self.on_notification(session, &method, params).await;
+                None
             }
             Message::Response { id, result } => {
                 session.resolve(&id, Ok(result));
@@ -103,12 +143,119 @@ impl Gateway {
                 session.resolve(&id, Err(error));
                 None
             }
-            _ => None,
+            Message::Error { id: None, error } => {
+                tracing::debug!(%error, "client sent an error without id");
+                None
+            }
         }
     }
 
-    fn initialize(&self, session: &Session, params: Option<Value>) -> Value {
-        let params = params.unwrap_or_default();
+    async fn dispatch(
+        &self,
+        session: &Arc<Session>,
+        id: &RequestId,
+        method: &str,
+        params: Option<Value>,
+        related: Option<Outbound>,
+        cancel: CancellationToken,
+    ) -> Outcome {
+        let _ = id;
+        let params = params.unwrap_or_else(|| json!({}));
+        let cursor = || params.get("cursor").and_then(Value::as_str);
+        match method {
+            methods::INITIALIZE => Ok(self.initialize(session, &params)),
+            methods::SERVER_DISCOVER => Ok(self.discover()),
+            methods::PING => Ok(json!({})),
+            methods::TOOLS_LIST => self.inner.catalog.page(ListKind::Tools, cursor()),
+            methods::RESOURCES_LIST => self.inner.catalog.page(ListKind::Resources, cursor()),
+            methods::RESOURCES_TEMPLATES_LIST => self
+                .inner
+                .catalog
+                .page(ListKind::ResourceTemplates, cursor()),
+            methods::PROMPTS_LIST => self.inner.catalog.page(ListKind::Prompts, cursor()),
+            methods::TOOLS_CALL => self.call_tool(session, params, related, cancel).await,
+            methods::PROMPTS_GET => {
+                let (upstream, params) = self.route_prompt(params)?;
+                upstream
+                    .forward(method, params, session, related, cancel)
+                    .await
+            }
+            methods::RESOURCES_READ
+            | methods::RESOURCES_SUBSCRIBE
+            | methods::RESOURCES_UNSUBSCRIBE => {
+                let upstream = self.route_resource(&params)?;
+                upstream
+                    .forward(method, params, session, related, cancel)
+                    .await
+            }
+            methods::COMPLETION_COMPLETE => {
+                let (upstream, params) = self.route_completion(params)?;
+                upstream
+                    .forward(method, params, session, related, cancel)
+                    .await
+            }
+            methods::LOGGING_SET_LEVEL => {
+                let level = params
+                    .get("level")
+                    .and_then(Value::as_str)
+                    .filter(|l| is_log_level(l))
+                    .ok_or_else(|| {
+                        ErrorObject::invalid_params(
+                            "`level` must be one of debug, info, notice, warning, error, critical, alert, emergency",
+                        )
+                    })?;
+                session.update(|n| n.log_level = Some(level.to_owned()));
+                Ok(json!({}))
+            }
+            "tasks/get" | "tasks/result" | "tasks/cancel" => {
+                let upstream = self.route_task(&params)?;
+                upstream
+                    .forward(method, params, session, related, cancel)
+                    .await
+            }
+            "tasks/list" => self.list_tasks().await,
+            other => Err(ErrorObject::method_not_found(other)),
+        }
+    }
+
+    async fn on_notification(&self, session: &Arc<Session>, method: &str, params: Option<Value>) {
+        match method {
+            methods::NOTIFICATION_INITIALIZED => session.update(|n| n.initialized = true),
+            methods::NOTIFICATION_CANCELLED => {
+                let id = params
+                    .as_ref()
+                    .and_then(|p| p.get("requestId"))
+                    .and_then(|v| serde_json::from_value::<RequestId>(v.clone()).ok());
+                if let Some(id) = id {
+                    session.cancel_request(&id);
+                }
+            }
+            methods::NOTIFICATION_ROOTS_LIST_CHANGED => {
+                for u in &self.inner.upstreams {
+                    u.notify(method, None).await;
+                }
+            }
+            _ => tracing::debug!(method, "client notification ignored"),
+        }
+    }
+
+    fn server_capabilities() -> Value {
+        json!({
+            "tools": {"listChanged": true},
+            "resources": {"subscribe": true, "listChanged": true},
+            "prompts": {"listChanged": true},
+            "logging": {},
+            "completions": {},
+        })
+    }
+
+    fn server_info() -> Value {
+        json!({"name": "mcpyard", "title": "mcpyard MCP gateway", "version": env!("CARGO_PKG_VERSION")})
+    }
+
+    const INSTRUCTIONS: &'static str = "mcpyard aggregates several MCP servers behind one endpoint. Tool names are prefixed with their server's name (`server__tool`). Call `mcpyard__status` to see every server and its health, and `mcpyard__docs` for reference pages.";
+
+    fn initialize(&self, session: &Session, params: &Value) -> Value {
         let requested = params
             .get("protocolVersion")
             .and_then(Value::as_str)
@@ -121,25 +268,198 @@ impl Gateway {
         });
         json!({
             "protocolVersion": version,
-            "capabilities": {"tools": {"listChanged": true}},
-            "serverInfo": {"name": "mcpyard", "version": env!("CARGO_PKG_VERSION")},
+            "capabilities": Self::server_capabilities(),
+            "serverInfo": Self::server_info(),
+            "instructions": Self::INSTRUCTIONS,
         })
+    }
+
+    /// `server/discover` (2026-07-28): what `initialize` would say, without
+    /// creating anything.
+    fn discover(&self) -> Value {
+        json!({
+            "supportedVersions": mcpyard_proto::SUPPORTED,
+            "capabilities": Self::server_capabilities(),
+            "serverInfo": Self::server_info(),
+            "instructions": Self::INSTRUCTIONS,
+        })
+    }
+
+    fn upstream(&self, source: usize) -> Option<&Arc<Upstream>> {
+        source
+            .checked_sub(1)
+            .and_then(|i| self.inner.upstreams.get(i))
+    }
+
+    async fn call_tool(
+        &self,
+        session: &Arc<Session>,
+        mut params: Value,
+        related: Option<Outbound>,
+        cancel: CancellationToken,
+    ) -> Outcome {
+        let name = params
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ErrorObject::invalid_params("`name` must be a string"))?;
+        if let Some(args) = params.get("arguments") {
+            if !args.is_object() && !args.is_null() {
+                return Err(ErrorObject::invalid_params("`arguments` must be an object"));
+            }
+        }
+        let view = self.inner.catalog.view();
+        let route = view
+            .tool(name)
+            .ok_or_else(|| ErrorObject::invalid_params(format!("Unknown tool: {name}")))?;
+        if route.source == 0 {
+            let arguments = params
+                .get("arguments")
+                .cloned()
+                .unwrap_or_else(|| json!({}));
+            return Ok(match route.name.as_str() {
+                "status" => self.status(),
+                _ => builtin::docs(&arguments),
+            });
+        }
+        let source = route.source;
+        params["name"] = Value::String(route.name.clone());
+        drop(view);
+        let upstream = self
+            .upstream(source)
+            .ok_or_else(|| ErrorObject::internal("catalog route to a missing source"))?;
+        let result = upstream
+            .forward(methods::TOOLS_CALL, params, session, related, cancel)
+            .await?;
+        if let Some(task_id) = result
+            .get("task")
+            .and_then(|t| t.get("taskId"))
+            .and_then(Value::as_str)
+        {
+            self.inner
+                .tasks
+                .lock()
+                .expect("tasks lock poisoned")
+                .insert(task_id.to_owned(), source);
+        }
+        Ok(result)
+    }
+
+    fn route_prompt(&self, mut params: Value) -> Result<(&Arc<Upstream>, Value), ErrorObject> {
+        let name = params
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ErrorObject::invalid_params("`name` must be a string"))?;
+        let view = self.inner.catalog.view();
+        let route = view
+            .prompt(name)
+            .ok_or_else(|| ErrorObject::invalid_params(format!("Unknown prompt: {name}")))?;
+        let upstream = self
+            .upstream(route.source)
+            .ok_or_else(|| ErrorObject::internal("catalog route to a missing source"))?;
+        params["name"] = Value::String(route.name.clone());
+        Ok((upstream, params))
+    }
+
+    fn route_resource(&self, params: &Value) -> Result<&Arc<Upstream>, ErrorObject> {
+        let uri = params
+            .get("uri")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ErrorObject::invalid_params("`uri` must be a string"))?;
+        self.inner
+            .catalog
+            .view()
+            .resource_source(uri)
+            .and_then(|s| self.upstream(s))
+            .ok_or_else(|| {
+                ErrorObject::new(
+                    codes::RESOURCE_NOT_FOUND,
+                    format!("Resource not found: {uri}"),
+                )
+                .with_data(json!({"uri": uri}))
+            })
+    }
+
+    fn route_completion(&self, mut params: Value) -> Result<(&Arc<Upstream>, Value), ErrorObject> {
+        let reference = params
+            .get("ref")
+            .cloned()
+            .ok_or_else(|| ErrorObject::invalid_params("`ref` is required"))?;
+        match reference.get("type").and_then(Value::as_str) {
+            Some("ref/prompt") => {
+                let name = reference.get("name").cloned().unwrap_or_default();
+                let (upstream, routed) = self.route_prompt(json!({ "name": name }))?;
+                params["ref"]["name"] = routed["name"].clone();
+                Ok((upstream, params))
+            }
+            Some("ref/resource") => {
+                let uri = reference.get("uri").cloned().unwrap_or_default();
+                Ok((self.route_resource(&json!({ "uri": uri }))?, params))
+            }
+            _ => Err(ErrorObject::invalid_params(
+                "`ref.type` must be ref/prompt or ref/resource",
+            )),
+        }
+    }
+
+    fn route_task(&self, params: &Value) -> Result<&Arc<Upstream>, ErrorObject> {
+        let task_id = params
+            .get("taskId")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ErrorObject::invalid_params("`taskId` must be a string"))?;
+        let source = self
+            .inner
+            .tasks
+            .lock()
+            .expect("tasks lock poisoned")
+            .get(task_id)
+            .copied();
+        source
+            .and_then(|s| self.upstream(s))
+            .ok_or_else(|| ErrorObject::invalid_params(format!("Unknown task: {task_id}")))
+    }
+
+    async fn list_tasks(&self) -> Outcome {
+        let owners: Vec<usize> = {
+            let tasks = self.inner.tasks.lock().expect("tasks lock poisoned");
+            let mut s: Vec<usize> = tasks.values().copied().collect();
+            s.sort_unstable();
+            s.dedup();
+            s
+        };
+        let mut all = Vec::new();
+        for source in owners {
+            if let Some(u) = self.upstream(source) {
+                if let Ok(r) = u.request("tasks/list", json!({})).await {
+                    if let Some(items) = r.get("tasks").and_then(Value::as_array) {
+                        all.extend(items.iter().cloned());
+                    }
+                }
+            }
+        }
+        Ok(json!({ "tasks": all }))
+    }
+
+    fn status(&self) -> Value {
+        let view = self.inner.catalog.view();
+        let counts = json!({
+            "tools": view.len(ListKind::Tools),
+            "resources": view.len(ListKind::Resources),
+            "resourceTemplates": view.len(ListKind::ResourceTemplates),
+            "prompts": view.len(ListKind::Prompts),
+        });
+        let sources = self.inner.upstreams.iter().map(|u| u.status()).collect();
+        builtin::status(sources, counts, &view.collisions, self.inner.sessions.len())
     }
 
     /// Stops every upstream (child processes killed and reaped) and ends
     /// every session.
     pub async fn shutdown(&self) {
-        let sessions: Vec<_> = self
-            .inner
-            .sessions
-            .lock()
-            .expect("sessions lock poisoned")
-            .drain()
-            .map(|(_, s)| s)
-            .collect();
-        for s in sessions {
+        for s in self.inner.sessions.drain() {
             s.end();
         }
-        let _ = &self.inner.config;
+        self.inner.stop.cancel();
+        for u in &self.inner.upstreams {
+            u.stopped().await;
+        }
     }
 }

@@ -4,9 +4,14 @@
 //! each JSON-RPC message to [`Gateway::handle`] together with the client's
 //! [`Session`] and write back what it returns.
 
+mod builtin;
+mod catalog;
 mod config;
 mod gateway;
+mod relay;
 mod session;
+mod sessions;
+mod upstream;
 
 pub use config::{ConfigError, GatewayConfig, UpstreamSpec};
 pub use gateway::Gateway;

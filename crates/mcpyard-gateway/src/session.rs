@@ -115,6 +115,16 @@ impl Session {
             .is_some_and(|v| !v.is_null())
     }
 
+    /// Whether a `notifications/message` at `level` passes the level the
+    /// client set with `logging/setLevel` (everything passes until it does).
+    pub fn wants_log(&self, level: &str) -> bool {
+        let n = self.negotiated.lock().expect("session lock poisoned");
+        match &n.log_level {
+            None => true,
+            Some(min) => log_severity(level) >= log_severity(min),
+        }
+    }
+
     /// Attaches the session stream (a GET stream opened, or stdout).
     /// Returns false when one is already attached and still open.
     pub fn attach_stream(&self, tx: Outbound) -> bool {
@@ -147,6 +157,14 @@ impl Session {
             }
         }
         self.send_on_stream(msg).await
+    }
+
+    /// Queues a notification on the session stream without waiting; dropped
+    /// when the stream is absent or full.
+    pub fn try_notify(&self, msg: Message) {
+        if let Some(tx) = self.stream.lock().expect("session lock poisoned").as_ref() {
+            let _ = tx.try_send(msg);
+        }
     }
 
     async fn send_on_stream(&self, msg: Message) -> bool {
@@ -250,4 +268,27 @@ impl Session {
     pub async fn ended(&self) {
         self.ended.cancelled().await
     }
+}
+
+/// RFC 5424 severities as MCP names them, least severe first.
+pub(crate) fn log_severity(level: &str) -> usize {
+    const LEVELS: [&str; 8] = [
+        "debug",
+        "info",
+        "notice",
+        "warning",
+        "error",
+        "critical",
+        "alert",
+        "emergency",
+    ];
+    LEVELS.iter().position(|l| *l == level).unwrap_or(1)
+}
+
+/// Whether `level` is one of the eight MCP log levels.
+pub(crate) fn is_log_level(level: &str) -> bool {
+    matches!(
+        level,
+        "debug" | "info" | "notice" | "warning" | "error" | "critical" | "alert" | "emergency"
+    )
 }

@@ -1,0 +1,149 @@
+//! The gateway's own tools: `status` (every source and its health) and
+//! `docs` (the bundled reference pages).
+
+use serde_json::{json, Value};
+
+/// The name of the built-in source and its prefix.
+pub(crate) const SOURCE_NAME: &str = "mcpyard";
+pub(crate) const PREFIX: &str = "mcpyard__";
+
+/// The bundled reference pages: (name, text).
+const PAGES: &[(&str, &str)] = &[
+    ("overview", include_str!("../docs/overview.md")),
+    ("configuration", include_str!("../docs/configuration.md")),
+    ("clients", include_str!("../docs/clients.md")),
+    (
+        "troubleshooting",
+        include_str!("../docs/troubleshooting.md"),
+    ),
+];
+
+/// The built-in tools as `tools/list` items (unprefixed names).
+pub(crate) fn tools() -> Vec<Value> {
+    vec![
+        json!({
+            "name": "status",
+            "title": "Gateway status",
+            "description": "Every source mcpyard aggregates (upstream MCP servers), whether it is healthy, its last error and restart count, and how many tools, resources and prompts the catalog holds.",
+            "inputSchema": {"type": "object", "properties": {}, "additionalProperties": false},
+            "annotations": {"readOnlyHint": true, "openWorldHint": false},
+        }),
+        json!({
+            "name": "docs",
+            "title": "mcpyard documentation",
+            "description": "Returns one of mcpyard's reference pages. Call with no `page` to list the pages.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"page": {"type": "string", "description": "Page name, e.g. `configuration`."}},
+                "additionalProperties": false,
+            },
+            "annotations": {"readOnlyHint": true, "openWorldHint": false},
+        }),
+    ]
+}
+
+/// A successful tool result with text and structured content.
+pub(crate) fn result(text: String, structured: Option<Value>) -> Value {
+    let mut r = json!({"content": [{"type": "text", "text": text}], "isError": false});
+    if let Some(s) = structured {
+        r["structuredContent"] = s;
+    }
+    r
+}
+
+/// A tool failure a model can act on.
+pub(crate) fn tool_error(text: impl Into<String>) -> Value {
+    json!({"content": [{"type": "text", "text": text.into()}], "isError": true})
+}
+
+/// The `docs` tool.
+pub(crate) fn docs(arguments: &Value) -> Value {
+    let names: Vec<&str> = PAGES.iter().map(|(n, _)| *n).collect();
+    match arguments.get("page") {
+        None | Some(Value::Null) => result(
+            format!(
+                "mcpyard reference pages: {}. Call again with `page` set to one of them.",
+                names.join(", ")
+            ),
+            Some(json!({"pages": names})),
+        ),
+        Some(Value::String(page)) => match PAGES.iter().find(|(n, _)| n == page) {
+            Some((_, text)) => result((*text).to_owned(), None),
+            None => tool_error(format!(
+                "no page named `{page}`; the pages are: {}",
+                names.join(", ")
+            )),
+        },
+        Some(_) => tool_error("`page` must be a string"),
+    }
+}
+
+/// The `status` tool, from each upstream's status summary.
+pub(crate) fn status(
+    sources: Vec<Value>,
+    counts: Value,
+    collisions: &[String],
+    sessions: usize,
+) -> Value {
+    let mut lines = vec![format!(
+        "mcpyard {}: {} upstream source(s), {} client session(s)",
+        env!("CARGO_PKG_VERSION"),
+        sources.len(),
+        sessions
+    )];
+    for s in &sources {
+        let mut line = format!(
+            "- {} [{}] {}",
+            s["name"].as_str().unwrap_or("?"),
+            s["state"].as_str().unwrap_or("?"),
+            s["transport"].as_str().unwrap_or("")
+        );
+        if let Some(e) = s["error"].as_str() {
+            line.push_str(&format!(" (error: {e})"));
+        }
+        if s["restarts"].as_u64().unwrap_or(0) > 0 {
+            line.push_str(&format!(" restarts: {}", s["restarts"]));
+        }
+        lines.push(line);
+    }
+    lines.push(format!("catalog: {counts}"));
+    for c in collisions {
+        lines.push(format!("name collision, hidden: {c}"));
+    }
+    result(
+        lines.join("\n"),
+        Some(
+            json!({"sources": sources, "catalog": counts, "collisions": collisions, "sessions": sessions}),
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn docs_lists_pages_without_a_page() {
+        let r = docs(&json!({}));
+        assert_eq!(r["isError"], json!(false));
+        assert_eq!(
+            r["structuredContent"]["pages"].as_array().map(Vec::len),
+            Some(PAGES.len())
+        );
+    }
+
+    #[test]
+    fn docs_returns_a_page_and_rejects_unknown_ones() {
+        let r = docs(&json!({"page": "configuration"}));
+        assert!(r["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("mcpyard.toml"));
+        let r = docs(&json!({"page": "nope"}));
+        assert_eq!(r["isError"], json!(true));
+        assert!(r["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("overview"));
+    }
+}

@@ -1,0 +1,450 @@
+//! The catalog: every source's tools, resources, resource templates and
+//! prompts merged under stable names, with the routes back to their source.
+//!
+//! Each source's lists are cached here and replaced only when the source
+//! (re)connects or says `notifications/*/list_changed`; the merged view is
+//! rebuilt then, so `tools/list` is an `Arc` clone and a slice, never a fan-out.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use base64::Engine;
+use mcpyard_proto::{methods, ErrorObject};
+use serde_json::{json, Value};
+
+/// The four kinds of list a source can offer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ListKind {
+    Tools,
+    Resources,
+    ResourceTemplates,
+    Prompts,
+}
+
+impl ListKind {
+    pub(crate) const ALL: [ListKind; 4] = [
+        ListKind::Tools,
+        ListKind::Resources,
+        ListKind::ResourceTemplates,
+        ListKind::Prompts,
+    ];
+
+    pub(crate) fn list_method(self) -> &'static str {
+        match self {
+            ListKind::Tools => methods::TOOLS_LIST,
+            ListKind::Resources => methods::RESOURCES_LIST,
+            ListKind::ResourceTemplates => methods::RESOURCES_TEMPLATES_LIST,
+            ListKind::Prompts => methods::PROMPTS_LIST,
+        }
+    }
+
+    /// The key of the items in the list result.
+    pub(crate) fn key(self) -> &'static str {
+        match self {
+            ListKind::Tools => "tools",
+            ListKind::Resources => "resources",
+            ListKind::ResourceTemplates => "resourceTemplates",
+            ListKind::Prompts => "prompts",
+        }
+    }
+
+    /// The notification that tells clients this list changed.
+    pub(crate) fn changed_notification(self) -> &'static str {
+        match self {
+            ListKind::Tools => methods::NOTIFICATION_TOOLS_LIST_CHANGED,
+            ListKind::Resources | ListKind::ResourceTemplates => {
+                methods::NOTIFICATION_RESOURCES_LIST_CHANGED
+            }
+            ListKind::Prompts => methods::NOTIFICATION_PROMPTS_LIST_CHANGED,
+        }
+    }
+
+    pub(crate) fn from_notification(method: &str) -> Option<&'static [ListKind]> {
+        match method {
+            methods::NOTIFICATION_TOOLS_LIST_CHANGED => Some(&[ListKind::Tools]),
+            methods::NOTIFICATION_RESOURCES_LIST_CHANGED => {
+                Some(&[ListKind::Resources, ListKind::ResourceTemplates])
+            }
+            methods::NOTIFICATION_PROMPTS_LIST_CHANGED => Some(&[ListKind::Prompts]),
+            _ => None,
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// What one source offers, as it listed it (names unprefixed).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct SourceLists {
+    pub(crate) items: [Vec<Value>; 4],
+}
+
+impl SourceLists {
+    pub(crate) fn get(&self, kind: ListKind) -> &[Value] {
+        &self.items[kind.index()]
+    }
+
+    pub(crate) fn set(&mut self, kind: ListKind, items: Vec<Value>) {
+        self.items[kind.index()] = items;
+    }
+}
+
+/// Where a name leads: the source's index and the name it knows.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Route {
+    pub(crate) source: usize,
+    pub(crate) name: String,
+}
+
+/// The merged, renamed lists and the routes back.
+#[derive(Debug, Default)]
+pub(crate) struct View {
+    lists: [Arc<Vec<Value>>; 4],
+    tools: HashMap<String, Route>,
+    prompts: HashMap<String, Route>,
+    resources: HashMap<String, usize>,
+    /// (the fixed part of a URI template before its first `{`, source)
+    templates: Vec<(String, usize)>,
+    /// Names offered by more than one source; the first source keeps them.
+    pub(crate) collisions: Vec<String>,
+}
+
+impl View {
+    pub(crate) fn tool(&self, name: &str) -> Option<&Route> {
+        self.tools.get(name)
+    }
+
+    pub(crate) fn prompt(&self, name: &str) -> Option<&Route> {
+        self.prompts.get(name)
+    }
+
+    /// The source that owns a resource URI: a listed resource, else the
+    /// template with the longest matching fixed prefix.
+    pub(crate) fn resource_source(&self, uri: &str) -> Option<usize> {
+        if let Some(s) = self.resources.get(uri) {
+            return Some(*s);
+        }
+        self.templates
+            .iter()
+            .filter(|(prefix, _)| uri.starts_with(prefix.as_str()))
+            .max_by_key(|(prefix, _)| prefix.len())
+            .map(|(_, s)| *s)
+    }
+
+    pub(crate) fn list(&self, kind: ListKind) -> &Arc<Vec<Value>> {
+        &self.lists[kind.index()]
+    }
+
+    pub(crate) fn len(&self, kind: ListKind) -> usize {
+        self.lists[kind.index()].len()
+    }
+}
+
+/// One source as the catalog knows it.
+#[derive(Debug)]
+struct Entry {
+    name: String,
+    prefix: String,
+    /// `None` while the source is down: it is left out of the lists.
+    lists: Option<SourceLists>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Catalog {
+    entries: RwLock<Vec<Entry>>,
+    view: RwLock<Arc<View>>,
+    page_size: usize,
+}
+
+impl Catalog {
+    /// A catalog with one entry per source, in order: `(name, prefix)`.
+    pub(crate) fn new(sources: Vec<(String, String)>, page_size: usize) -> Self {
+        let entries = sources
+            .into_iter()
+            .map(|(name, prefix)| Entry {
+                name,
+                prefix,
+                lists: None,
+            })
+            .collect();
+        Self {
+            entries: RwLock::new(entries),
+            view: RwLock::new(Arc::new(View::default())),
+            page_size: page_size.max(1),
+        }
+    }
+
+    pub(crate) fn view(&self) -> Arc<View> {
+        self.view.read().expect("catalog lock poisoned").clone()
+    }
+
+    /// Replaces a source's lists (`None`: the source is down). Returns the
+    /// kinds whose merged list changed, so clients can be told.
+    pub(crate) fn set_lists(&self, source: usize, lists: Option<SourceLists>) -> Vec<ListKind> {
+        let mut entries = self.entries.write().expect("catalog lock poisoned");
+        let Some(entry) = entries.get_mut(source) else {
+            return Vec::new();
+        };
+        if entry.lists == lists {
+            return Vec::new();
+        }
+        entry.lists = lists;
+        let view = build_view(&entries);
+        let mut slot = self.view.write().expect("catalog lock poisoned");
+        let changed = ListKind::ALL
+            .into_iter()
+            .filter(|k| slot.list(*k) != view.list(*k))
+            .collect();
+        *slot = Arc::new(view);
+        changed
+    }
+
+    /// One page of a merged list, as a list result (`{key: [...],
+    /// nextCursor?}`). The cursor is opaque: an offset into the merged list.
+    pub(crate) fn page(&self, kind: ListKind, cursor: Option<&str>) -> Result<Value, ErrorObject> {
+        let view = self.view();
+        let all = view.list(kind);
+        let start = match cursor {
+            None => 0,
+            Some(c) => decode_cursor(c, kind)
+                .filter(|o| *o <= all.len())
+                .ok_or_else(|| ErrorObject::invalid_params(format!("invalid cursor: {c:?}")))?,
+        };
+        let end = (start + self.page_size).min(all.len());
+        let mut result = json!({ kind.key(): &all[start..end] });
+        if end < all.len() {
+            result["nextCursor"] = Value::String(encode_cursor(end, kind));
+        }
+        Ok(result)
+    }
+}
+
+fn encode_cursor(offset: usize, kind: ListKind) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("{}:{offset}", kind.key()))
+}
+
+fn decode_cursor(cursor: &str, kind: ListKind) -> Option<usize> {
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(cursor)
+        .ok()?;
+    let text = String::from_utf8(raw).ok()?;
+    let (k, offset) = text.split_once(':')?;
+    (k == kind.key()).then_some(())?;
+    offset.parse().ok()
+}
+
+fn build_view(entries: &[Entry]) -> View {
+    let mut view = View::default();
+    let mut lists: [Vec<Value>; 4] = Default::default();
+    for (source, entry) in entries.iter().enumerate() {
+        let Some(src) = &entry.lists else { continue };
+        for (kind, routes) in [
+            (ListKind::Tools, &mut view.tools),
+            (ListKind::Prompts, &mut view.prompts),
+        ] {
+            for item in src.get(kind) {
+                let Some(name) = item.get("name").and_then(Value::as_str) else {
+                    continue;
+                };
+                let exposed = format!("{}{name}", entry.prefix);
+                if routes.contains_key(&exposed) {
+                    view.collisions
+                        .push(format!("{exposed} (also offered by {})", entry.name));
+                    continue;
+                }
+                routes.insert(
+                    exposed.clone(),
+                    Route {
+                        source,
+                        name: name.to_owned(),
+                    },
+                );
+                let mut item = item.clone();
+                item["name"] = Value::String(exposed);
+                lists[kind.index()].push(item);
+            }
+        }
+        for item in src.get(ListKind::Resources) {
+            let Some(uri) = item.get("uri").and_then(Value::as_str) else {
+                continue;
+            };
+            if view.resources.contains_key(uri) {
+                view.collisions
+                    .push(format!("resource {uri} (also offered by {})", entry.name));
+                continue;
+            }
+            view.resources.insert(uri.to_owned(), source);
+            lists[ListKind::Resources.index()].push(item.clone());
+        }
+        for item in src.get(ListKind::ResourceTemplates) {
+            let Some(template) = item.get("uriTemplate").and_then(Value::as_str) else {
+                continue;
+            };
+            let fixed = template.split('{').next().unwrap_or_default().to_owned();
+            view.templates.push((fixed, source));
+            lists[ListKind::ResourceTemplates.index()].push(item.clone());
+        }
+    }
+    view.lists = lists.map(Arc::new);
+    view
+}
+
+/// The spec's rule for tool names: 1 to 128 of `A-Z a-z 0-9 _ - .`.
+pub(crate) fn is_valid_tool_name(name: &str) -> bool {
+    (1..=128).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lists(tools: &[&str]) -> SourceLists {
+        let mut l = SourceLists::default();
+        l.set(
+            ListKind::Tools,
+            tools
+                .iter()
+                .map(|t| json!({"name": t, "inputSchema": {"type": "object"}}))
+                .collect(),
+        );
+        l
+    }
+
+    fn catalog(page: usize) -> Catalog {
+        Catalog::new(
+            vec![("a".into(), "a__".into()), ("b".into(), "".into())],
+            page,
+        )
+    }
+
+    #[test]
+    fn names_are_prefixed_and_route_back() {
+        let c = catalog(100);
+        c.set_lists(0, Some(lists(&["echo"])));
+        c.set_lists(1, Some(lists(&["time"])));
+        let view = c.view();
+        assert_eq!(
+            view.tool("a__echo"),
+            Some(&Route {
+                source: 0,
+                name: "echo".into()
+            })
+        );
+        assert_eq!(
+            view.tool("time"),
+            Some(&Route {
+                source: 1,
+                name: "time".into()
+            })
+        );
+        assert_eq!(view.tool("echo"), None);
+        let names: Vec<_> = view
+            .list(ListKind::Tools)
+            .iter()
+            .map(|t| t["name"].clone())
+            .collect();
+        assert_eq!(names, vec![json!("a__echo"), json!("time")]);
+    }
+
+    #[test]
+    fn a_source_that_goes_down_leaves_the_lists() {
+        let c = catalog(100);
+        c.set_lists(0, Some(lists(&["echo"])));
+        c.set_lists(1, Some(lists(&["time"])));
+        assert_eq!(c.set_lists(0, None), vec![ListKind::Tools]);
+        assert_eq!(c.view().len(ListKind::Tools), 1);
+        assert!(c.view().tool("a__echo").is_none());
+    }
+
+    #[test]
+    fn unchanged_lists_report_no_change() {
+        let c = catalog(100);
+        assert_eq!(
+            c.set_lists(0, Some(lists(&["echo"]))),
+            vec![ListKind::Tools]
+        );
+        assert!(c.set_lists(0, Some(lists(&["echo"]))).is_empty());
+    }
+
+    #[test]
+    fn collisions_keep_the_first_source() {
+        let c = Catalog::new(vec![("a".into(), "".into()), ("b".into(), "".into())], 100);
+        c.set_lists(0, Some(lists(&["x"])));
+        c.set_lists(1, Some(lists(&["x", "y"])));
+        let view = c.view();
+        assert_eq!(view.tool("x").map(|r| r.source), Some(0));
+        assert_eq!(view.collisions.len(), 1);
+        assert_eq!(view.len(ListKind::Tools), 2);
+    }
+
+    #[test]
+    fn pagination_walks_every_item_once_across_sources() {
+        let c = catalog(2);
+        c.set_lists(0, Some(lists(&["1", "2", "3"])));
+        c.set_lists(1, Some(lists(&["4", "5"])));
+        let mut seen = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let page = c.page(ListKind::Tools, cursor.as_deref()).unwrap();
+            for t in page["tools"].as_array().unwrap() {
+                seen.push(t["name"].as_str().unwrap().to_owned());
+            }
+            match page.get("nextCursor").and_then(Value::as_str) {
+                Some(next) => cursor = Some(next.to_owned()),
+                None => break,
+            }
+        }
+        assert_eq!(seen, ["a__1", "a__2", "a__3", "4", "5"]);
+    }
+
+    #[test]
+    fn invalid_cursor_is_invalid_params() {
+        let c = catalog(2);
+        for bad in [
+            "garbage!",
+            "",
+            &encode_cursor(99, ListKind::Tools),
+            &encode_cursor(0, ListKind::Prompts),
+        ] {
+            let err = c.page(ListKind::Tools, Some(bad)).unwrap_err();
+            assert_eq!(
+                err.code,
+                mcpyard_proto::codes::INVALID_PARAMS,
+                "cursor {bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn resources_route_by_uri_and_template_prefix() {
+        let c = catalog(10);
+        let mut l = SourceLists::default();
+        l.set(
+            ListKind::Resources,
+            vec![json!({"uri": "file:///a", "name": "a"})],
+        );
+        l.set(
+            ListKind::ResourceTemplates,
+            vec![json!({"uriTemplate": "test://template/{id}/data", "name": "t"})],
+        );
+        c.set_lists(1, Some(l));
+        let view = c.view();
+        assert_eq!(view.resource_source("file:///a"), Some(1));
+        assert_eq!(view.resource_source("test://template/7/data"), Some(1));
+        assert_eq!(view.resource_source("other://x"), None);
+    }
+
+    #[test]
+    fn tool_name_rule() {
+        assert!(is_valid_tool_name("everything__get-sum"));
+        assert!(is_valid_tool_name("a.b_c-d"));
+        assert!(!is_valid_tool_name(""));
+        assert!(!is_valid_tool_name("has space"));
+        assert!(!is_valid_tool_name(&"x".repeat(129)));
+    }
+}

@@ -1,0 +1,257 @@
+//! Relays between one upstream and the downstream clients whose calls it is
+//! serving: progress and log notifications back to the caller, requests the
+//! upstream makes (sampling, elicitation, roots) to the client that made the
+//! call and its answer back up.
+//!
+//! The caller of a message is known from the upstream request it is related
+//! to (Streamable HTTP upstreams answer on the call's own stream), from the
+//! progress token (rewritten per call so tokens of different clients never
+//! clash), or, for stdio upstreams, which cannot say, from the most recent
+//! call in flight to that upstream.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use mcpyard_client::ClientHandler;
+use mcpyard_proto::{methods, ErrorObject, Message, RequestId};
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use crate::catalog::ListKind;
+use crate::sessions::Sessions;
+use crate::{Outbound, Session};
+
+/// The downstream side of one call in flight to an upstream.
+#[derive(Debug)]
+pub(crate) struct CallContext {
+    pub(crate) session: Arc<Session>,
+    pub(crate) related: Option<Outbound>,
+    /// The client's own progress token, to put back on progress it gets.
+    pub(crate) progress_token: Option<Value>,
+    seq: u64,
+}
+
+/// What the relay asks the upstream's supervisor to do.
+#[derive(Debug)]
+pub(crate) enum UpstreamEvent {
+    /// The upstream said one of its lists changed: fetch it again.
+    Refresh(&'static [ListKind]),
+}
+
+#[derive(Debug)]
+pub(crate) struct Relay {
+    server: String,
+    sessions: Arc<Sessions>,
+    events: mpsc::UnboundedSender<UpstreamEvent>,
+    client_timeout: Duration,
+    seq: AtomicU64,
+    by_request: Mutex<HashMap<RequestId, Arc<CallContext>>>,
+    by_token: Mutex<HashMap<String, Arc<CallContext>>>,
+}
+
+/// Removes a call's entries when the call ends, however it ends.
+#[derive(Debug)]
+pub(crate) struct CallGuard {
+    relay: Arc<Relay>,
+    token: Option<String>,
+    request: Mutex<Option<RequestId>>,
+}
+
+impl CallGuard {
+    /// Records the upstream id the call was sent with.
+    pub(crate) fn sent_as(&self, ctx: &Arc<CallContext>, id: RequestId) {
+        self.relay
+            .by_request
+            .lock()
+            .expect("relay lock poisoned")
+            .insert(id.clone(), ctx.clone());
+        *self.request.lock().expect("relay lock poisoned") = Some(id);
+    }
+}
+
+impl Drop for CallGuard {
+    fn drop(&mut self) {
+        if let Some(id) = self.request.lock().expect("relay lock poisoned").take() {
+            self.relay
+                .by_request
+                .lock()
+                .expect("relay lock poisoned")
+                .remove(&id);
+        }
+        if let Some(t) = &self.token {
+            self.relay
+                .by_token
+                .lock()
+                .expect("relay lock poisoned")
+                .remove(t);
+        }
+    }
+}
+
+impl Relay {
+    pub(crate) fn new(
+        server: String,
+        sessions: Arc<Sessions>,
+        events: mpsc::UnboundedSender<UpstreamEvent>,
+        client_timeout: Duration,
+    ) -> Self {
+        Self {
+            server,
+            sessions,
+            events,
+            client_timeout,
+            seq: AtomicU64::new(1),
+            by_request: Mutex::default(),
+            by_token: Mutex::default(),
+        }
+    }
+
+    /// Registers a call about to be sent. When the params carry a progress
+    /// token it is replaced by one unique to this upstream.
+    pub(crate) fn begin(
+        self: &Arc<Self>,
+        session: &Arc<Session>,
+        related: Option<Outbound>,
+        params: &mut Value,
+    ) -> (Arc<CallContext>, CallGuard) {
+        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
+        let progress_token = params
+            .get_mut("_meta")
+            .and_then(|m| m.get_mut("progressToken"))
+            .map(|t| std::mem::replace(t, Value::String(format!("mcpyard-{seq}"))));
+        let ctx = Arc::new(CallContext {
+            session: session.clone(),
+            related,
+            progress_token: progress_token.clone(),
+            seq,
+        });
+        let token = progress_token.map(|_| {
+            let t = format!("mcpyard-{seq}");
+            self.by_token
+                .lock()
+                .expect("relay lock poisoned")
+                .insert(t.clone(), ctx.clone());
+            t
+        });
+        let guard = CallGuard {
+            relay: self.clone(),
+            token,
+            request: Mutex::new(None),
+        };
+        (ctx, guard)
+    }
+
+    fn context_for(&self, related: Option<&RequestId>) -> Option<Arc<CallContext>> {
+        let calls = self.by_request.lock().expect("relay lock poisoned");
+        if let Some(ctx) = related.and_then(|id| calls.get(id)) {
+            return Some(ctx.clone());
+        }
+        calls.values().max_by_key(|c| c.seq).cloned()
+    }
+
+    fn context_for_token(&self, token: &Value) -> Option<Arc<CallContext>> {
+        let key = match token {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        self.by_token
+            .lock()
+            .expect("relay lock poisoned")
+            .get(&key)
+            .cloned()
+    }
+}
+
+/// The capability a client needs to answer a relayed request.
+fn required_capability(method: &str) -> Option<&'static str> {
+    match method {
+        methods::SAMPLING_CREATE_MESSAGE => Some("sampling"),
+        methods::ELICITATION_CREATE => Some("elicitation"),
+        methods::ROOTS_LIST => Some("roots"),
+        _ => None,
+    }
+}
+
+#[async_trait]
+impl ClientHandler for Relay {
+    async fn on_request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        related: Option<RequestId>,
+    ) -> Result<Value, ErrorObject> {
+        if method == methods::PING {
+            return Ok(json!({}));
+        }
+        let Some(capability) = required_capability(method) else {
+            return Err(ErrorObject::method_not_found(method));
+        };
+        let ctx = self.context_for(related.as_ref());
+        let Some(ctx) = ctx.filter(|c| c.session.has_capability(capability)) else {
+            if method == methods::ROOTS_LIST {
+                return Ok(json!({ "roots": [] }));
+            }
+            return Err(ErrorObject::method_not_found(method).with_data(json!({
+                "reason": format!("the client that made this call does not support {capability}")
+            })));
+        };
+        tracing::debug!(server = %self.server, method, "relaying request to the client");
+        ctx.session
+            .request_client(method, params, ctx.related.as_ref(), self.client_timeout)
+            .await
+    }
+
+    async fn on_notification(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        related: Option<RequestId>,
+    ) {
+        if let Some(kinds) = ListKind::from_notification(method) {
+            let _ = self.events.send(UpstreamEvent::Refresh(kinds));
+            return;
+        }
+        match method {
+            methods::NOTIFICATION_PROGRESS => {
+                let Some(mut params) = params else { return };
+                let Some(ctx) = params
+                    .get("progressToken")
+                    .and_then(|t| self.context_for_token(t))
+                else {
+                    return;
+                };
+                if let Some(original) = &ctx.progress_token {
+                    params["progressToken"] = original.clone();
+                }
+                let msg = Message::notification(method, Some(params));
+                ctx.session.send(msg, ctx.related.as_ref()).await;
+            }
+            methods::NOTIFICATION_MESSAGE => {
+                let level = params
+                    .as_ref()
+                    .and_then(|p| p.get("level"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("info")
+                    .to_owned();
+                let msg = Message::notification(method, params);
+                match related.and_then(|id| self.context_for(Some(&id))) {
+                    Some(ctx) if ctx.session.wants_log(&level) => {
+                        ctx.session.send(msg, ctx.related.as_ref()).await;
+                    }
+                    Some(_) => {}
+                    None => self.sessions.broadcast_log(&msg, &level),
+                }
+            }
+            methods::NOTIFICATION_RESOURCES_UPDATED => {
+                self.sessions
+                    .broadcast(&Message::notification(method, params));
+            }
+            _ => {
+                tracing::debug!(server = %self.server, method, "notification from upstream not relayed");
+            }
+        }
+    }
+}

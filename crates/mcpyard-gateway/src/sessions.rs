@@ -1,0 +1,81 @@
+//! The registry of live downstream sessions, shared by the gateway and the
+//! upstream supervisors (which broadcast list changes to every client).
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use mcpyard_proto::Message;
+
+use crate::Session;
+
+#[derive(Debug, Default)]
+pub(crate) struct Sessions {
+    map: RwLock<HashMap<String, Arc<Session>>>,
+}
+
+impl Sessions {
+    pub(crate) fn insert(&self, session: Arc<Session>) {
+        self.map
+            .write()
+            .expect("sessions lock poisoned")
+            .insert(session.id().to_owned(), session);
+    }
+
+    pub(crate) fn get(&self, id: &str) -> Option<Arc<Session>> {
+        self.map
+            .read()
+            .expect("sessions lock poisoned")
+            .get(id)
+            .cloned()
+    }
+
+    pub(crate) fn remove(&self, id: &str) -> Option<Arc<Session>> {
+        self.map.write().expect("sessions lock poisoned").remove(id)
+    }
+
+    pub(crate) fn drain(&self) -> Vec<Arc<Session>> {
+        self.map
+            .write()
+            .expect("sessions lock poisoned")
+            .drain()
+            .map(|(_, s)| s)
+            .collect()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.map.read().expect("sessions lock poisoned").len()
+    }
+
+    /// Sends a notification to every session that has a stream, without
+    /// waiting: a client too slow to drain its stream misses it rather than
+    /// stalling the gateway.
+    pub(crate) fn broadcast(&self, msg: &Message) {
+        let sessions: Vec<_> = self
+            .map
+            .read()
+            .expect("sessions lock poisoned")
+            .values()
+            .cloned()
+            .collect();
+        for s in sessions {
+            s.try_notify(msg.clone());
+        }
+    }
+}
+
+impl Sessions {
+    /// Sends a log notification to every session whose level admits it.
+    pub(crate) fn broadcast_log(&self, msg: &Message, level: &str) {
+        let sessions: Vec<_> = self
+            .map
+            .read()
+            .expect("sessions lock poisoned")
+            .values()
+            .filter(|s| s.wants_log(level))
+            .cloned()
+            .collect();
+        for s in sessions {
+            s.try_notify(msg.clone());
+        }
+    }
+}

@@ -1,0 +1,347 @@
+//! One upstream MCP server, supervised: connected in the background,
+//! its lists fetched into the catalog, reconnected with backoff when it dies
+//! (a stdio child is restarted), left out of the catalog while it is down.
+
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use mcpyard_client::{ClientError, ConnectOptions, McpClient, RequestOptions};
+use mcpyard_proto::{codes, ErrorObject, RequestId};
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::catalog::{Catalog, ListKind, SourceLists};
+use crate::relay::{Relay, UpstreamEvent};
+use crate::sessions::Sessions;
+use crate::{Outbound, Session, UpstreamSpec};
+
+/// Where an upstream stands, for the status tool and for failing fast.
+#[derive(Debug, Clone)]
+pub(crate) enum State {
+    Connecting,
+    Up,
+    Down { error: String },
+    Stopped,
+}
+
+#[derive(Debug)]
+struct Health {
+    state: State,
+    since: Instant,
+    restarts: u32,
+}
+
+#[derive(Debug)]
+pub(crate) struct Upstream {
+    /// The upstream's index in the catalog.
+    index: usize,
+    pub(crate) spec: UpstreamSpec,
+    client: RwLock<Option<McpClient>>,
+    health: Mutex<Health>,
+    relay: Arc<Relay>,
+    stop: CancellationToken,
+    /// Cancelled when the supervisor has stopped and the client is shut down.
+    done: CancellationToken,
+}
+
+/// The capabilities mcpyard declares to every upstream: all it can relay.
+/// Whether a given call's client can answer is checked per request.
+fn upstream_capabilities() -> Value {
+    json!({
+        "sampling": {},
+        "elicitation": {"form": {}, "url": {}},
+        "roots": {"listChanged": true},
+    })
+}
+
+const BACKOFF_START: Duration = Duration::from_millis(500);
+const BACKOFF_MAX: Duration = Duration::from_secs(30);
+
+impl Upstream {
+    /// Creates the upstream and starts its supervisor.
+    pub(crate) fn spawn(
+        index: usize,
+        spec: UpstreamSpec,
+        catalog: Arc<Catalog>,
+        sessions: Arc<Sessions>,
+        client_timeout: Duration,
+        stop: CancellationToken,
+    ) -> Arc<Self> {
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let relay = Arc::new(Relay::new(
+            spec.name.clone(),
+            sessions.clone(),
+            events_tx,
+            client_timeout,
+        ));
+        let upstream = Arc::new(Self {
+            index,
+            spec,
+            client: RwLock::new(None),
+            health: Mutex::new(Health {
+                state: State::Connecting,
+                since: Instant::now(),
+                restarts: 0,
+            }),
+            relay,
+            stop,
+            done: CancellationToken::new(),
+        });
+        tokio::spawn(upstream.clone().supervise(catalog, sessions, events_rx));
+        upstream
+    }
+
+    fn set_state(&self, state: State) {
+        let mut h = self.health.lock().expect("health lock poisoned");
+        h.state = state;
+        h.since = Instant::now();
+    }
+
+    pub(crate) fn client(&self) -> Option<McpClient> {
+        self.client
+            .read()
+            .expect("client lock poisoned")
+            .clone()
+            .filter(|c| !c.is_closed())
+    }
+
+    /// A JSON summary for the status tool (never header or env values).
+    pub(crate) fn status(&self) -> Value {
+        let h = self.health.lock().expect("health lock poisoned");
+        let (state, error) = match &h.state {
+            State::Connecting => ("connecting", None),
+            State::Up => ("up", None),
+            State::Down { error } => ("down", Some(error.clone())),
+            State::Stopped => ("stopped", None),
+        };
+        let server_info = self
+            .client()
+            .and_then(|c| c.initialize_result().get("serverInfo").cloned());
+        json!({
+            "name": self.spec.name,
+            "kind": "mcp",
+            "transport": self.spec.transport.describe(),
+            "healthy": matches!(h.state, State::Up),
+            "state": state,
+            "error": error,
+            "since_seconds": h.since.elapsed().as_secs(),
+            "restarts": h.restarts,
+            "serverInfo": server_info,
+        })
+    }
+
+    async fn supervise(
+        self: Arc<Self>,
+        catalog: Arc<Catalog>,
+        sessions: Arc<Sessions>,
+        mut events: mpsc::UnboundedReceiver<UpstreamEvent>,
+    ) {
+        let mut backoff = BACKOFF_START;
+        loop {
+            let options = ConnectOptions {
+                capabilities: upstream_capabilities(),
+                label: self.spec.name.clone(),
+                ..ConnectOptions::default()
+            };
+            let handler: Arc<dyn mcpyard_client::ClientHandler> = self.relay.clone();
+            let connected = tokio::select! {
+                r = McpClient::connect(self.spec.transport.clone(), handler, options) => r,
+                _ = self.stop.cancelled() => break,
+            };
+            let client = match connected {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::warn!(server = %self.spec.name, error = %e, "upstream unavailable; retrying in {backoff:?}");
+                    self.set_state(State::Down {
+                        error: e.to_string(),
+                    });
+                    tokio::select! {
+                        _ = tokio::time::sleep(backoff) => {}
+                        _ = self.stop.cancelled() => break,
+                    }
+                    backoff = (backoff * 2).min(BACKOFF_MAX);
+                    continue;
+                }
+            };
+            tracing::info!(server = %self.spec.name, "upstream connected");
+            *self.client.write().expect("client lock poisoned") = Some(client.clone());
+            let up_since = Instant::now();
+            let lists = fetch_lists(&client, &ListKind::ALL, SourceLists::default()).await;
+            self.publish(&catalog, &sessions, Some(lists.clone()));
+            self.set_state(State::Up);
+            let mut lists = lists;
+            loop {
+                tokio::select! {
+                    _ = client.closed() => break,
+                    _ = self.stop.cancelled() => break,
+                    Some(UpstreamEvent::Refresh(kinds)) = events.recv() => {
+                        lists = fetch_lists(&client, kinds, lists).await;
+                        self.publish(&catalog, &sessions, Some(lists.clone()));
+                    }
+                }
+            }
+            *self.client.write().expect("client lock poisoned") = None;
+            self.publish(&catalog, &sessions, None);
+            if self.stop.is_cancelled() {
+                client.shutdown().await;
+                break;
+            }
+            tracing::warn!(server = %self.spec.name, "upstream connection lost; reconnecting in {backoff:?}");
+            client.shutdown().await;
+            self.set_state(State::Down {
+                error: "connection lost".into(),
+            });
+            self.health.lock().expect("health lock poisoned").restarts += 1;
+            if up_since.elapsed() > Duration::from_secs(60) {
+                backoff = BACKOFF_START;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(backoff) => {}
+                _ = self.stop.cancelled() => break,
+            }
+            backoff = (backoff * 2).min(BACKOFF_MAX);
+        }
+        self.set_state(State::Stopped);
+        let client = self.client.write().expect("client lock poisoned").take();
+        if let Some(c) = client {
+            c.shutdown().await;
+        }
+        self.done.cancel();
+    }
+
+    /// Resolves once the supervisor has stopped (after `stop` is cancelled).
+    pub(crate) async fn stopped(&self) {
+        self.done.cancelled().await
+    }
+
+    pub(crate) fn is_connecting(&self) -> bool {
+        matches!(
+            self.health.lock().expect("health lock poisoned").state,
+            State::Connecting
+        )
+    }
+
+    fn publish(&self, catalog: &Catalog, sessions: &Sessions, lists: Option<SourceLists>) {
+        for kind in catalog.set_lists(self.index, lists) {
+            if kind == ListKind::ResourceTemplates {
+                continue; // announced with resources
+            }
+            sessions.broadcast(&mcpyard_proto::Message::notification(
+                kind.changed_notification(),
+                None,
+            ));
+        }
+    }
+
+    /// Sends a client's request to this upstream on the client's behalf:
+    /// the call is registered with the relay so that progress, logs and
+    /// requests the upstream makes while serving it reach that client.
+    pub(crate) async fn forward(
+        &self,
+        method: &str,
+        mut params: Value,
+        session: &Arc<Session>,
+        related: Option<Outbound>,
+        cancel: CancellationToken,
+    ) -> Result<Value, ErrorObject> {
+        let Some(client) = self.client() else {
+            return Err(self.unavailable());
+        };
+        let (ctx, guard) = self.relay.begin(session, related, &mut params);
+        let options = RequestOptions {
+            timeout: Some(self.spec.timeout),
+            cancel: Some(cancel),
+        };
+        let result = client
+            .request_with_id(method, Some(params), options, |id: RequestId| {
+                guard.sent_as(&ctx, id)
+            })
+            .await;
+        drop(guard);
+        result.map_err(|e| self.map_error(method, e))
+    }
+
+    /// A request of the gateway's own (lists, setLevel), not tied to a client.
+    pub(crate) async fn request(&self, method: &str, params: Value) -> Result<Value, ErrorObject> {
+        let Some(client) = self.client() else {
+            return Err(self.unavailable());
+        };
+        let options = RequestOptions {
+            timeout: Some(self.spec.timeout),
+            cancel: None,
+        };
+        client
+            .request(method, Some(params), options)
+            .await
+            .map_err(|e| self.map_error(method, e))
+    }
+
+    pub(crate) async fn notify(&self, method: &str, params: Option<Value>) {
+        if let Some(client) = self.client() {
+            let _ = client.notify(method, params).await;
+        }
+    }
+
+    fn unavailable(&self) -> ErrorObject {
+        let h = self.health.lock().expect("health lock poisoned");
+        let why = match &h.state {
+            State::Down { error } => format!(": {error}"),
+            State::Connecting => ": still connecting".into(),
+            _ => String::new(),
+        };
+        ErrorObject::internal(format!(
+            "upstream server `{}` is unavailable{why}",
+            self.spec.name
+        ))
+    }
+
+    fn map_error(&self, method: &str, e: ClientError) -> ErrorObject {
+        let name = &self.spec.name;
+        match e {
+            ClientError::Rpc(err) => err,
+            ClientError::Timeout(t) => ErrorObject::new(
+                codes::INTERNAL_ERROR,
+                format!("upstream server `{name}` did not answer {method} within {t:?}"),
+            ),
+            ClientError::Cancelled => {
+                ErrorObject::new(codes::REQUEST_TIMEOUT, format!("{method} was cancelled"))
+            }
+            other => ErrorObject::internal(format!("upstream server `{name}` failed: {other}")),
+        }
+    }
+}
+
+/// Fetches the given lists, keeping the others from `lists`. A list the
+/// upstream does not offer (no capability, or -32601) is empty.
+async fn fetch_lists(
+    client: &McpClient,
+    kinds: &[ListKind],
+    mut lists: SourceLists,
+) -> SourceLists {
+    let caps = client
+        .initialize_result()
+        .get("capabilities")
+        .cloned()
+        .unwrap_or_default();
+    for &kind in kinds {
+        let capability = match kind {
+            ListKind::Tools => "tools",
+            ListKind::Resources | ListKind::ResourceTemplates => "resources",
+            ListKind::Prompts => "prompts",
+        };
+        let items = if caps.get(capability).is_some() {
+            match client.list_all(kind.list_method(), kind.key()).await {
+                Ok(items) => items,
+                Err(e) => {
+                    tracing::warn!(method = kind.list_method(), error = %e, "listing failed");
+                    Vec::new()
+                }
+            }
+        } else {
+            Vec::new()
+        };
+        lists.set(kind, items);
+    }
+    lists
+}
