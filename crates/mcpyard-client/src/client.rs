@@ -1,25 +1,51 @@
 //! The MCP client: one connection, one `initialize`, many concurrent requests.
+//!
+//! Requests are multiplexed by integer id over the single connection; a
+//! pending map of oneshot senders pairs answers with callers. One dispatcher
+//! task takes what the transport read, in order: answers wake their caller,
+//! notifications go to the handler (awaited, to keep their order), requests
+//! from the server go to the handler in a task of their own (a slow handler
+//! must never stall the reader) and their answer is sent back. When the
+//! transport dies every pending request fails at once with
+//! [`ClientError::Closed`].
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
-use mcpyard_proto::RequestId;
-use serde_json::Value;
+use mcpyard_proto::{methods, Message, RequestId};
+use serde_json::{json, Value};
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use crate::link::{Inbound, Link};
+use crate::transport::Transport;
 use crate::{ClientError, ClientHandler, TransportSpec};
+
+/// The protocol version the legacy HTTP+SSE transport always asks for.
+pub const LEGACY_SSE_PROTOCOL_VERSION: &str = "2024-11-05";
+
+/// Most pages [`McpClient::list_all`] follows before it stops.
+pub const MAX_LIST_PAGES: usize = 1000;
+
+/// How long the `notifications/cancelled` sent for a timed-out or cancelled
+/// request may take to go out.
+const CANCEL_SEND_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Settings for [`McpClient::connect`].
 #[derive(Debug, Clone)]
 pub struct ConnectOptions {
-    /// `clientInfo` sent in `initialize`.
+    /// `clientInfo.name` sent in `initialize`.
     pub client_name: String,
+    /// `clientInfo.version` sent in `initialize`.
     pub client_version: String,
     /// `capabilities` sent in `initialize` (sampling, elicitation, roots...).
     pub capabilities: Value,
-    /// The protocol version to ask for.
+    /// The protocol version to ask for (the legacy SSE transport always asks
+    /// for [`LEGACY_SSE_PROTOCOL_VERSION`]).
     pub protocol_version: String,
-    /// How long the handshake may take.
+    /// How long opening the transport plus the handshake may take.
     pub connect_timeout: Duration,
     /// A label for logs (the server's configured name); stderr lines of a
     /// child process are logged under it.
@@ -49,34 +75,221 @@ pub struct RequestOptions {
 }
 
 /// A connected MCP client. Cheap to clone; all clones share the connection.
+/// Dropping the last clone without [`McpClient::shutdown`] closes the
+/// connection at once (a child process group is killed).
 #[derive(Clone)]
 pub struct McpClient {
     inner: Arc<Inner>,
 }
 
-struct Inner;
+type Answer = Result<Value, ClientError>;
+
+/// What the dispatcher shares with the client handles.
+struct Shared {
+    pending: Mutex<HashMap<i64, oneshot::Sender<Answer>>>,
+    /// Cancelled once the connection is gone, after everything read before
+    /// the end was dispatched.
+    closed: CancellationToken,
+    handler: Arc<dyn ClientHandler>,
+    label: String,
+}
+
+impl Shared {
+    fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<i64, oneshot::Sender<Answer>>> {
+        // A poisoned map is still a valid map: the panic was elsewhere.
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn resolve(&self, id: &RequestId, answer: Answer) {
+        let sender = match id {
+            RequestId::Number(n) => self.pending().remove(n),
+            RequestId::String(_) => None,
+        };
+        match sender {
+            Some(tx) => {
+                let _ = tx.send(answer);
+            }
+            None => tracing::debug!(
+                target: "mcpyard::upstream",
+                server = %self.label,
+                "dropping an answer to unknown or finished request {id}"
+            ),
+        }
+    }
+
+    /// Marks the connection closed and fails every pending request.
+    fn close(&self) {
+        self.closed.cancel();
+        let drained: Vec<_> = self.pending().drain().collect();
+        for (_, tx) in drained {
+            let _ = tx.send(Err(ClientError::Closed));
+        }
+    }
+}
+
+struct Inner {
+    shared: Arc<Shared>,
+    transport: Transport,
+    next_id: AtomicI64,
+    init_result: OnceLock<Value>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Stops the dispatcher and every transport task; the transport's own
+        // Drop kills a child process.
+        self.shared.close();
+    }
+}
+
+/// Removes a request from the pending map however its call ends.
+struct PendingGuard<'a> {
+    shared: &'a Shared,
+    id: i64,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        self.shared.pending().remove(&self.id);
+    }
+}
 
 impl std::fmt::Debug for McpClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("McpClient").finish_non_exhaustive()
+        f.debug_struct("McpClient")
+            .field("label", &self.inner.shared.label)
+            .field("closed", &self.is_closed())
+            .finish_non_exhaustive()
     }
 }
 
 impl McpClient {
     /// Opens the transport, runs `initialize` + `notifications/initialized`.
+    ///
+    /// The whole of it is bounded by `options.connect_timeout`; on any
+    /// failure the transport is shut down (a child process is killed and
+    /// reaped) before the error is returned.
     pub async fn connect(
         spec: TransportSpec,
         handler: Arc<dyn ClientHandler>,
         options: ConnectOptions,
     ) -> Result<Self, ClientError> {
-        let _ = (spec, handler, options);
-        unimplemented!()
+        let deadline = tokio::time::Instant::now() + options.connect_timeout;
+        let version = match spec {
+            TransportSpec::Sse { .. } => LEGACY_SSE_PROTOCOL_VERSION.to_owned(),
+            _ => options.protocol_version.clone(),
+        };
+        let described = spec.describe();
+        let closed = CancellationToken::new();
+        let (link, rx) = Link::new(&options.label, closed.clone());
+        let opened = tokio::time::timeout_at(
+            deadline,
+            Transport::open(spec, link, options.connect_timeout),
+        )
+        .await
+        .map_err(|_| ClientError::Timeout(options.connect_timeout))
+        .and_then(|r| r);
+        let transport = match opened {
+            Ok(t) => t,
+            Err(e) => {
+                // Stops whatever the transport had already started.
+                closed.cancel();
+                return Err(e);
+            }
+        };
+        let shared = Arc::new(Shared {
+            pending: Mutex::new(HashMap::new()),
+            closed,
+            handler,
+            label: options.label.clone(),
+        });
+        let inner = Arc::new(Inner {
+            shared: shared.clone(),
+            transport,
+            next_id: AtomicI64::new(1),
+            init_result: OnceLock::new(),
+        });
+        tokio::spawn(dispatch(rx, shared, Arc::downgrade(&inner)));
+        let client = McpClient { inner };
+
+        match client.handshake(&version, &options, deadline).await {
+            Ok(()) => {
+                tracing::info!(target: "mcpyard::upstream", server = %options.label, "connected ({described})");
+                Ok(client)
+            }
+            Err(e) => {
+                client.shutdown().await;
+                Err(e)
+            }
+        }
+    }
+
+    async fn handshake(
+        &self,
+        version: &str,
+        options: &ConnectOptions,
+        deadline: tokio::time::Instant,
+    ) -> Result<(), ClientError> {
+        let params = json!({
+            "protocolVersion": version,
+            "capabilities": options.capabilities,
+            "clientInfo": {"name": options.client_name, "version": options.client_version},
+        });
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let result = self
+            .request(
+                methods::INITIALIZE,
+                Some(params),
+                RequestOptions {
+                    timeout: Some(left),
+                    cancel: None,
+                },
+            )
+            .await
+            .map_err(|e| match e {
+                // The deadline covers the whole connect.
+                ClientError::Timeout(_) => ClientError::Timeout(options.connect_timeout),
+                other => other,
+            })?;
+        let Some(agreed) = result.get("protocolVersion").and_then(Value::as_str) else {
+            return Err(ClientError::Protocol(
+                "the initialize result has no protocolVersion".into(),
+            ));
+        };
+        if !mcpyard_proto::is_supported(agreed) {
+            return Err(ClientError::Protocol(format!(
+                "the server wants protocol version {agreed}, which is not supported"
+            )));
+        }
+        self.inner.transport.initialized(&result);
+        let _ = self.inner.init_result.set(result);
+        self.notify(methods::NOTIFICATION_INITIALIZED, None).await
     }
 
     /// The `initialize` result the server gave (serverInfo, capabilities,
     /// instructions, protocolVersion).
     pub fn initialize_result(&self) -> &Value {
-        unimplemented!()
+        static NONE: Value = Value::Null;
+        self.inner.init_result.get().unwrap_or(&NONE)
+    }
+
+    /// The protocol version the server agreed to.
+    pub fn protocol_version(&self) -> &str {
+        self.initialize_result()
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    }
+
+    /// For a stdio server, the child's pid, which is also the id of the
+    /// process group it and its own children run in.
+    pub fn process_id(&self) -> Option<u32> {
+        self.inner.transport.process_id()
+    }
+
+    /// The label given in [`ConnectOptions::label`].
+    pub fn label(&self) -> &str {
+        &self.inner.shared.label
     }
 
     /// Sends a request and waits for its result. A timeout or cancellation
@@ -87,13 +300,12 @@ impl McpClient {
         params: Option<Value>,
         options: RequestOptions,
     ) -> Result<Value, ClientError> {
-        let _ = (method, params, options);
-        unimplemented!()
+        self.request_with_id(method, params, options, |_| {}).await
     }
 
-    /// The id the next [`McpClient::request`] will use is not exposed; this
-    /// sends a request with a caller-chosen hook to learn its id (so progress
-    /// and server requests on its stream can be tied back to it).
+    /// Like [`McpClient::request`], with a hook that learns the request's
+    /// upstream id right before the message goes out (so progress and
+    /// server requests on its stream can be tied back to it).
     pub async fn request_with_id(
         &self,
         method: &str,
@@ -101,37 +313,215 @@ impl McpClient {
         options: RequestOptions,
         on_sent: impl FnOnce(RequestId) + Send,
     ) -> Result<Value, ClientError> {
-        let _ = (method, params, options, on_sent);
-        unimplemented!()
+        let shared = &self.inner.shared;
+        if shared.closed.is_cancelled() {
+            return Err(ClientError::Closed);
+        }
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        shared.pending().insert(id, tx);
+        let _pending = PendingGuard { shared, id };
+        // Ends whatever the transport keeps open for this request (its
+        // response stream) once the call is over, however it ends.
+        let scope = shared.closed.child_token();
+        let _scope = scope.clone().drop_guard();
+
+        on_sent(RequestId::Number(id));
+        let message = Message::request(id, method, params);
+        let exchange = async {
+            self.inner.transport.send(&message, &scope).await?;
+            rx.await.unwrap_or(Err(ClientError::Closed))
+        };
+        let timeout = async {
+            match options.timeout {
+                Some(limit) => tokio::time::sleep(limit).await,
+                None => std::future::pending().await,
+            }
+        };
+        let cancelled = async {
+            match &options.cancel {
+                Some(token) => token.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            answer = exchange => answer,
+            () = shared.closed.cancelled() => Err(ClientError::Closed),
+            () = timeout => {
+                self.cancel_upstream(id, method, "timeout");
+                Err(ClientError::Timeout(options.timeout.unwrap_or_default()))
+            }
+            () = cancelled => {
+                self.cancel_upstream(id, method, "cancelled by the client");
+                Err(ClientError::Cancelled)
+            }
+        }
+    }
+
+    /// Tells the server to stop working on `id`, without making the caller
+    /// wait for the message to go out.
+    fn cancel_upstream(&self, id: i64, method: &str, reason: &str) {
+        // The spec forbids cancelling initialize.
+        if method == methods::INITIALIZE || self.is_closed() {
+            return;
+        }
+        let client = self.clone();
+        let params = json!({"requestId": id, "reason": reason});
+        tokio::spawn(async move {
+            let sent = tokio::time::timeout(
+                CANCEL_SEND_TIMEOUT,
+                client.notify(methods::NOTIFICATION_CANCELLED, Some(params)),
+            )
+            .await;
+            if !matches!(sent, Ok(Ok(()))) {
+                tracing::debug!(
+                    target: "mcpyard::upstream",
+                    server = %client.inner.shared.label,
+                    "could not send notifications/cancelled for request {id}"
+                );
+            }
+        });
     }
 
     /// Sends a notification.
     pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), ClientError> {
-        let _ = (method, params);
-        unimplemented!()
+        let shared = &self.inner.shared;
+        if shared.closed.is_cancelled() {
+            return Err(ClientError::Closed);
+        }
+        let message = Message::notification(method, params);
+        self.inner.transport.send(&message, &shared.closed).await
     }
 
     /// Fetches every page of a list method and returns the items under `key`
-    /// (`tools/list` → `tools`).
+    /// (`tools/list` → `tools`). Stops after [`MAX_LIST_PAGES`] pages, or
+    /// when the server repeats a cursor, so a looping server cannot hold the
+    /// caller forever.
     pub async fn list_all(&self, method: &str, key: &str) -> Result<Vec<Value>, ClientError> {
-        let _ = (method, key);
-        unimplemented!()
+        let mut items = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_LIST_PAGES {
+            let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
+            let mut page = self
+                .request(method, params, RequestOptions::default())
+                .await?;
+            match page.get_mut(key).map(Value::take) {
+                Some(Value::Array(found)) => items.extend(found),
+                None | Some(Value::Null) => {}
+                Some(_) => {
+                    return Err(ClientError::Protocol(format!(
+                        "`{key}` in the {method} result is not an array"
+                    )))
+                }
+            }
+            let next = page
+                .get("nextCursor")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            match next {
+                Some(next) if Some(&next) != cursor.as_ref() => cursor = Some(next),
+                Some(_) => {
+                    tracing::warn!(target: "mcpyard::upstream", server = %self.inner.shared.label, "{method}: the server repeated a cursor; stopping");
+                    return Ok(items);
+                }
+                None => return Ok(items),
+            }
+        }
+        tracing::warn!(target: "mcpyard::upstream", server = %self.inner.shared.label, "{method}: stopped after {MAX_LIST_PAGES} pages");
+        Ok(items)
     }
 
     /// Whether the connection is gone (child exited, stream ended).
     pub fn is_closed(&self) -> bool {
-        unimplemented!()
+        self.inner.shared.closed.is_cancelled()
     }
 
     /// Resolves when the connection is gone.
     pub async fn closed(&self) {
-        unimplemented!()
+        self.inner.shared.closed.cancelled().await;
     }
 
     /// Closes the connection: DELETE of the HTTP session, or for a child
     /// process stdin closed, a grace period, then its whole process group
-    /// killed and reaped.
+    /// killed and reaped. Pending requests fail with [`ClientError::Closed`].
     pub async fn shutdown(&self) {
-        unimplemented!()
+        self.inner.transport.shutdown().await;
+        self.inner.shared.close();
+    }
+}
+
+/// The dispatcher: one per connection, in the order messages were read.
+async fn dispatch(mut rx: mpsc::Receiver<Inbound>, shared: Arc<Shared>, inner: Weak<Inner>) {
+    loop {
+        let item = tokio::select! {
+            biased;
+            item = rx.recv() => item,
+            () = shared.closed.cancelled() => None,
+        };
+        let Some(item) = item else { break };
+        match item {
+            Inbound::Message { message, related } => match message {
+                Message::Response { id, result } => shared.resolve(&id, Ok(result)),
+                Message::Error {
+                    id: Some(id),
+                    error,
+                } => shared.resolve(&id, Err(ClientError::Rpc(error))),
+                Message::Error { id: None, error } => tracing::warn!(
+                    target: "mcpyard::upstream",
+                    server = %shared.label,
+                    "the server reported an error for no request: {error}"
+                ),
+                Message::Notification { method, params } => {
+                    tokio::select! {
+                        () = shared.handler.on_notification(&method, params, related) => {}
+                        () = shared.closed.cancelled() => break,
+                    }
+                }
+                Message::Request { id, method, params } => {
+                    tokio::spawn(answer_server_request(
+                        shared.clone(),
+                        inner.clone(),
+                        id,
+                        method,
+                        params,
+                        related,
+                    ));
+                }
+            },
+            Inbound::Fail { id, error } => shared.resolve(&id, Err(error)),
+            Inbound::Closed { reason } => {
+                tracing::info!(target: "mcpyard::upstream", server = %shared.label, "connection closed: {reason}");
+                break;
+            }
+        }
+    }
+    shared.close();
+}
+
+/// Runs the handler for a server-to-client request and sends its answer.
+async fn answer_server_request(
+    shared: Arc<Shared>,
+    inner: Weak<Inner>,
+    id: RequestId,
+    method: String,
+    params: Option<Value>,
+    related: Option<RequestId>,
+) {
+    let outcome = tokio::select! {
+        outcome = shared.handler.on_request(&method, params, related) => outcome,
+        () = shared.closed.cancelled() => return,
+    };
+    let reply = match outcome {
+        Ok(result) => Message::response(id, result),
+        Err(error) => Message::error(Some(id), error),
+    };
+    let Some(inner) = inner.upgrade() else { return };
+    if let Err(e) = inner.transport.send(&reply, &shared.closed).await {
+        tracing::debug!(
+            target: "mcpyard::upstream",
+            server = %shared.label,
+            "could not answer the server's {method}: {e}"
+        );
     }
 }

@@ -4,12 +4,15 @@ use std::time::Duration;
 
 use mcpyard_proto::ErrorObject;
 
+/// Why a client call failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     /// The child process could not be started.
     #[error("could not start `{command}`: {source}")]
     Spawn {
+        /// The program that was to run.
         command: String,
+        /// The operating system's reason.
         #[source]
         source: std::io::Error,
     },
@@ -21,7 +24,12 @@ pub enum ClientError {
     Closed,
     /// An HTTP status the transport cannot handle.
     #[error("HTTP {status}: {body}")]
-    Http { status: u16, body: String },
+    Http {
+        /// The HTTP status code.
+        status: u16,
+        /// The start of the response body (at most 1 KiB).
+        body: String,
+    },
     /// The peer broke the protocol (garbage on stdout, bad handshake...).
     #[error("protocol: {0}")]
     Protocol(String),

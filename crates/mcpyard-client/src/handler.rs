@@ -11,7 +11,8 @@ use serde_json::Value;
 /// request's response stream; progress: from the token).
 #[async_trait]
 pub trait ClientHandler: Send + Sync + 'static {
-    /// A request from the server (sampling, elicitation, roots, ping).
+    /// A request from the server (sampling, elicitation, roots, ping). Runs
+    /// in a task of its own; the result or error is sent back as the answer.
     async fn on_request(
         &self,
         method: &str,
@@ -20,6 +21,10 @@ pub trait ClientHandler: Send + Sync + 'static {
     ) -> Result<Value, ErrorObject>;
 
     /// A notification from the server (progress, log message, list changed...).
+    ///
+    /// Awaited in arrival order, before any answer read after it is handed
+    /// to its caller (so progress never trails its result): keep it quick,
+    /// hand slow work to a task.
     async fn on_notification(
         &self,
         method: &str,

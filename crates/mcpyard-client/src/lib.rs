@@ -15,10 +15,14 @@
 mod client;
 mod error;
 mod handler;
+mod link;
 mod spec;
 mod transport;
 
-pub use client::{ConnectOptions, McpClient, RequestOptions};
+pub use client::{
+    ConnectOptions, McpClient, RequestOptions, LEGACY_SSE_PROTOCOL_VERSION, MAX_LIST_PAGES,
+};
 pub use error::ClientError;
 pub use handler::{ClientHandler, NoopHandler};
+pub use link::MAX_MESSAGE_BYTES;
 pub use spec::TransportSpec;

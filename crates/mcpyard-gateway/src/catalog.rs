@@ -109,11 +109,19 @@ pub(crate) struct View {
     templates: Vec<(String, usize)>,
     /// Names offered by more than one source; the first source keeps them.
     pub(crate) collisions: Vec<String>,
+    /// Tool and prompt names of sources that are down, so a call to one
+    /// fails naming its server instead of as an unknown name.
+    unavailable: HashMap<String, usize>,
 }
 
 impl View {
     pub(crate) fn tool(&self, name: &str) -> Option<&Route> {
         self.tools.get(name)
+    }
+
+    /// The source of a tool or prompt name whose source is down.
+    pub(crate) fn unavailable(&self, name: &str) -> Option<usize> {
+        self.unavailable.get(name).copied()
     }
 
     pub(crate) fn prompt(&self, name: &str) -> Option<&Route> {
@@ -147,8 +155,10 @@ impl View {
 struct Entry {
     name: String,
     prefix: String,
-    /// `None` while the source is down: it is left out of the lists.
+    /// What the source last listed; `None` before it first connected.
     lists: Option<SourceLists>,
+    /// A source that is down is left out of the lists.
+    up: bool,
 }
 
 #[derive(Debug)]
@@ -167,6 +177,7 @@ impl Catalog {
                 name,
                 prefix,
                 lists: None,
+                up: false,
             })
             .collect();
         Self {
@@ -187,10 +198,14 @@ impl Catalog {
         let Some(entry) = entries.get_mut(source) else {
             return Vec::new();
         };
-        if entry.lists == lists {
+        let up = lists.is_some();
+        if entry.up == up && (lists.is_none() || entry.lists == lists) {
             return Vec::new();
         }
-        entry.lists = lists;
+        entry.up = up;
+        if lists.is_some() {
+            entry.lists = lists;
+        }
         let view = build_view(&entries);
         let mut slot = self.view.write().expect("catalog lock poisoned");
         let changed = ListKind::ALL
@@ -240,6 +255,15 @@ fn build_view(entries: &[Entry]) -> View {
     let mut lists: [Vec<Value>; 4] = Default::default();
     for (source, entry) in entries.iter().enumerate() {
         let Some(src) = &entry.lists else { continue };
+        if !entry.up {
+            for kind in [ListKind::Tools, ListKind::Prompts] {
+                for name in src.get(kind).iter().filter_map(|i| i.get("name")?.as_str()) {
+                    view.unavailable
+                        .insert(format!("{}{name}", entry.prefix), source);
+                }
+            }
+            continue;
+        }
         for (kind, routes) in [
             (ListKind::Tools, &mut view.tools),
             (ListKind::Prompts, &mut view.prompts),
@@ -359,6 +383,12 @@ mod tests {
         assert_eq!(c.set_lists(0, None), vec![ListKind::Tools]);
         assert_eq!(c.view().len(ListKind::Tools), 1);
         assert!(c.view().tool("a__echo").is_none());
+        assert_eq!(c.view().unavailable("a__echo"), Some(0));
+        assert_eq!(
+            c.set_lists(0, Some(lists(&["echo"]))),
+            vec![ListKind::Tools]
+        );
+        assert_eq!(c.view().unavailable("a__echo"), None);
     }
 
     #[test]

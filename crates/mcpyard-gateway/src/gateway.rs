@@ -118,11 +118,19 @@ impl Gateway {
     ) -> Option<Message> {
         match msg {
             Message::Request { id, method, params } => {
+                if session.is_stateless() {
+                    adopt_request_envelope(session, params.as_ref());
+                }
                 let cancel = session.begin_request(&id);
-                let outcome = self
+                let mut outcome = self
                     .dispatch(session, &id, &method, params, related, cancel)
                     .await;
                 session.finish_request(&id);
+                if session.is_stateless() {
+                    if let Ok(result) = &mut outcome {
+                        stamp_stateless_result(&method, result);
+                    }
+                }
                 Some(match outcome {
                     Ok(result) => Message::response(id, result),
                     Err(e) => Message::error(Some(id), e),
@@ -308,9 +316,9 @@ impl Gateway {
             }
         }
         let view = self.inner.catalog.view();
-        let route = view
-            .tool(name)
-            .ok_or_else(|| ErrorObject::invalid_params(format!("Unknown tool: {name}")))?;
+        let Some(route) = view.tool(name) else {
+            return Err(self.unknown_name("tool", name, &view));
+        };
         if route.source == 0 {
             let arguments = params
                 .get("arguments")
@@ -350,14 +358,23 @@ impl Gateway {
             .and_then(Value::as_str)
             .ok_or_else(|| ErrorObject::invalid_params("`name` must be a string"))?;
         let view = self.inner.catalog.view();
-        let route = view
-            .prompt(name)
-            .ok_or_else(|| ErrorObject::invalid_params(format!("Unknown prompt: {name}")))?;
+        let Some(route) = view.prompt(name) else {
+            return Err(self.unknown_name("prompt", name, &view));
+        };
         let upstream = self
             .upstream(route.source)
             .ok_or_else(|| ErrorObject::internal("catalog route to a missing source"))?;
         params["name"] = Value::String(route.name.clone());
         Ok((upstream, params))
+    }
+
+    /// -32603 naming the server when the name belongs to a source that is
+    /// down, else -32602 for a name nobody offers.
+    fn unknown_name(&self, what: &str, name: &str, view: &crate::catalog::View) -> ErrorObject {
+        match view.unavailable(name).and_then(|s| self.upstream(s)) {
+            Some(upstream) => upstream.unavailable(),
+            None => ErrorObject::invalid_params(format!("Unknown {what}: {name}")),
+        }
     }
 
     fn route_resource(&self, params: &Value) -> Result<&Arc<Upstream>, ErrorObject> {
@@ -461,5 +478,62 @@ impl Gateway {
         for u in &self.inner.upstreams {
             u.stopped().await;
         }
+    }
+}
+
+/// A stateless request carries what `initialize` would have said in its
+/// `_meta`; the transport took the version and capabilities, this takes the
+/// rest.
+fn adopt_request_envelope(session: &Session, params: Option<&Value>) {
+    let Some(meta) = mcpyard_proto::meta(params) else {
+        return;
+    };
+    let client_info = meta.get("io.modelcontextprotocol/clientInfo").cloned();
+    let log_level = meta
+        .get("io.modelcontextprotocol/logLevel")
+        .and_then(Value::as_str)
+        .filter(|l| is_log_level(l))
+        .map(str::to_owned);
+    session.update(|n| {
+        if let Some(info) = client_info {
+            n.client_info = info;
+        }
+        if log_level.is_some() {
+            n.log_level = log_level;
+        }
+    });
+}
+
+/// Results of the stateless era (2026-07-28) carry `resultType`; the
+/// cacheable ones (lists, reads, discovery) a TTL and a cache scope; every
+/// one names the server in `_meta`. Upstream results pass through an older
+/// era, so the gateway adds what they lack.
+fn stamp_stateless_result(method: &str, result: &mut Value) {
+    let Some(obj) = result.as_object_mut() else {
+        return;
+    };
+    obj.entry("resultType")
+        .or_insert_with(|| Value::String("complete".into()));
+    let cacheable = matches!(
+        method,
+        methods::SERVER_DISCOVER
+            | methods::TOOLS_LIST
+            | methods::PROMPTS_LIST
+            | methods::RESOURCES_LIST
+            | methods::RESOURCES_TEMPLATES_LIST
+            | methods::RESOURCES_READ
+    );
+    if cacheable {
+        obj.entry("ttlMs").or_insert_with(|| json!(0));
+        // Lists may differ per client once exposure policy applies.
+        obj.entry("cacheScope")
+            .or_insert_with(|| Value::String("private".into()));
+    }
+    let meta = obj.entry("_meta").or_insert_with(|| json!({}));
+    if let Some(meta) = meta.as_object_mut() {
+        meta.insert(
+            "io.modelcontextprotocol/serverInfo".into(),
+            Gateway::server_info(),
+        );
     }
 }

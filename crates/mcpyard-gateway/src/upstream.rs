@@ -283,7 +283,7 @@ impl Upstream {
         }
     }
 
-    fn unavailable(&self) -> ErrorObject {
+    pub(crate) fn unavailable(&self) -> ErrorObject {
         let h = self.health.lock().expect("health lock poisoned");
         let why = match &h.state {
             State::Down { error } => format!(": {error}"),

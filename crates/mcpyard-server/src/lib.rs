@@ -1,1 +1,28 @@
+//! Downstream transports of the mcpyard gateway.
+//!
+//! They only parse, authenticate and frame: every JSON-RPC message a client
+//! sends is handed to [`mcpyard_gateway::Gateway::handle`] together with the
+//! client's session, and whatever the gateway returns or emits is written
+//! back in the form the transport and the client's protocol era call for.
+//!
+//! - Streamable HTTP on `/mcp` (sessions of 2025-03-26 to 2025-11-25, and the
+//!   stateless per-request era 2026-07-28), see [`router`] and [`serve_http`];
+//! - legacy HTTP+SSE of 2024-11-05 on `/sse` + `/messages`, on the same router;
+//! - newline-delimited JSON on stdio, see [`serve_stdio`].
 
+mod accept;
+mod legacy_sse;
+mod options;
+mod reply;
+mod router;
+mod security;
+mod serve;
+mod sse;
+mod stateless;
+mod stdio;
+mod streamable;
+
+pub use options::{HttpOptions, DEFAULT_MAX_BODY_BYTES};
+pub use router::router;
+pub use serve::{serve_http, serve_http_on};
+pub use stdio::{serve_stdio, serve_stdio_with, StdioOptions};

@@ -1,1 +1,101 @@
-//! Transports: stdio, Streamable HTTP, legacy SSE.
+//! The transports an [`McpClient`](crate::McpClient) can run over, behind one
+//! enum: each reads messages into the [`Link`] and writes what the client
+//! sends. Adding a transport means one file here and one arm below.
+
+mod http_common;
+mod legacy_sse;
+mod sse_decoder;
+mod stdio;
+mod streamable_http;
+
+use std::time::Duration;
+
+use mcpyard_proto::Message;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::link::Link;
+use crate::{ClientError, TransportSpec};
+
+/// An open transport.
+#[derive(Debug)]
+pub(crate) enum Transport {
+    Stdio(stdio::StdioTransport),
+    StreamableHttp(streamable_http::StreamableHttpTransport),
+    Sse(legacy_sse::LegacySseTransport),
+}
+
+impl Transport {
+    /// Opens the transport (spawns the child, or opens the SSE stream and
+    /// waits for its endpoint). The handshake is the client's business.
+    pub(crate) async fn open(
+        spec: TransportSpec,
+        link: Link,
+        connect_timeout: Duration,
+    ) -> Result<Self, ClientError> {
+        match spec {
+            TransportSpec::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => Ok(Transport::Stdio(stdio::StdioTransport::spawn(
+                &command,
+                &args,
+                &env,
+                cwd.as_deref(),
+                link,
+            )?)),
+            TransportSpec::StreamableHttp { url, headers } => Ok(Transport::StreamableHttp(
+                streamable_http::StreamableHttpTransport::new(
+                    &url,
+                    &headers,
+                    connect_timeout,
+                    link,
+                )?,
+            )),
+            TransportSpec::Sse { url, headers } => Ok(Transport::Sse(
+                legacy_sse::LegacySseTransport::open(&url, &headers, connect_timeout, link).await?,
+            )),
+        }
+    }
+
+    /// Sends one message. `scope` is cancelled when the caller no longer
+    /// waits for anything this message causes (its request finished), so a
+    /// response stream opened for it can be dropped.
+    pub(crate) async fn send(
+        &self,
+        message: &Message,
+        scope: &CancellationToken,
+    ) -> Result<(), ClientError> {
+        match self {
+            Transport::Stdio(t) => t.send(message).await,
+            Transport::StreamableHttp(t) => t.send(message, scope).await,
+            Transport::Sse(t) => t.send(message).await,
+        }
+    }
+
+    /// Called once `initialize` succeeded, with its result.
+    pub(crate) fn initialized(&self, result: &Value) {
+        if let Transport::StreamableHttp(t) = self {
+            t.initialized(result);
+        }
+    }
+
+    /// The child's pid (also its process group id), for stdio.
+    pub(crate) fn process_id(&self) -> Option<u32> {
+        match self {
+            Transport::Stdio(t) => t.process_id(),
+            _ => None,
+        }
+    }
+
+    /// Ends the connection for good (see [`McpClient::shutdown`](crate::McpClient::shutdown)).
+    pub(crate) async fn shutdown(&self) {
+        match self {
+            Transport::Stdio(t) => t.shutdown().await,
+            Transport::StreamableHttp(t) => t.shutdown().await,
+            Transport::Sse(t) => t.shutdown().await,
+        }
+    }
+}

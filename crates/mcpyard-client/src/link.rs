@@ -1,0 +1,209 @@
+//! The one-way path from a transport up to the client: every message a
+//! transport reads is queued here, in the order it was read, and the client's
+//! dispatcher takes it from there. Keeping the order matters: a progress
+//! notification read before a response must reach the handler before the
+//! response wakes the caller.
+
+use std::sync::Arc;
+
+use mcpyard_proto::{Message, RequestId};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::ClientError;
+
+/// Room for messages read but not yet dispatched. A full queue slows the
+/// reader down (backpressure) instead of growing without bound.
+pub(crate) const INBOUND_CAPACITY: usize = 1024;
+
+/// Largest JSON-RPC message (stdio line, HTTP body or SSE event) the client
+/// accepts; past it the message is refused with [`ClientError::Protocol`]
+/// (or, on stdio, where it cannot be tied to a request, skipped and logged).
+pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+
+/// What a transport hands up.
+#[derive(Debug)]
+pub(crate) enum Inbound {
+    /// A message from the server. `related` is the id of our request on
+    /// whose response stream it arrived, when the transport knows it.
+    Message {
+        message: Message,
+        related: Option<RequestId>,
+    },
+    /// Our request `id` cannot get an answer (its stream broke, its answer
+    /// was too large...).
+    Fail { id: RequestId, error: ClientError },
+    /// The transport is gone; nothing more will arrive.
+    Closed { reason: String },
+}
+
+/// A transport's handle on the inbound queue. Cheap to clone.
+#[derive(Debug, Clone)]
+pub(crate) struct Link {
+    tx: mpsc::Sender<Inbound>,
+    closed: CancellationToken,
+    label: Arc<str>,
+}
+
+impl Link {
+    pub(crate) fn new(label: &str, closed: CancellationToken) -> (Self, mpsc::Receiver<Inbound>) {
+        let (tx, rx) = mpsc::channel(INBOUND_CAPACITY);
+        (
+            Self {
+                tx,
+                closed,
+                label: Arc::from(label),
+            },
+            rx,
+        )
+    }
+
+    /// The server's label, for logs.
+    pub(crate) fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// Cancelled once the client is closed; transport tasks stop on it.
+    pub(crate) fn closed(&self) -> &CancellationToken {
+        &self.closed
+    }
+
+    /// Queues a message from the server. Returns false when the client is
+    /// gone (the reader can stop).
+    pub(crate) async fn deliver(&self, message: Message, related: Option<RequestId>) -> bool {
+        self.push(Inbound::Message { message, related }).await
+    }
+
+    /// Fails one of our requests.
+    pub(crate) async fn fail(&self, id: RequestId, error: ClientError) {
+        self.push(Inbound::Fail { id, error }).await;
+    }
+
+    /// Says the transport is gone. Queued behind what was already read, so
+    /// answers that made it out before the end are not lost.
+    pub(crate) async fn end(&self, reason: impl Into<String>) {
+        self.push(Inbound::Closed {
+            reason: reason.into(),
+        })
+        .await;
+    }
+
+    async fn push(&self, item: Inbound) -> bool {
+        tokio::select! {
+            sent = self.tx.send(item) => sent.is_ok(),
+            () = self.closed.cancelled() => false,
+        }
+    }
+}
+
+/// Parses a body, a line or an event's data and queues every JSON-RPC
+/// message in it. Input that is not JSON-RPC is logged (truncated) and
+/// skipped: a server's stray output must not kill the connection.
+pub(crate) async fn deliver_body(
+    link: &Link,
+    bytes: &[u8],
+    related: Option<&RequestId>,
+    origin: &str,
+) -> Vec<Message> {
+    let trimmed = trim_ascii(bytes);
+    if trimmed.is_empty() {
+        return Vec::new();
+    }
+    let messages: Vec<Message> = match mcpyard_proto::parse_body(trimmed) {
+        Ok(mcpyard_proto::Body::Single(Ok(m))) => vec![m],
+        Ok(mcpyard_proto::Body::Single(Err(e))) => {
+            skip(link, origin, trimmed, &e.to_string());
+            Vec::new()
+        }
+        Ok(mcpyard_proto::Body::Batch(items)) => items
+            .into_iter()
+            .filter_map(|item| match item {
+                Ok(m) => Some(m),
+                Err(e) => {
+                    skip(link, origin, trimmed, &e.to_string());
+                    None
+                }
+            })
+            .collect(),
+        Err(e) => {
+            skip(link, origin, trimmed, &e.to_string());
+            Vec::new()
+        }
+    };
+    for m in &messages {
+        if !link.deliver(m.clone(), related.cloned()).await {
+            break;
+        }
+    }
+    messages
+}
+
+fn skip(link: &Link, origin: &str, bytes: &[u8], why: &str) {
+    tracing::warn!(
+        target: "mcpyard::upstream",
+        server = link.label(),
+        "skipping {origin} that is not a JSON-RPC message ({why}): {}",
+        preview(bytes)
+    );
+}
+
+/// The first 200 characters of some bytes, for logs.
+pub(crate) fn preview(bytes: &[u8]) -> String {
+    const MAX: usize = 200;
+    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX * 4)]);
+    let mut out: String = text.chars().take(MAX).collect();
+    if out.len() < text.len() || bytes.len() > MAX * 4 {
+        out.push('…');
+    }
+    out
+}
+
+fn trim_ascii(bytes: &[u8]) -> &[u8] {
+    let start = bytes
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(bytes.len());
+    let end = bytes
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .map_or(start, |p| p + 1);
+    &bytes[start..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn preview_truncates_long_input() {
+        let long = "x".repeat(1000);
+        let p = preview(long.as_bytes());
+        assert_eq!(p.chars().count(), 201);
+        assert!(p.ends_with('…'));
+        assert_eq!(preview(b"short"), "short");
+    }
+
+    #[tokio::test]
+    async fn garbage_is_skipped_and_messages_are_queued_in_order() {
+        let (link, mut rx) = Link::new("t", CancellationToken::new());
+        let got = deliver_body(&link, b"  not json \r\n", None, "a line").await;
+        assert!(got.is_empty());
+        let got = deliver_body(
+            &link,
+            br#"[{"jsonrpc":"2.0","method":"a"},7,{"jsonrpc":"2.0","id":1,"result":{}}]"#,
+            Some(&RequestId::Number(1)),
+            "a body",
+        )
+        .await;
+        assert_eq!(got.len(), 2);
+        let Some(Inbound::Message { message, related }) = rx.recv().await else {
+            panic!("expected a message");
+        };
+        assert_eq!(message.method(), Some("a"));
+        assert_eq!(related, Some(RequestId::Number(1)));
+        let Some(Inbound::Message { message, .. }) = rx.recv().await else {
+            panic!("expected a message");
+        };
+        assert!(message.is_response());
+    }
+}

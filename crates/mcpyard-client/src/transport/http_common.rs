@@ -1,0 +1,156 @@
+//! What the two HTTP transports share: building the `reqwest` client,
+//! reading capped bodies and event streams, and turning HTTP failures into
+//! [`ClientError`]s without echoing secrets.
+
+use std::time::Duration;
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
+use tokio_util::sync::CancellationToken;
+
+use super::sse_decoder::{SseDecoder, SseEvent};
+use crate::ClientError;
+
+/// How much of an error body is kept for [`ClientError::Http`].
+const ERROR_BODY_PREVIEW: usize = 1024;
+
+/// One `reqwest::Client` per [`McpClient`](crate::McpClient): its pool keeps
+/// connections alive across requests, and `TCP_NODELAY` avoids the ~40 ms
+/// Nagle/delayed-ACK stall on small replies.
+pub(crate) fn build_client(
+    headers: &[(String, String)],
+    connect_timeout: Duration,
+) -> Result<reqwest::Client, ClientError> {
+    let mut map = HeaderMap::new();
+    for (name, value) in headers {
+        let name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| ClientError::Transport(format!("invalid header name `{name}`")))?;
+        // The value is never echoed: it may be a token.
+        let mut value = HeaderValue::from_str(value)
+            .map_err(|_| ClientError::Transport(format!("invalid value for header `{name}`")))?;
+        value.set_sensitive(true);
+        map.append(name, value);
+    }
+    reqwest::Client::builder()
+        .default_headers(map)
+        .tcp_nodelay(true)
+        .connect_timeout(connect_timeout)
+        .build()
+        .map_err(|e| ClientError::Transport(format!("cannot build the HTTP client: {e}")))
+}
+
+pub(crate) fn parse_url(url: &str) -> Result<reqwest::Url, ClientError> {
+    reqwest::Url::parse(url).map_err(|e| ClientError::Transport(format!("invalid URL: {e}")))
+}
+
+/// A `reqwest` error as a [`ClientError`], without the URL (its query may
+/// carry a key).
+pub(crate) fn transport_error(e: reqwest::Error) -> ClientError {
+    let e = e.without_url();
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    ClientError::Transport(text)
+}
+
+/// What a response body holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BodyKind {
+    Json,
+    EventStream,
+    Other,
+}
+
+pub(crate) fn body_kind(resp: &reqwest::Response) -> BodyKind {
+    let ct = resp
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    if ct.starts_with("text/event-stream") {
+        BodyKind::EventStream
+    } else if ct.starts_with("application/json") || ct.contains("+json") {
+        BodyKind::Json
+    } else {
+        BodyKind::Other
+    }
+}
+
+/// Reads a whole body, failing with [`ClientError::Protocol`] past `cap`.
+pub(crate) async fn read_capped(
+    mut resp: reqwest::Response,
+    cap: usize,
+) -> Result<Vec<u8>, ClientError> {
+    let too_large = || ClientError::Protocol(format!("response body larger than {cap} bytes"));
+    if resp.content_length().is_some_and(|n| n > cap as u64) {
+        return Err(too_large());
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(transport_error)? {
+        if body.len() + chunk.len() > cap {
+            return Err(too_large());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// A non-success answer as [`ClientError::Http`], with the start of its body.
+pub(crate) async fn status_error(mut resp: reqwest::Response) -> ClientError {
+    let status = resp.status().as_u16();
+    let mut body = Vec::new();
+    while body.len() < ERROR_BODY_PREVIEW {
+        match resp.chunk().await {
+            Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+            _ => break,
+        }
+    }
+    body.truncate(ERROR_BODY_PREVIEW);
+    ClientError::Http {
+        status,
+        body: String::from_utf8_lossy(&body).trim().to_owned(),
+    }
+}
+
+/// Why an event stream stopped.
+#[derive(Debug)]
+pub(crate) enum StreamStop {
+    /// The server ended it.
+    Ended,
+    /// Our side is no longer interested.
+    Stopped,
+    /// An event past the cap.
+    TooLarge(usize),
+    /// The connection broke.
+    Broken(String),
+}
+
+/// Reads the next events of a stream; `Err` says why it stopped.
+pub(crate) async fn next_events(
+    resp: &mut reqwest::Response,
+    decoder: &mut SseDecoder,
+    stop: &CancellationToken,
+) -> Result<Vec<SseEvent>, StreamStop> {
+    loop {
+        let chunk = tokio::select! {
+            chunk = resp.chunk() => chunk,
+            () = stop.cancelled() => return Err(StreamStop::Stopped),
+        };
+        match chunk {
+            Ok(Some(bytes)) => {
+                let events = decoder
+                    .feed(&bytes)
+                    .map_err(|e| StreamStop::TooLarge(e.0))?;
+                if !events.is_empty() {
+                    return Ok(events);
+                }
+            }
+            Ok(None) => return Err(StreamStop::Ended),
+            Err(e) => return Err(StreamStop::Broken(transport_error(e).to_string())),
+        }
+    }
+}

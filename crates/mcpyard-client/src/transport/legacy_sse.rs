@@ -1,0 +1,140 @@
+//! Legacy HTTP+SSE (2024-11-05): a GET opens an event stream whose first
+//! `endpoint` event names the URL to POST messages to; every answer and
+//! every server message then arrives as a `message` event on that stream.
+//! The stream ending ends the connection.
+
+use std::time::Duration;
+
+use mcpyard_proto::Message;
+use reqwest::header::{ACCEPT, CONTENT_TYPE};
+use tokio::sync::oneshot;
+
+use super::http_common::{
+    body_kind, build_client, next_events, parse_url, status_error, transport_error, BodyKind,
+    StreamStop,
+};
+use super::sse_decoder::SseDecoder;
+use crate::link::{deliver_body, Link, MAX_MESSAGE_BYTES};
+use crate::ClientError;
+
+/// A legacy SSE connection.
+#[derive(Debug)]
+pub(crate) struct LegacySseTransport {
+    http: reqwest::Client,
+    endpoint: reqwest::Url,
+    link: Link,
+}
+
+impl LegacySseTransport {
+    /// Opens the stream and waits for the `endpoint` event (the caller
+    /// bounds the wait).
+    pub(crate) async fn open(
+        url: &str,
+        headers: &[(String, String)],
+        connect_timeout: Duration,
+        link: Link,
+    ) -> Result<Self, ClientError> {
+        let http = build_client(headers, connect_timeout)?;
+        let url = parse_url(url)?;
+        let resp = http
+            .get(url.clone())
+            .header(ACCEPT, "text/event-stream")
+            .send()
+            .await
+            .map_err(transport_error)?;
+        if !resp.status().is_success() {
+            return Err(status_error(resp).await);
+        }
+        if body_kind(&resp) != BodyKind::EventStream {
+            return Err(ClientError::Protocol(
+                "the SSE URL did not answer with text/event-stream".into(),
+            ));
+        }
+        let (endpoint_tx, endpoint_rx) = oneshot::channel();
+        tokio::spawn(read_stream(resp, url, link.clone(), endpoint_tx));
+        let endpoint = endpoint_rx.await.map_err(|_| {
+            ClientError::Protocol("the SSE stream ended before an `endpoint` event".into())
+        })??;
+        Ok(Self {
+            http,
+            endpoint,
+            link,
+        })
+    }
+
+    pub(crate) async fn send(&self, message: &Message) -> Result<(), ClientError> {
+        let resp = self
+            .http
+            .post(self.endpoint.clone())
+            .header(CONTENT_TYPE, "application/json")
+            .body(message.to_vec())
+            .send()
+            .await
+            .map_err(transport_error)?;
+        if resp.status().is_success() {
+            Ok(())
+        } else {
+            Err(status_error(resp).await)
+        }
+    }
+
+    pub(crate) async fn shutdown(&self) {
+        // Closing the stream (the reader stops on the closed token) is how a
+        // legacy client leaves.
+        self.link.end("shut down").await;
+    }
+}
+
+async fn read_stream(
+    mut resp: reqwest::Response,
+    base: reqwest::Url,
+    link: Link,
+    endpoint_tx: oneshot::Sender<Result<reqwest::Url, ClientError>>,
+) {
+    let mut endpoint_tx = Some(endpoint_tx);
+    let mut decoder = SseDecoder::new(MAX_MESSAGE_BYTES);
+    let stop = link.closed().clone();
+    let end = loop {
+        match next_events(&mut resp, &mut decoder, &stop).await {
+            Ok(events) => {
+                for event in events {
+                    match event.event.as_str() {
+                        "endpoint" => {
+                            // Resolved against the SSE URL: servers send a
+                            // path such as `/message?sessionId=...`.
+                            let endpoint = base.join(event.data.trim()).map_err(|e| {
+                                ClientError::Protocol(format!("bad endpoint event: {e}"))
+                            });
+                            match endpoint_tx.take() {
+                                Some(tx) => {
+                                    let _ = tx.send(endpoint);
+                                }
+                                None => tracing::debug!(
+                                    target: "mcpyard::upstream",
+                                    server = link.label(),
+                                    "ignoring a second endpoint event"
+                                ),
+                            }
+                        }
+                        "message" => {
+                            deliver_body(&link, event.data.as_bytes(), None, "an event").await;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            Err(end) => break end,
+        }
+    };
+    let reason = match end {
+        StreamStop::Stopped => return,
+        StreamStop::Ended => "the SSE stream ended".to_owned(),
+        StreamStop::TooLarge(max) => format!("an event larger than {max} bytes"),
+        StreamStop::Broken(e) => format!("the SSE stream broke: {e}"),
+    };
+    if let Some(tx) = endpoint_tx.take() {
+        let _ = tx.send(Err(ClientError::Protocol(reason.clone())));
+    }
+    tracing::info!(target: "mcpyard::upstream", server = link.label(), "{reason}");
+    link.end(reason).await;
+}

@@ -1,0 +1,406 @@
+//! A server run as a supervised child process, speaking newline-delimited
+//! JSON-RPC on stdin/stdout.
+//!
+//! Invariants: the child leads its own process group (so `npx` and the
+//! `node` it starts die together), on Linux it dies with us
+//! (`PR_SET_PDEATHSIG`), its stderr is logged and never parsed, and it is
+//! always reaped: one task owns the `Child` and waits on it for as long as
+//! the runtime lives.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use futures::StreamExt;
+use mcpyard_proto::Message;
+use tokio::io::AsyncWriteExt;
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::mpsc;
+use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, Decoder, FramedRead};
+use tokio_util::sync::CancellationToken;
+
+use crate::link::{deliver_body, Link, MAX_MESSAGE_BYTES};
+use crate::ClientError;
+
+/// Longest stderr line logged as one entry.
+const MAX_STDERR_LINE: usize = 64 * 1024;
+/// Messages queued for stdin before `send` waits.
+const STDIN_QUEUE: usize = 256;
+/// After stdin is closed, how long the server may take to exit on its own.
+const EXIT_GRACE: Duration = Duration::from_secs(2);
+/// After SIGTERM, how long before SIGKILL.
+const TERM_GRACE: Duration = Duration::from_secs(1);
+/// After the child exited, how long its stdout may take to drain before the
+/// connection is declared closed anyway (a grandchild may hold it open).
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+/// A running child process.
+#[derive(Debug)]
+pub(crate) struct StdioTransport {
+    /// Taken (dropped) to close the child's stdin.
+    stdin: Mutex<Option<mpsc::Sender<Bytes>>>,
+    /// The process group id (the child's pid).
+    pgid: i32,
+    /// Cancelled once the child has been reaped.
+    exited: CancellationToken,
+    /// Cancelled once the child is reaped and no process of its group is
+    /// left.
+    group_gone: CancellationToken,
+    link: Link,
+}
+
+impl StdioTransport {
+    pub(crate) fn spawn(
+        command: &str,
+        args: &[String],
+        env: &BTreeMap<String, String>,
+        cwd: Option<&Path>,
+        link: Link,
+    ) -> Result<Self, ClientError> {
+        let mut cmd = Command::new(command);
+        cmd.args(args)
+            .envs(env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // A safety net only: the waiter task below owns the child and
+            // kills the whole group itself.
+            .kill_on_drop(true)
+            .process_group(0);
+        if let Some(cwd) = cwd {
+            cmd.current_dir(cwd);
+        }
+        #[cfg(target_os = "linux")]
+        set_parent_death_signal(&mut cmd);
+
+        let mut child = cmd.spawn().map_err(|source| ClientError::Spawn {
+            command: command.to_owned(),
+            source,
+        })?;
+        // No await between spawn and handing the child to its waiter task:
+        // a cancelled `connect` cannot drop an unsupervised child.
+        let pid = child.id().and_then(|p| i32::try_from(p).ok()).unwrap_or(0);
+        let (stdin, stdout, stderr) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take());
+        let exited = CancellationToken::new();
+        let group_gone = CancellationToken::new();
+        let reader_done = CancellationToken::new();
+        let label = link.label().to_owned();
+        tracing::info!(target: "mcpyard::upstream", server = %label, pid, "started `{command}`");
+
+        tokio::spawn(wait_child(
+            child,
+            pid,
+            label.clone(),
+            link.clone(),
+            exited.clone(),
+            group_gone.clone(),
+            reader_done.clone(),
+        ));
+
+        let (tx, rx) = mpsc::channel(STDIN_QUEUE);
+        if let Some(stdin) = stdin {
+            tokio::spawn(write_stdin(stdin, rx, link.clone()));
+        }
+        if let Some(stdout) = stdout {
+            tokio::spawn(read_stdout(stdout, link.clone(), reader_done));
+        } else {
+            reader_done.cancel();
+        }
+        if let Some(stderr) = stderr {
+            tokio::spawn(log_stderr(stderr, label, link.closed().clone()));
+        }
+        Ok(Self {
+            stdin: Mutex::new(Some(tx)),
+            pgid: pid,
+            exited,
+            group_gone,
+            link,
+        })
+    }
+
+    pub(crate) fn process_id(&self) -> Option<u32> {
+        u32::try_from(self.pgid).ok().filter(|p| *p > 0)
+    }
+
+    pub(crate) async fn send(&self, message: &Message) -> Result<(), ClientError> {
+        let tx = self
+            .stdin
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .ok_or(ClientError::Closed)?;
+        let mut line = message.to_vec();
+        line.push(b'\n');
+        tx.send(Bytes::from(line))
+            .await
+            .map_err(|_| ClientError::Closed)
+    }
+
+    /// stdin closed → grace period → SIGTERM to the group → SIGKILL to the
+    /// group; returns once the child is reaped and its group is empty (or a
+    /// last bounded wait ran out).
+    pub(crate) async fn shutdown(&self) {
+        self.stdin.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if !wait_for(&self.exited, EXIT_GRACE).await {
+            signal_group(self.pgid, libc::SIGTERM);
+            if !wait_for(&self.exited, TERM_GRACE).await {
+                signal_group(self.pgid, libc::SIGKILL);
+                wait_for(&self.exited, Duration::from_secs(5)).await;
+            }
+        }
+        wait_for(&self.group_gone, TERM_GRACE + Duration::from_secs(1)).await;
+        self.link.end("shut down").await;
+    }
+}
+
+impl Drop for StdioTransport {
+    fn drop(&mut self) {
+        // The last handle is gone without a shutdown: kill at once. The
+        // waiter task still reaps the child.
+        if !self.group_gone.is_cancelled() {
+            signal_group(self.pgid, libc::SIGKILL);
+        }
+    }
+}
+
+/// Linux delivers the signal when the *thread* that forked exits, not the
+/// process: spawning from a runtime worker (which lives as long as the
+/// runtime) is what makes this mean "when the gateway dies". Grandchildren
+/// are not covered; the process group kill on shutdown and on drop is.
+#[cfg(target_os = "linux")]
+fn set_parent_death_signal(cmd: &mut Command) {
+    let parent = std::process::id();
+    // SAFETY: the closure runs between fork and exec and only calls
+    // async-signal-safe functions (prctl, getppid) without allocating.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) == -1 {
+                return Err(io::Error::last_os_error());
+            }
+            // We may have died between fork and prctl: then nobody would
+            // ever send the signal.
+            if libc::getppid() as u32 != parent {
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Sends `signal` to every process of the group. Never to group 0 or 1
+/// (that would be our own group, or everything).
+fn signal_group(pgid: i32, signal: libc::c_int) {
+    if pgid > 1 {
+        // SAFETY: killpg has no memory-safety preconditions.
+        unsafe {
+            libc::killpg(pgid, signal);
+        }
+    }
+}
+
+fn group_alive(pgid: i32) -> bool {
+    // SAFETY: signal 0 only checks for existence.
+    pgid > 1 && unsafe { libc::killpg(pgid, 0) } == 0
+}
+
+async fn wait_for(token: &CancellationToken, limit: Duration) -> bool {
+    tokio::time::timeout(limit, token.cancelled()).await.is_ok()
+}
+
+/// Owns the child: reaps it, logs how it ended, clears what is left of its
+/// group, and closes the connection once stdout has drained.
+async fn wait_child(
+    mut child: Child,
+    pgid: i32,
+    label: String,
+    link: Link,
+    exited: CancellationToken,
+    group_gone: CancellationToken,
+    reader_done: CancellationToken,
+) {
+    match child.wait().await {
+        Ok(status) if status.success() => {
+            tracing::info!(target: "mcpyard::upstream", server = %label, "process exited: {status}")
+        }
+        Ok(status) => {
+            tracing::warn!(target: "mcpyard::upstream", server = %label, "process exited: {status}")
+        }
+        Err(e) => {
+            tracing::warn!(target: "mcpyard::upstream", server = %label, "waiting for the process failed: {e}")
+        }
+    }
+    exited.cancel();
+    // The leader is gone; anything it started must not outlive it.
+    if group_alive(pgid) {
+        signal_group(pgid, libc::SIGTERM);
+        let deadline = tokio::time::Instant::now() + TERM_GRACE;
+        while group_alive(pgid) && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        if group_alive(pgid) {
+            signal_group(pgid, libc::SIGKILL);
+        }
+    }
+    group_gone.cancel();
+    if !wait_for(&reader_done, DRAIN_GRACE).await {
+        tracing::debug!(target: "mcpyard::upstream", server = %label, "stdout still open after exit");
+    }
+    link.end("the server process exited").await;
+}
+
+async fn write_stdin(mut stdin: ChildStdin, mut rx: mpsc::Receiver<Bytes>, link: Link) {
+    loop {
+        let line = tokio::select! {
+            line = rx.recv() => line,
+            () = link.closed().cancelled() => None,
+        };
+        let Some(line) = line else { break };
+        let written = async {
+            stdin.write_all(&line).await?;
+            stdin.flush().await
+        };
+        if let Err(e) = written.await {
+            tracing::warn!(target: "mcpyard::upstream", server = link.label(), "writing to stdin failed: {e}");
+            break;
+        }
+    }
+    // Dropping stdin here closes the pipe: the server's cue to exit.
+}
+
+/// A line of output, or the news that one was longer than the cap (and was
+/// skipped).
+#[derive(Debug)]
+enum Line {
+    Bytes(Bytes),
+    TooLong,
+}
+
+/// Newline-delimited framing with a cap. Unlike a bare `LinesCodec`, an
+/// overlong line or invalid UTF-8 does not end the stream: the line is
+/// reported and skipped.
+#[derive(Debug)]
+struct CappedLines(AnyDelimiterCodec);
+
+impl CappedLines {
+    fn new(max: usize) -> Self {
+        Self(AnyDelimiterCodec::new_with_max_length(
+            b"\n".to_vec(),
+            Vec::new(),
+            max,
+        ))
+    }
+}
+
+impl Decoder for CappedLines {
+    type Item = Line;
+    type Error = io::Error;
+
+    fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Line>, io::Error> {
+        map_line(self.0.decode(buf))
+    }
+
+    fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<Line>, io::Error> {
+        map_line(self.0.decode_eof(buf))
+    }
+}
+
+fn map_line(r: Result<Option<Bytes>, AnyDelimiterCodecError>) -> Result<Option<Line>, io::Error> {
+    match r {
+        Ok(line) => Ok(line.map(Line::Bytes)),
+        Err(AnyDelimiterCodecError::MaxChunkLengthExceeded) => Ok(Some(Line::TooLong)),
+        Err(AnyDelimiterCodecError::Io(e)) => Err(e),
+    }
+}
+
+async fn read_stdout(
+    stdout: tokio::process::ChildStdout,
+    link: Link,
+    reader_done: CancellationToken,
+) {
+    let mut lines = FramedRead::new(stdout, CappedLines::new(MAX_MESSAGE_BYTES));
+    loop {
+        let next = tokio::select! {
+            next = lines.next() => next,
+            () = link.closed().cancelled() => break,
+        };
+        match next {
+            Some(Ok(Line::Bytes(line))) => {
+                deliver_body(&link, &line, None, "a stdout line").await;
+            }
+            Some(Ok(Line::TooLong)) => {
+                tracing::warn!(
+                    target: "mcpyard::upstream",
+                    server = link.label(),
+                    "skipping a stdout line longer than {MAX_MESSAGE_BYTES} bytes"
+                );
+            }
+            Some(Err(e)) => {
+                tracing::warn!(target: "mcpyard::upstream", server = link.label(), "reading stdout failed: {e}");
+                break;
+            }
+            None => break,
+        }
+    }
+    reader_done.cancel();
+    link.end("the server closed its stdout").await;
+}
+
+async fn log_stderr(stderr: tokio::process::ChildStderr, label: String, stop: CancellationToken) {
+    let mut lines = FramedRead::new(stderr, CappedLines::new(MAX_STDERR_LINE));
+    loop {
+        let next = tokio::select! {
+            next = lines.next() => next,
+            () = stop.cancelled() => break,
+        };
+        match next {
+            Some(Ok(Line::Bytes(line))) => {
+                let text = String::from_utf8_lossy(&line);
+                let text = text.trim_end();
+                if !text.is_empty() {
+                    tracing::info!(target: "mcpyard::upstream", server = %label, "{text}");
+                }
+            }
+            Some(Ok(Line::TooLong)) => {
+                tracing::info!(target: "mcpyard::upstream", server = %label, "(a stderr line over {MAX_STDERR_LINE} bytes was skipped)");
+            }
+            Some(Err(_)) | None => break,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::link::preview;
+
+    #[test]
+    fn overlong_lines_are_reported_and_framing_recovers() {
+        let mut codec = CappedLines::new(8);
+        let mut buf = BytesMut::from(&b"0123456789abc\nok\n"[..]);
+        assert!(matches!(codec.decode(&mut buf), Ok(Some(Line::TooLong))));
+        let mut seen = Vec::new();
+        while let Ok(Some(line)) = codec.decode(&mut buf) {
+            seen.push(line);
+        }
+        assert!(matches!(seen.as_slice(), [Line::Bytes(b)] if &b[..] == b"ok"));
+    }
+
+    #[test]
+    fn invalid_utf8_is_a_line_not_an_error() {
+        let mut codec = CappedLines::new(64);
+        let mut buf = BytesMut::from(&b"\xff\xfe\n"[..]);
+        assert!(matches!(codec.decode(&mut buf), Ok(Some(Line::Bytes(_)))));
+        assert_eq!(preview(b"\xff"), "\u{fffd}");
+    }
+
+    #[test]
+    fn never_signals_our_own_group() {
+        assert!(!group_alive(0));
+        assert!(!group_alive(1));
+    }
+}

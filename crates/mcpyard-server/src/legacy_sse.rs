@@ -1,0 +1,143 @@
+//! The HTTP+SSE transport of protocol 2024-11-05: `GET /sse` opens a stream
+//! whose first event (`endpoint`) names where to POST; every answer and
+//! server message then travels on that stream as a `message` event.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Query, State};
+use axum::response::sse::Event;
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use http::{HeaderMap, StatusCode};
+use mcpyard_gateway::{Gateway, Session};
+use mcpyard_proto::{parse_body, Body, Message};
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+
+use crate::accept::is_json_content;
+use crate::reply::{json_response, rpc_error_response};
+use crate::router::AppState;
+use crate::sse::{self, EventIds};
+
+/// Messages waiting for a slow reader of the stream.
+const STREAM_CAPACITY: usize = 256;
+
+/// Ends the session when the stream is dropped (the client went away).
+struct EndOnDrop {
+    gateway: Gateway,
+    id: String,
+}
+
+impl Drop for EndOnDrop {
+    fn drop(&mut self) {
+        self.gateway.end_session(&self.id);
+    }
+}
+
+/// `GET /sse`: creates and registers a session whose stream is this one.
+pub(crate) async fn open(State(state): State<AppState>) -> Response {
+    let (tx, rx) = mpsc::channel(STREAM_CAPACITY);
+    let session = Session::new(Some(tx));
+    state.gateway.register_session(session.clone());
+    let endpoint = Event::default()
+        .event("endpoint")
+        .data(format!("/messages?sessionId={}", session.id()));
+    let guard = EndOnDrop {
+        gateway: state.gateway.clone(),
+        id: session.id().to_owned(),
+    };
+    let shutdown = state.shutdown.clone();
+    let until = async move {
+        tokio::select! {
+            _ = session.ended() => {}
+            _ = shutdown.cancelled() => {}
+        }
+    };
+    let mut ids = EventIds::default();
+    let messages = ReceiverStream::new(rx).map(move |m| {
+        // Owned by the stream: dropping the stream ends the session.
+        let _ = &guard;
+        Ok::<_, Infallible>(ids.message(&m))
+    });
+    let events = futures::stream::iter([Ok(endpoint)])
+        .chain(messages)
+        .take_until(Box::pin(until));
+    sse::response(events, state.opts.sse_keep_alive)
+}
+
+/// `POST /messages?sessionId=ID`: accepted with 202, answered on the stream.
+pub(crate) async fn post(
+    State(state): State<AppState>,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let Some(id) = query.get("sessionId") else {
+        return rpc_error_response(
+            StatusCode::BAD_REQUEST,
+            mcpyard_proto::codes::INVALID_REQUEST,
+            "Bad Request: the sessionId query parameter is required",
+        );
+    };
+    if !is_json_content(&headers) {
+        return (
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "Content-Type must be application/json",
+        )
+            .into_response();
+    }
+    let body = match body {
+        Ok(b) => b,
+        Err(rejection) => return (rejection.status(), rejection.body_text()).into_response(),
+    };
+    let session = match state.gateway.session(id) {
+        Some(s) if !s.is_ended() => s,
+        _ => {
+            return rpc_error_response(
+                StatusCode::NOT_FOUND,
+                mcpyard_proto::codes::INVALID_REQUEST,
+                "Session not found: open a new /sse stream",
+            )
+        }
+    };
+    let messages: Vec<Message> = match parse_body(&body) {
+        // The stream cannot tell which POST an id-less error belongs to, so
+        // a body that cannot be read is refused on the POST itself.
+        Err(e) | Ok(Body::Single(Err(e))) => {
+            return json_response(StatusCode::BAD_REQUEST, &e.to_response().to_value())
+        }
+        Ok(Body::Single(Ok(m))) => vec![m],
+        Ok(Body::Batch(items)) => {
+            let mut ok = Vec::new();
+            for item in items {
+                match item {
+                    Ok(m) => ok.push(m),
+                    Err(e) => {
+                        session.send(e.to_response(), None).await;
+                    }
+                }
+            }
+            ok
+        }
+    };
+    for msg in messages {
+        if msg.is_request() {
+            let gateway = state.gateway.clone();
+            let session = session.clone();
+            tokio::spawn(async move {
+                if let Some(answer) = gateway.handle(&session, msg, None).await {
+                    if !session.send(answer, None).await {
+                        tracing::debug!(session = session.id(), "answer dropped: stream closed");
+                    }
+                }
+            });
+        } else {
+            // Handled before the 202 so their effect precedes the next POST.
+            state.gateway.handle(&session, msg, None).await;
+        }
+    }
+    (StatusCode::ACCEPTED, "Accepted").into_response()
+}

@@ -1,0 +1,91 @@
+//! Settings of the HTTP transports, with the safe defaults in one place.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+/// How the HTTP transports listen and whom they let in.
+#[derive(Clone)]
+pub struct HttpOptions {
+    /// Address to bind. Loopback by default: a gateway that reaches local
+    /// processes must not be open to the network unless asked to be.
+    pub listen: SocketAddr,
+    /// When set, every route except `GET /health` needs
+    /// `Authorization: Bearer <key>`.
+    pub api_key: Option<String>,
+    /// Extra `Host` values accepted besides loopback names (`name` or
+    /// `name:port`). When bound to a non-loopback address and this is empty,
+    /// any `Host` is accepted.
+    pub allowed_hosts: Vec<String>,
+    /// Extra `Origin` values accepted besides loopback origins
+    /// (`https://app.example`); `*` accepts any origin.
+    pub allowed_origins: Vec<String>,
+    /// Largest request body accepted; bigger bodies get 413.
+    pub max_body_bytes: usize,
+    /// Interval of keep-alive comments on SSE streams, so proxies and
+    /// clients with idle-read timeouts keep them open.
+    pub sse_keep_alive: Duration,
+    /// Serve the 2024-11-05 HTTP+SSE transport on `/sse` and `/messages`.
+    pub legacy_sse: bool,
+    /// How long `serve_http` waits for open connections after shutdown is
+    /// requested before it returns anyway.
+    pub shutdown_grace: Duration,
+}
+
+/// 4 MiB: large enough for any tool call a model makes, small enough that a
+/// hostile client cannot make the gateway buffer much.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 8484)),
+            api_key: None,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            sse_keep_alive: Duration::from_secs(15),
+            legacy_sse: true,
+            shutdown_grace: Duration::from_secs(5),
+        }
+    }
+}
+
+// Written by hand so the API key never reaches a log line.
+impl std::fmt::Debug for HttpOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpOptions")
+            .field("listen", &self.listen)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("allowed_origins", &self.allowed_origins)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("sse_keep_alive", &self.sse_keep_alive)
+            .field("legacy_sse", &self.legacy_sse)
+            .field("shutdown_grace", &self.shutdown_grace)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_never_shows_the_api_key() {
+        let opts = HttpOptions {
+            api_key: Some("s3cret-key".into()),
+            ..HttpOptions::default()
+        };
+        let shown = format!("{opts:?}");
+        assert!(!shown.contains("s3cret-key"));
+        assert!(shown.contains("<redacted>"));
+    }
+
+    #[test]
+    fn defaults_are_safe() {
+        let opts = HttpOptions::default();
+        assert!(opts.listen.ip().is_loopback());
+        assert_eq!(opts.max_body_bytes, 4 * 1024 * 1024);
+        assert!(opts.api_key.is_none());
+    }
+}

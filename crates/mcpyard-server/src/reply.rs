@@ -1,0 +1,308 @@
+//! Answering one POST: plain JSON when the final answer is the first thing
+//! the gateway produces (the fast path), an SSE stream when a related
+//! message (progress, a request to the client) comes first.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::time::Duration;
+
+use axum::response::sse::Event;
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use http::header::CONTENT_TYPE;
+use http::{HeaderValue, StatusCode};
+use mcpyard_gateway::Outbound;
+use mcpyard_proto::{ErrorObject, Message};
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::accept::Accepts;
+use crate::sse::{self, EventIds};
+
+/// How many related messages may wait for a slow reader before the gateway
+/// is slowed down (bounded on purpose: a client that stops reading must not
+/// make the gateway buffer without end).
+const RELATED_CAPACITY: usize = 64;
+
+/// How to answer one POST.
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    pub(crate) accepts: Accepts,
+    /// Stop the work when the client goes away. True in the stateless era,
+    /// where closing the response stream is the cancellation signal; the
+    /// session eras say a disconnect is not a cancellation.
+    pub(crate) cancel_on_disconnect: bool,
+    pub(crate) keep_alive: Duration,
+    pub(crate) shutdown: CancellationToken,
+    /// HTTP status of a plain-JSON final answer (the stateless era maps
+    /// some JSON-RPC errors to 4xx).
+    pub(crate) status_of: fn(&Value) -> StatusCode,
+}
+
+/// The usual status: every JSON-RPC answer, error or not, is HTTP 200.
+pub(crate) fn always_ok(_: &Value) -> StatusCode {
+    StatusCode::OK
+}
+
+/// Runs `work` (given the related stream when the client accepts SSE) and
+/// answers with its final JSON in the form the plan and the emissions call
+/// for.
+pub(crate) async fn reply<F, Fut>(plan: Plan, work: F) -> Response
+where
+    F: FnOnce(Option<Outbound>) -> Fut,
+    Fut: Future<Output = Value> + Send + 'static,
+{
+    let (tx, rx) = if plan.accepts.sse {
+        let (tx, rx) = mpsc::channel(RELATED_CAPACITY);
+        (Some(tx), Some(rx))
+    } else {
+        (None, None)
+    };
+    let mut work = Work {
+        handle: tokio::spawn(work(tx)),
+        abort_on_drop: plan.cancel_on_disconnect,
+    };
+    let Some(mut rx) = rx else {
+        let v = work.join().await;
+        return json_response((plan.status_of)(&v), &v);
+    };
+    let mut rx_open = true;
+    let first = loop {
+        tokio::select! {
+            biased;
+            m = rx.recv(), if rx_open => match m {
+                Some(m) => break First::Related(m),
+                None => rx_open = false,
+            },
+            v = work.join() => break First::Final(v),
+        }
+    };
+    let streaming = match first {
+        First::Final(v) => match rx.try_recv() {
+            // Sent just before the work ended: it still precedes the answer.
+            Ok(m) => Streaming::new(rx, None, Some(m), Some(v)),
+            Err(_) if plan.accepts.json => return json_response((plan.status_of)(&v), &v),
+            Err(_) => Streaming::new(rx, None, None, Some(v)),
+        },
+        First::Related(m) => Streaming::new(rx, Some(work), Some(m), None),
+    };
+    let events = futures::stream::unfold(streaming, |mut s| async move {
+        s.next_event().await.map(|e| (Ok(e), s))
+    })
+    .take_until(plan.shutdown.cancelled_owned());
+    sse::response(events, plan.keep_alive)
+}
+
+enum First {
+    Related(Message),
+    Final(Value),
+}
+
+/// The spawned work of one POST.
+struct Work {
+    handle: JoinHandle<Value>,
+    abort_on_drop: bool,
+}
+
+impl Work {
+    /// Waits for the final answer. Cancel safe; call once it has not
+    /// returned yet.
+    async fn join(&mut self) -> Value {
+        match (&mut self.handle).await {
+            Ok(v) => v,
+            Err(e) => {
+                tracing::error!(error = %e, "request handling task failed");
+                Message::error(None, ErrorObject::internal("internal error")).to_value()
+            }
+        }
+    }
+}
+
+impl Drop for Work {
+    fn drop(&mut self) {
+        if self.abort_on_drop {
+            self.handle.abort();
+        }
+    }
+}
+
+/// State of an SSE answer: related messages until the final answer, then
+/// the final answer, then the end.
+struct Streaming {
+    rx: mpsc::Receiver<Message>,
+    rx_open: bool,
+    work: Option<Work>,
+    pending: VecDeque<Message>,
+    final_value: Option<Value>,
+    done: bool,
+    ids: EventIds,
+}
+
+impl Streaming {
+    fn new(
+        rx: mpsc::Receiver<Message>,
+        work: Option<Work>,
+        first: Option<Message>,
+        final_value: Option<Value>,
+    ) -> Self {
+        Self {
+            rx,
+            rx_open: true,
+            work,
+            pending: first.into_iter().collect(),
+            final_value,
+            done: false,
+            ids: EventIds::default(),
+        }
+    }
+
+    async fn next_event(&mut self) -> Option<Event> {
+        if let Some(m) = self.pending.pop_front() {
+            return Some(self.ids.message(&m));
+        }
+        if self.done {
+            return None;
+        }
+        loop {
+            if let Some(v) = self.final_value.take() {
+                // Whatever was sent before the work ended goes first.
+                if let Ok(m) = self.rx.try_recv() {
+                    self.final_value = Some(v);
+                    return Some(self.ids.message(&m));
+                }
+                self.done = true;
+                return Some(self.ids.json(&v));
+            }
+            let Streaming {
+                rx, rx_open, work, ..
+            } = self;
+            let work = work.as_mut()?;
+            tokio::select! {
+                biased;
+                m = rx.recv(), if *rx_open => match m {
+                    Some(m) => return Some(self.ids.message(&m)),
+                    None => *rx_open = false,
+                },
+                v = work.join() => self.final_value = Some(v),
+            }
+        }
+    }
+}
+
+/// A JSON body with the given status.
+pub(crate) fn json_response(status: StatusCode, body: &Value) -> Response {
+    (
+        status,
+        [(CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// A JSON-RPC error with id `null` as an HTTP answer with `status`.
+pub(crate) fn rpc_error_response(status: StatusCode, code: i64, message: &str) -> Response {
+    json_response(
+        status,
+        &Message::error(None, ErrorObject::new(code, message)).to_value(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcpyard_proto::RequestId;
+    use serde_json::json;
+
+    fn plan(json: bool, sse: bool) -> Plan {
+        Plan {
+            accepts: Accepts { json, sse },
+            cancel_on_disconnect: false,
+            keep_alive: Duration::from_secs(15),
+            shutdown: CancellationToken::new(),
+            status_of: always_ok,
+        }
+    }
+
+    async fn body_text(r: Response) -> String {
+        let bytes = axum::body::to_bytes(r.into_body(), 1 << 20)
+            .await
+            .expect("body");
+        String::from_utf8(bytes.to_vec()).expect("utf-8")
+    }
+
+    fn content_type(r: &Response) -> String {
+        r.headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    #[tokio::test]
+    async fn final_first_is_plain_json_when_json_is_accepted() {
+        let r = reply(plan(true, true), |_| async { json!({"ok": 1}) }).await;
+        assert_eq!(content_type(&r), "application/json");
+        assert_eq!(body_text(r).await, r#"{"ok":1}"#);
+    }
+
+    #[tokio::test]
+    async fn final_first_is_sse_when_only_sse_is_accepted() {
+        let r = reply(plan(false, true), |_| async { json!({"ok": 1}) }).await;
+        assert_eq!(content_type(&r), "text/event-stream");
+        let text = body_text(r).await;
+        assert!(text.contains("event: message"), "{text}");
+        assert!(text.contains(r#"data: {"ok":1}"#), "{text}");
+        assert!(text.contains("id: 1"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn related_first_switches_to_sse_in_order() {
+        let r = reply(plan(true, true), |related| async move {
+            let tx = related.expect("sse accepted, so a related stream is given");
+            for i in 0..3 {
+                let p = json!({"progressToken": "t", "progress": i});
+                tx.send(Message::notification("notifications/progress", Some(p)))
+                    .await
+                    .expect("reader alive");
+            }
+            Message::response(RequestId::Number(9), json!({"done": true})).to_value()
+        })
+        .await;
+        assert_eq!(content_type(&r), "text/event-stream");
+        let text = body_text(r).await;
+        let datas: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .collect();
+        assert_eq!(datas.len(), 4, "{text}");
+        assert!(datas[0].contains(r#""progress":0"#));
+        assert!(datas[2].contains(r#""progress":2"#));
+        assert!(datas[3].contains(r#""done":true"#));
+        assert!(text.contains("id: 4"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn json_only_clients_get_no_related_stream() {
+        let r = reply(plan(true, false), |related| async move {
+            json!({"related_given": related.is_some()})
+        })
+        .await;
+        assert_eq!(body_text(r).await, r#"{"related_given":false}"#);
+    }
+
+    #[tokio::test]
+    async fn a_panicking_handler_becomes_an_internal_error() {
+        let r = reply(plan(true, true), |_| async {
+            if std::hint::black_box(true) {
+                panic!("deliberate panic in a test handler");
+            }
+            json!(null)
+        })
+        .await;
+        let v: Value = serde_json::from_str(&body_text(r).await).expect("json");
+        assert_eq!(v["error"]["code"], json!(-32603));
+        assert_eq!(v["id"], Value::Null);
+    }
+}

@@ -1,0 +1,45 @@
+//! Server-Sent Events framing shared by every streaming answer.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::Stream;
+use http::HeaderValue;
+use mcpyard_proto::Message;
+use serde_json::Value;
+
+/// Numbers the events of one stream so each has an `id:`.
+#[derive(Debug, Default)]
+pub(crate) struct EventIds(u64);
+
+impl EventIds {
+    pub(crate) fn message(&mut self, msg: &Message) -> Event {
+        self.json(&msg.to_value())
+    }
+
+    /// A `message` event carrying any JSON (a message or a batch answer).
+    pub(crate) fn json(&mut self, value: &Value) -> Event {
+        self.0 += 1;
+        Event::default()
+            .event("message")
+            .id(self.0.to_string())
+            // Compact JSON has no newlines, so it is one `data:` line.
+            .data(value.to_string())
+    }
+}
+
+/// An SSE response with keep-alive comments and the header that stops
+/// reverse proxies from buffering the stream.
+pub(crate) fn response<S>(events: S, keep_alive: Duration) -> Response
+where
+    S: Stream<Item = Result<Event, Infallible>> + Send + 'static,
+{
+    let mut r = Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(keep_alive).text("keep-alive"))
+        .into_response();
+    r.headers_mut()
+        .insert("x-accel-buffering", HeaderValue::from_static("no"));
+    r
+}

@@ -1,0 +1,433 @@
+//! The stateless era (protocol 2026-07-28) on Streamable HTTP.
+//!
+//! Wire format, as the specification draft and the official Python SDK
+//! (`mcp` 2.3.0, `mcp_types` 2.3.0) put it:
+//!
+//! - There is no `initialize` and no `Mcp-Session-Id`: every request is a
+//!   self-contained POST whose `params._meta` carries the envelope
+//!   `io.modelcontextprotocol/protocolVersion` (string, required),
+//!   `io.modelcontextprotocol/clientCapabilities` (object, required) and
+//!   `io.modelcontextprotocol/clientInfo` (optional). A client may also put
+//!   `io.modelcontextprotocol/logLevel` there to opt in to log messages for
+//!   that request. Results are stamped by servers with
+//!   `_meta["io.modelcontextprotocol/serverInfo"]`.
+//! - The request mirrors body fields into headers: `MCP-Protocol-Version`
+//!   (= the envelope version), `Mcp-Method` (= `method`) and, for
+//!   `tools/call` / `prompts/get` / `resources/read`, `Mcp-Name`
+//!   (= `params.name` / `params.uri`; a value that is not plain visible
+//!   ASCII is sent as `=?base64?<standard base64 of UTF-8>?=`). A missing,
+//!   duplicated or disagreeing header is `-32020 HeaderMismatch`.
+//! - Errors of this validation ladder answer HTTP 400 with the JSON-RPC
+//!   error in the body: a missing envelope key is `-32602`, an envelope
+//!   version the server does not serve is `-32022 UnsupportedProtocolVersion`
+//!   with `data: {"supported": [...], "requested": "..."}`. `-32601 Method
+//!   not found` answers HTTP 404 (so a client can tell it from a legacy
+//!   server's 404, the body says which); `-32021` (a needed client
+//!   capability was not declared) answers 400. Other errors from a handler
+//!   (e.g. `-32602` for an unknown resource) stay in-band with HTTP 200.
+//! - `server/discover` is an ordinary request in this envelope; a client in
+//!   "auto" mode sends it first and falls back to `initialize` on any error
+//!   other than `-32022` listing only stateless versions.
+//! - A POSTed notification is accepted with 202 and dropped (the era has no
+//!   client-to-server notifications over HTTP: closing the response stream
+//!   is the cancellation); batches and POSTed responses are `-32600`.
+//!
+//! A request takes this path when it has no `Mcp-Session-Id` and either its
+//! `_meta` carries the protocol-version key or its `MCP-Protocol-Version`
+//! header names a stateless era. It gets a one-request
+//! [`Session::stateless`] that is never registered.
+
+use axum::response::{IntoResponse, Response};
+use base64::Engine;
+use http::{HeaderMap, StatusCode};
+use mcpyard_gateway::Session;
+use mcpyard_proto::{codes, ErrorObject, Message, RequestId, LATEST_STATEFUL, SUPPORTED};
+use serde_json::{json, Map, Value};
+
+use crate::accept::Accepts;
+use crate::reply::{self, json_response, Plan};
+use crate::router::AppState;
+
+pub(crate) const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+pub(crate) const CLIENT_CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
+
+/// A header disagrees with the body, or a required one is missing.
+pub(crate) const HEADER_MISMATCH: i64 = -32020;
+/// The server needs a client capability the request did not declare.
+pub(crate) const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
+/// The envelope's protocol version is not one the server serves.
+pub(crate) const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+
+const METHOD_HEADER: &str = "mcp-method";
+const NAME_HEADER: &str = "mcp-name";
+const VERSION_HEADER: &str = "mcp-protocol-version";
+
+/// Whether `version` is a supported era without `initialize`.
+pub(crate) fn is_stateless_version(version: &str) -> bool {
+    SUPPORTED.contains(&version) && version > LATEST_STATEFUL
+}
+
+fn stateless_versions() -> Vec<&'static str> {
+    SUPPORTED
+        .iter()
+        .copied()
+        .filter(|v| is_stateless_version(v))
+        .collect()
+}
+
+/// Whether the message carries the per-request protocol-version key.
+pub(crate) fn has_envelope(msg: &Message) -> bool {
+    let params = match msg {
+        Message::Request { params, .. } | Message::Notification { params, .. } => params.as_ref(),
+        _ => None,
+    };
+    mcpyard_proto::meta(params).is_some_and(|m| m.contains_key(PROTOCOL_VERSION_KEY))
+}
+
+/// What the envelope of one request says.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Envelope {
+    pub(crate) version: String,
+    pub(crate) capabilities: Value,
+}
+
+/// A request turned away by the validation ladder.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Rejection(pub(crate) ErrorObject);
+
+impl Rejection {
+    fn new(code: i64, message: impl Into<String>) -> Self {
+        Self(ErrorObject::new(code, message))
+    }
+
+    fn into_response(self, id: Option<RequestId>) -> Response {
+        json_response(
+            StatusCode::BAD_REQUEST,
+            &Message::error(id, self.0).to_value(),
+        )
+    }
+}
+
+/// The ladder, first failure wins: envelope shape, headers against the
+/// body, then the version.
+pub(crate) fn validate(
+    method: &str,
+    params: Option<&Value>,
+    headers: &HeaderMap,
+) -> Result<Envelope, Rejection> {
+    let meta = mcpyard_proto::meta(params).ok_or_else(|| {
+        Rejection::new(
+            codes::INVALID_PARAMS,
+            format!(
+                "params._meta must be an object carrying {PROTOCOL_VERSION_KEY:?} and {CLIENT_CAPABILITIES_KEY:?}"
+            ),
+        )
+    })?;
+    let missing: Vec<&str> = [PROTOCOL_VERSION_KEY, CLIENT_CAPABILITIES_KEY]
+        .into_iter()
+        .filter(|k| !meta.contains_key(*k))
+        .collect();
+    if !missing.is_empty() {
+        return Err(Rejection::new(
+            codes::INVALID_PARAMS,
+            format!(
+                "params._meta is missing the required key(s): {}",
+                missing.join(", ")
+            ),
+        ));
+    }
+    check_headers(method, params, meta, headers)?;
+    let Some(version) = meta.get(PROTOCOL_VERSION_KEY).and_then(Value::as_str) else {
+        return Err(Rejection::new(
+            codes::INVALID_PARAMS,
+            format!("{PROTOCOL_VERSION_KEY} must be a string"),
+        ));
+    };
+    if !is_stateless_version(version) {
+        return Err(Rejection(
+            ErrorObject::new(UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version")
+                .with_data(json!({"supported": stateless_versions(), "requested": version})),
+        ));
+    }
+    let capabilities = meta
+        .get(CLIENT_CAPABILITIES_KEY)
+        .cloned()
+        .unwrap_or_default();
+    if !capabilities.is_object() {
+        return Err(Rejection::new(
+            codes::INVALID_PARAMS,
+            format!("{CLIENT_CAPABILITIES_KEY} must be an object"),
+        ));
+    }
+    Ok(Envelope {
+        version: version.to_owned(),
+        capabilities,
+    })
+}
+
+fn check_headers(
+    method: &str,
+    params: Option<&Value>,
+    meta: &Map<String, Value>,
+    headers: &HeaderMap,
+) -> Result<(), Rejection> {
+    let mismatch = |what: &str| Rejection::new(HEADER_MISMATCH, format!("Header mismatch: {what}"));
+    let single = |name: &str| -> Result<Option<&str>, Rejection> {
+        let mut values = headers.get_all(name).iter();
+        let first = values.next();
+        if values.next().is_some() {
+            return Err(mismatch(&format!("{name} appears more than once")));
+        }
+        first
+            .map(|v| {
+                v.to_str()
+                    .map_err(|_| mismatch(&format!("{name} is not visible ASCII")))
+            })
+            .transpose()
+    };
+    let version = single(VERSION_HEADER)?;
+    if version.is_none() || version.map(Value::from).as_ref() != meta.get(PROTOCOL_VERSION_KEY) {
+        return Err(mismatch(
+            "MCP-Protocol-Version does not match the request's protocol version",
+        ));
+    }
+    if single(METHOD_HEADER)? != Some(method) {
+        return Err(mismatch("Mcp-Method does not match the request's method"));
+    }
+    let name_key = match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        _ => None,
+    };
+    if let Some(key) = name_key {
+        if let Some(body) = params.and_then(|p| p.get(key)).and_then(Value::as_str) {
+            let header = single(NAME_HEADER)?.map(decode_header_value);
+            if header.as_deref() != Some(body) {
+                return Err(mismatch(&format!("Mcp-Name does not match params.{key}")));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Undoes the `=?base64?...?=` encoding of a mirrored header value. A value
+/// that does not decode is returned as sent (it then fails to match).
+fn decode_header_value(raw: &str) -> String {
+    raw.strip_prefix("=?base64?")
+        .and_then(|r| r.strip_suffix("?="))
+        .and_then(|b64| base64::engine::general_purpose::STANDARD.decode(b64).ok())
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .unwrap_or_else(|| raw.to_owned())
+}
+
+/// The HTTP status of a final answer in this era.
+pub(crate) fn status_of(answer: &Value) -> StatusCode {
+    match answer
+        .get("error")
+        .and_then(|e| e.get("code"))
+        .and_then(Value::as_i64)
+    {
+        Some(codes::METHOD_NOT_FOUND) => StatusCode::NOT_FOUND,
+        Some(
+            HEADER_MISMATCH | MISSING_REQUIRED_CLIENT_CAPABILITY | UNSUPPORTED_PROTOCOL_VERSION,
+        ) => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
+    }
+}
+
+/// Answers one POST of this era.
+pub(crate) async fn post(
+    state: &AppState,
+    headers: &HeaderMap,
+    accepts: Accepts,
+    msg: Message,
+) -> Response {
+    match msg {
+        Message::Notification { method, .. } => {
+            tracing::debug!(%method, "stateless-era notification acknowledged and dropped");
+            StatusCode::ACCEPTED.into_response()
+        }
+        Message::Request { id, method, params } => {
+            let envelope = match validate(&method, params.as_ref(), headers) {
+                Ok(e) => e,
+                Err(rejection) => return rejection.into_response(Some(id)),
+            };
+            let session = Session::stateless(&envelope.version, envelope.capabilities);
+            let gateway = state.gateway.clone();
+            let plan = Plan {
+                accepts,
+                cancel_on_disconnect: true,
+                keep_alive: state.opts.sse_keep_alive,
+                shutdown: state.shutdown.clone(),
+                status_of,
+            };
+            let msg = Message::Request {
+                id: id.clone(),
+                method,
+                params,
+            };
+            reply::reply(plan, move |related| async move {
+                let answer = gateway.handle(&session, msg, related).await;
+                // The session lives for this request only: anything still
+                // waiting on it (a relayed request) is released now.
+                session.end();
+                answer
+                    .unwrap_or_else(|| {
+                        Message::error(Some(id), ErrorObject::internal("no answer was produced"))
+                    })
+                    .to_value()
+            })
+            .await
+        }
+        Message::Response { .. } | Message::Error { .. } => Rejection::new(
+            codes::INVALID_REQUEST,
+            "Body must be a single JSON-RPC request or notification",
+        )
+        .into_response(None),
+    }
+}
+
+/// The answer to a batch in this era.
+pub(crate) fn batch_rejected() -> Response {
+    Rejection::new(
+        codes::INVALID_REQUEST,
+        "batches not supported: the body must be a single JSON-RPC request or notification",
+    )
+    .into_response(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::HeaderValue;
+
+    const CLIENT_INFO_KEY: &str = "io.modelcontextprotocol/clientInfo";
+
+    fn envelope_params(version: &str) -> Value {
+        json!({
+            "name": "echo",
+            "_meta": {
+                PROTOCOL_VERSION_KEY: version,
+                CLIENT_CAPABILITIES_KEY: {"sampling": {}},
+                CLIENT_INFO_KEY: {"name": "t", "version": "1"},
+            }
+        })
+    }
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(*k, HeaderValue::from_str(v).expect("test header"));
+        }
+        h
+    }
+
+    fn good_headers() -> HeaderMap {
+        headers(&[
+            (VERSION_HEADER, "2026-07-28"),
+            (METHOD_HEADER, "tools/call"),
+            (NAME_HEADER, "echo"),
+        ])
+    }
+
+    #[test]
+    fn a_well_formed_request_passes() {
+        let p = envelope_params("2026-07-28");
+        let env = validate("tools/call", Some(&p), &good_headers()).expect("valid");
+        assert_eq!(env.version, "2026-07-28");
+        assert_eq!(env.capabilities, json!({"sampling": {}}));
+    }
+
+    #[test]
+    fn missing_envelope_keys_are_invalid_params() {
+        let p = json!({"_meta": {PROTOCOL_VERSION_KEY: "2026-07-28"}});
+        let err = validate("ping", Some(&p), &good_headers()).expect_err("missing caps");
+        assert_eq!(err.0.code, codes::INVALID_PARAMS);
+        assert!(err.0.message.contains(CLIENT_CAPABILITIES_KEY));
+        let err = validate("ping", None, &good_headers()).expect_err("no meta");
+        assert_eq!(err.0.code, codes::INVALID_PARAMS);
+    }
+
+    #[test]
+    fn header_mismatches_are_rejected() {
+        let p = envelope_params("2026-07-28");
+        let cases = [
+            headers(&[(METHOD_HEADER, "tools/call"), (NAME_HEADER, "echo")]),
+            headers(&[
+                (VERSION_HEADER, "2025-11-25"),
+                (METHOD_HEADER, "tools/call"),
+                (NAME_HEADER, "echo"),
+            ]),
+            headers(&[
+                (VERSION_HEADER, "2026-07-28"),
+                (METHOD_HEADER, "tools/list"),
+                (NAME_HEADER, "echo"),
+            ]),
+            headers(&[
+                (VERSION_HEADER, "2026-07-28"),
+                (METHOD_HEADER, "tools/call"),
+                (NAME_HEADER, "other"),
+            ]),
+            headers(&[
+                (VERSION_HEADER, "2026-07-28"),
+                (METHOD_HEADER, "tools/call"),
+            ]),
+            headers(&[
+                (VERSION_HEADER, "2026-07-28"),
+                (METHOD_HEADER, "tools/call"),
+                (METHOD_HEADER, "tools/call"),
+                (NAME_HEADER, "echo"),
+            ]),
+        ];
+        for h in cases {
+            let err = validate("tools/call", Some(&p), &h).expect_err("mismatch");
+            assert_eq!(err.0.code, HEADER_MISMATCH, "{h:?}");
+        }
+    }
+
+    #[test]
+    fn base64_names_are_decoded() {
+        let p = json!({"name": "Hello, 世界", "_meta": {
+            PROTOCOL_VERSION_KEY: "2026-07-28", CLIENT_CAPABILITIES_KEY: {}}});
+        let h = headers(&[
+            (VERSION_HEADER, "2026-07-28"),
+            (METHOD_HEADER, "tools/call"),
+            (NAME_HEADER, "=?base64?SGVsbG8sIOS4lueVjA==?="),
+        ]);
+        assert!(validate("tools/call", Some(&p), &h).is_ok());
+    }
+
+    #[test]
+    fn unknown_versions_name_the_supported_ones() {
+        let p = envelope_params("1999-01-01");
+        let h = headers(&[
+            (VERSION_HEADER, "1999-01-01"),
+            (METHOD_HEADER, "tools/call"),
+            (NAME_HEADER, "echo"),
+        ]);
+        let err = validate("tools/call", Some(&p), &h).expect_err("unsupported");
+        assert_eq!(err.0.code, UNSUPPORTED_PROTOCOL_VERSION);
+        let data = err.0.data.expect("data");
+        assert_eq!(data["requested"], json!("1999-01-01"));
+        assert_eq!(data["supported"], json!(["2026-07-28"]));
+    }
+
+    #[test]
+    fn only_stateless_eras_count() {
+        assert!(is_stateless_version("2026-07-28"));
+        assert!(!is_stateless_version("2025-11-25"));
+        assert!(!is_stateless_version("2099-01-01"));
+    }
+
+    #[test]
+    fn statuses_follow_the_era_table() {
+        let e = |c: i64| json!({"jsonrpc":"2.0","id":1,"error":{"code":c,"message":"m"}});
+        assert_eq!(status_of(&e(-32601)), StatusCode::NOT_FOUND);
+        assert_eq!(status_of(&e(-32022)), StatusCode::BAD_REQUEST);
+        assert_eq!(status_of(&e(-32602)), StatusCode::OK);
+        assert_eq!(
+            status_of(&json!({"jsonrpc":"2.0","id":1,"result":{}})),
+            StatusCode::OK
+        );
+    }
+}

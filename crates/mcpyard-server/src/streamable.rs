@@ -1,0 +1,384 @@
+//! Streamable HTTP on `/mcp` for the session eras (2025-03-26 to
+//! 2025-11-25): POST carries messages, GET opens the session stream,
+//! DELETE ends the session. Requests of the stateless era are recognised
+//! here and handed to [`crate::stateless`].
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use http::header::ALLOW;
+use http::{HeaderMap, HeaderValue, StatusCode};
+use mcpyard_gateway::{Gateway, Outbound, Session};
+use mcpyard_proto::{
+    allows_batches, codes, is_supported, methods, parse_body, Body, ErrorObject, Message,
+    ParseError, SUPPORTED,
+};
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+
+use crate::accept::{is_json_content, Accepts};
+use crate::reply::{self, always_ok, json_response, rpc_error_response, Plan};
+use crate::router::AppState;
+use crate::sse::{self, EventIds};
+use crate::stateless;
+
+pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
+pub(crate) const VERSION_HEADER: &str = "mcp-protocol-version";
+
+/// Messages waiting for a slow reader of a session stream.
+const STREAM_CAPACITY: usize = 256;
+
+/// A header's value as text; `Err` when present but not visible ASCII.
+fn header_str<'h>(headers: &'h HeaderMap, name: &str) -> Result<Option<&'h str>, ()> {
+    headers
+        .get(name)
+        .map(|v| v.to_str().map_err(|_| ()))
+        .transpose()
+}
+
+fn bad_request(message: &str) -> Response {
+    rpc_error_response(StatusCode::BAD_REQUEST, codes::INVALID_REQUEST, message)
+}
+
+fn session_not_found() -> Response {
+    rpc_error_response(
+        StatusCode::NOT_FOUND,
+        codes::INVALID_REQUEST,
+        "Session not found: it ended or never existed; send initialize again",
+    )
+}
+
+fn unsupported_version(requested: &str) -> Response {
+    json_response(
+        StatusCode::BAD_REQUEST,
+        &Message::error(
+            None,
+            ErrorObject::new(
+                stateless::UNSUPPORTED_PROTOCOL_VERSION,
+                format!("Unsupported MCP-Protocol-Version: {requested}"),
+            )
+            .with_data(json!({"supported": SUPPORTED, "requested": requested})),
+        )
+        .to_value(),
+    )
+}
+
+fn method_not_allowed() -> Response {
+    (
+        StatusCode::METHOD_NOT_ALLOWED,
+        [(ALLOW, HeaderValue::from_static("POST, DELETE"))],
+        "GET needs an Mcp-Session-Id and Accept: text/event-stream",
+    )
+        .into_response()
+}
+
+/// A JSON-RPC answer to a body that could not be read.
+fn parse_failure(e: &ParseError, status: StatusCode) -> Response {
+    json_response(status, &e.to_response().to_value())
+}
+
+/// Checks the `MCP-Protocol-Version` header: absent is fine (2025-03-26 is
+/// assumed, as the spec allows), unknown is 400.
+fn check_version_header(headers: &HeaderMap) -> Result<Option<&str>, Box<Response>> {
+    match header_str(headers, VERSION_HEADER) {
+        Err(()) => Err(Box::new(bad_request(
+            "MCP-Protocol-Version is not valid text",
+        ))),
+        Ok(Some(v)) if !is_supported(v) => Err(Box::new(unsupported_version(v))),
+        Ok(v) => Ok(v),
+    }
+}
+
+/// The live session named by the request, or the error to answer.
+fn lookup(gateway: &Gateway, id: &str) -> Result<Arc<Session>, Box<Response>> {
+    match gateway.session(id) {
+        Some(s) if !s.is_ended() => Ok(s),
+        _ => Err(Box::new(session_not_found())),
+    }
+}
+
+pub(crate) async fn post(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let accepts = Accepts::from_headers(&headers);
+    if !accepts.any() {
+        return (
+            StatusCode::NOT_ACCEPTABLE,
+            "Accept must allow application/json and/or text/event-stream",
+        )
+            .into_response();
+    }
+    if !is_json_content(&headers) {
+        return (
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "Content-Type must be application/json",
+        )
+            .into_response();
+    }
+    let body = match body {
+        Ok(b) => b,
+        Err(rejection) => return (rejection.status(), rejection.body_text()).into_response(),
+    };
+    let version = match check_version_header(&headers) {
+        Ok(v) => v,
+        Err(r) => return *r,
+    };
+    match header_str(&headers, SESSION_HEADER) {
+        Err(()) => bad_request("Mcp-Session-Id is not valid text"),
+        Ok(Some(id)) => match lookup(&state.gateway, id) {
+            Ok(session) => post_in_session(&state, session, accepts, &body).await,
+            Err(r) => *r,
+        },
+        Ok(None) => {
+            let stateless_hint = version.is_some_and(stateless::is_stateless_version);
+            post_without_session(&state, &headers, accepts, &body, stateless_hint).await
+        }
+    }
+}
+
+async fn post_without_session(
+    state: &AppState,
+    headers: &HeaderMap,
+    accepts: Accepts,
+    body: &[u8],
+    stateless_hint: bool,
+) -> Response {
+    // The stateless era answers a malformed body with 400; the session eras
+    // keep every JSON-RPC error on HTTP 200.
+    let error_status = if stateless_hint {
+        StatusCode::BAD_REQUEST
+    } else {
+        StatusCode::OK
+    };
+    match parse_body(body) {
+        Err(e) | Ok(Body::Single(Err(e))) => parse_failure(&e, error_status),
+        Ok(Body::Single(Ok(msg))) if stateless_hint || stateless::has_envelope(&msg) => {
+            stateless::post(state, headers, accepts, msg).await
+        }
+        Ok(Body::Single(Ok(msg)))
+            if msg.method() == Some(methods::INITIALIZE) && msg.is_request() =>
+        {
+            initialize(state, accepts, msg).await
+        }
+        Ok(Body::Batch(_)) if stateless_hint => stateless::batch_rejected(),
+        Ok(Body::Batch(items))
+            if items.iter().any(|m| {
+                m.as_ref()
+                    .is_ok_and(|m| m.method() == Some(methods::INITIALIZE))
+            }) =>
+        {
+            json_response(
+                StatusCode::OK,
+                &Message::error(
+                    None,
+                    ErrorObject::invalid_request("initialize must not be sent in a batch"),
+                )
+                .to_value(),
+            )
+        }
+        Ok(_) => {
+            bad_request("Bad Request: Mcp-Session-Id header is required (send initialize first)")
+        }
+    }
+}
+
+/// `initialize` without a session: a new session is created, and issued in
+/// `Mcp-Session-Id` when the gateway accepts the handshake.
+async fn initialize(state: &AppState, accepts: Accepts, msg: Message) -> Response {
+    let session = Session::new(None);
+    let id = msg.id().cloned();
+    let answer = state
+        .gateway
+        .handle(&session, msg, None)
+        .await
+        .unwrap_or_else(|| Message::error(id, ErrorObject::internal("no answer was produced")));
+    let accepted = matches!(answer, Message::Response { .. });
+    if accepted {
+        state.gateway.register_session(session.clone());
+    }
+    let mut response = if accepts.json {
+        json_response(StatusCode::OK, &answer.to_value())
+    } else {
+        let mut ids = EventIds::default();
+        let event = ids.message(&answer);
+        sse::response(
+            futures::stream::iter([Ok(event)]),
+            state.opts.sse_keep_alive,
+        )
+    };
+    if accepted {
+        if let Ok(v) = HeaderValue::from_str(session.id()) {
+            response.headers_mut().insert(SESSION_HEADER, v);
+        }
+    }
+    response
+}
+
+async fn post_in_session(
+    state: &AppState,
+    session: Arc<Session>,
+    accepts: Accepts,
+    body: &[u8],
+) -> Response {
+    let plan = Plan {
+        accepts,
+        cancel_on_disconnect: false,
+        keep_alive: state.opts.sse_keep_alive,
+        shutdown: state.shutdown.clone(),
+        status_of: always_ok,
+    };
+    let gateway = state.gateway.clone();
+    match parse_body(body) {
+        Err(e) | Ok(Body::Single(Err(e))) => parse_failure(&e, StatusCode::OK),
+        Ok(Body::Single(Ok(msg))) if msg.is_request() => {
+            reply::reply(plan, move |related| async move {
+                answer_request(&gateway, &session, msg, related).await
+            })
+            .await
+        }
+        Ok(Body::Single(Ok(msg))) => {
+            // Notifications and responses are handled before the 202 so that
+            // their effect (initialized, a resolved sampling request) is in
+            // place when the client's next POST arrives.
+            gateway.handle(&session, msg, None).await;
+            StatusCode::ACCEPTED.into_response()
+        }
+        Ok(Body::Batch(items)) => {
+            if !allows_batches(&session.protocol_version()) {
+                return json_response(
+                    StatusCode::OK,
+                    &Message::error(
+                        None,
+                        ErrorObject::invalid_request(
+                            "batches not supported by the negotiated protocol version",
+                        ),
+                    )
+                    .to_value(),
+                );
+            }
+            post_batch(&gateway, session, plan, items).await
+        }
+    }
+}
+
+async fn answer_request(
+    gateway: &Gateway,
+    session: &Arc<Session>,
+    msg: Message,
+    related: Option<Outbound>,
+) -> Value {
+    let id = msg.id().cloned();
+    gateway
+        .handle(session, msg, related)
+        .await
+        .unwrap_or_else(|| Message::error(id, ErrorObject::internal("no answer was produced")))
+        .to_value()
+}
+
+/// A batch of a 2025-03-26 session: each entry is answered on its own,
+/// requests concurrently, and the answers are sent back as one array.
+async fn post_batch(
+    gateway: &Gateway,
+    session: Arc<Session>,
+    plan: Plan,
+    items: Vec<Result<Message, ParseError>>,
+) -> Response {
+    let mut errors = Vec::new();
+    let mut requests = Vec::new();
+    for item in items {
+        match item {
+            Err(e) => errors.push(e.to_response().to_value()),
+            Ok(m) if m.method() == Some(methods::INITIALIZE) => errors.push(
+                Message::error(
+                    m.id().cloned(),
+                    ErrorObject::invalid_request("initialize must not be sent in a batch"),
+                )
+                .to_value(),
+            ),
+            Ok(m) if m.is_request() => requests.push(m),
+            Ok(m) => {
+                gateway.handle(&session, m, None).await;
+            }
+        }
+    }
+    if requests.is_empty() {
+        if errors.is_empty() {
+            return StatusCode::ACCEPTED.into_response();
+        }
+        return json_response(StatusCode::OK, &Value::Array(errors));
+    }
+    let gateway = gateway.clone();
+    reply::reply(plan, move |related| async move {
+        let answers = futures::future::join_all(
+            requests
+                .into_iter()
+                .map(|m| answer_request(&gateway, &session, m, related.clone())),
+        )
+        .await;
+        Value::Array(answers.into_iter().chain(errors).collect())
+    })
+    .await
+}
+
+/// `GET /mcp`: the session stream for messages not tied to a request.
+pub(crate) async fn get(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    if !Accepts::from_headers(&headers).sse {
+        return method_not_allowed();
+    }
+    let id = match header_str(&headers, SESSION_HEADER) {
+        Ok(Some(id)) => id,
+        Ok(None) => return method_not_allowed(),
+        Err(()) => return bad_request("Mcp-Session-Id is not valid text"),
+    };
+    if let Err(r) = check_version_header(&headers) {
+        return *r;
+    }
+    let session = match lookup(&state.gateway, id) {
+        Ok(s) => s,
+        Err(r) => return *r,
+    };
+    let (tx, rx) = mpsc::channel(STREAM_CAPACITY);
+    if !session.attach_stream(tx) {
+        return (
+            StatusCode::CONFLICT,
+            "Conflict: this session already has an open GET stream",
+        )
+            .into_response();
+    }
+    let shutdown = state.shutdown.clone();
+    let until = async move {
+        tokio::select! {
+            _ = session.ended() => {}
+            _ = shutdown.cancelled() => {}
+        }
+    };
+    let mut ids = EventIds::default();
+    let events = ReceiverStream::new(rx)
+        .map(move |m| Ok(ids.message(&m)))
+        .take_until(Box::pin(until));
+    sse::response(events, state.opts.sse_keep_alive)
+}
+
+/// `DELETE /mcp`: the client ends its session.
+pub(crate) async fn delete(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let id = match header_str(&headers, SESSION_HEADER) {
+        Ok(Some(id)) => id,
+        Ok(None) => return bad_request("Bad Request: Mcp-Session-Id header is required"),
+        Err(()) => return bad_request("Mcp-Session-Id is not valid text"),
+    };
+    if let Err(r) = check_version_header(&headers) {
+        return *r;
+    }
+    if state.gateway.end_session(id) {
+        StatusCode::OK.into_response()
+    } else {
+        session_not_found()
+    }
+}

@@ -1,0 +1,209 @@
+//! The command line: what each subcommand takes. Parsing only; the work is
+//! in `commands`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+/// One MCP endpoint for your local MCP servers, models and HTTP APIs.
+#[derive(Debug, Parser)]
+#[command(name = "mcpyard", version, propagate_version = true)]
+pub(crate) struct Cli {
+    /// Log filter for stderr (`info`, `debug`, `mcpyard_gateway=trace,info`...).
+    /// Overrides RUST_LOG and the config's `log_level`.
+    #[arg(long, global = true, value_name = "FILTER")]
+    pub(crate) log_level: Option<String>,
+
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Serve the gateway over HTTP: Streamable HTTP on /mcp, legacy HTTP+SSE on /sse.
+    Serve(ServeArgs),
+    /// Serve the gateway on stdin/stdout, for clients that start it as a
+    /// process (Claude Desktop, VS Code, Cursor).
+    Stdio(StdioArgs),
+    /// Validate a configuration file and print a summary of its servers.
+    Check(CheckArgs),
+    /// List the tools of a running gateway, or of one configured server.
+    List(ListArgs),
+    /// Call a tool on a running gateway, or on one configured server.
+    Call(CallArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Configuration file (mcpyard.toml, or a Claude Desktop / Cursor / VS
+    /// Code JSON file). Without it: no upstream servers, the gateway's own
+    /// tools only.
+    #[arg(long, short, env = "MCPYARD_CONFIG", value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+
+    /// Address to listen on, overriding the config's `listen`
+    /// (default 127.0.0.1:7117).
+    #[arg(long, value_name = "HOST:PORT", value_parser = parse_listen)]
+    pub(crate) listen: Option<SocketAddr>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct StdioArgs {
+    /// Configuration file. Without it: no upstream servers.
+    #[arg(long, short, env = "MCPYARD_CONFIG", value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CheckArgs {
+    /// Configuration file to validate.
+    #[arg(long, short, value_name = "FILE")]
+    pub(crate) config: PathBuf,
+}
+
+/// Which MCP server `list` and `call` talk to.
+#[derive(Debug, Args)]
+pub(crate) struct Target {
+    /// URL of a running gateway or any MCP server (Streamable HTTP; a path
+    /// ending in /sse means legacy HTTP+SSE).
+    /// Default: http://127.0.0.1:7117/mcp.
+    #[arg(long, conflicts_with_all = ["config", "server"])]
+    pub(crate) url: Option<String>,
+
+    /// Configuration file holding the server named by --server.
+    #[arg(long, short, requires = "server", value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+
+    /// Talk to this configured server directly instead of to a gateway.
+    #[arg(long, requires = "config", value_name = "NAME")]
+    pub(crate) server: Option<String>,
+
+    /// API key of the gateway, sent as `Authorization: Bearer <key>` with --url.
+    #[arg(
+        long,
+        env = "MCPYARD_API_KEY",
+        hide_env_values = true,
+        value_name = "KEY"
+    )]
+    pub(crate) api_key: Option<String>,
+
+    /// How long to wait for the server's answer (e.g. 30s, 2m).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub(crate) timeout: Option<Duration>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ListArgs {
+    #[command(flatten)]
+    pub(crate) target: Target,
+
+    /// Print the raw JSON of the tools instead of a table.
+    #[arg(long, alias = "raw")]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CallArgs {
+    /// Name of the tool to call.
+    pub(crate) tool: String,
+
+    /// An argument as KEY=VALUE; VALUE is read as JSON when it parses
+    /// (42, true, [1,2], {"a":1}, "quoted"), else taken as a string.
+    /// Repeat for several.
+    #[arg(long = "arg", short = 'a', value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    pub(crate) args: Vec<(String, String)>,
+
+    /// All arguments as one JSON object; --arg values are added on top.
+    #[arg(long = "json", value_name = "OBJECT")]
+    pub(crate) json_args: Option<String>,
+
+    #[command(flatten)]
+    pub(crate) target: Target,
+
+    /// Print the raw JSON result instead of its content.
+    #[arg(long)]
+    pub(crate) raw: bool,
+}
+
+fn parse_listen(s: &str) -> Result<SocketAddr, String> {
+    crate::config::parse_listen(s).ok_or_else(|| {
+        "expected HOST:PORT with an IP address or `localhost`, e.g. 127.0.0.1:7117".into()
+    })
+}
+
+fn parse_key_value(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), v.to_owned())),
+        _ => Err("expected KEY=VALUE".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn call_takes_args_json_and_a_target() {
+        let cli = Cli::try_parse_from([
+            "mcpyard",
+            "call",
+            "echo",
+            "--arg",
+            "message=hi",
+            "-a",
+            "n=2",
+            "--json",
+            r#"{"x":1}"#,
+            "--url",
+            "http://127.0.0.1:1/mcp",
+            "--raw",
+        ])
+        .unwrap();
+        let Command::Call(c) = cli.command else {
+            panic!("expected call");
+        };
+        assert_eq!(c.tool, "echo");
+        assert_eq!(
+            c.args,
+            [("message".into(), "hi".into()), ("n".into(), "2".into())]
+        );
+        assert_eq!(c.json_args.as_deref(), Some(r#"{"x":1}"#));
+        assert!(c.raw);
+    }
+
+    #[test]
+    fn url_and_config_exclude_each_other() {
+        assert!(Cli::try_parse_from([
+            "mcpyard",
+            "list",
+            "--url",
+            "http://x/",
+            "--config",
+            "a.toml",
+            "--server",
+            "s"
+        ])
+        .is_err());
+        assert!(Cli::try_parse_from(["mcpyard", "list", "--config", "a.toml"]).is_err());
+        assert!(Cli::try_parse_from(["mcpyard", "list", "--server", "s"]).is_err());
+        assert!(
+            Cli::try_parse_from(["mcpyard", "list", "--config", "a.toml", "--server", "s"]).is_ok()
+        );
+    }
+
+    #[test]
+    fn bad_values_are_refused() {
+        assert!(Cli::try_parse_from(["mcpyard", "call", "t", "--arg", "novalue"]).is_err());
+        assert!(Cli::try_parse_from(["mcpyard", "serve", "--listen", "nowhere"]).is_err());
+        assert!(Cli::try_parse_from(["mcpyard", "list", "--timeout", "soon"]).is_err());
+        assert!(Cli::try_parse_from(["mcpyard", "check"]).is_err());
+    }
+}

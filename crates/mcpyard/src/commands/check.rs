@@ -1,0 +1,83 @@
+//! `mcpyard check`: validate a configuration file and summarise it, without
+//! starting anything.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+use crate::config::{self, format_duration, transport_kind, Settings};
+
+/// Prints the summary on stdout and warnings on stderr; on an invalid file
+/// prints the error on stderr and returns exit code 1.
+pub(super) fn run(path: &Path) -> ExitCode {
+    match config::load(path) {
+        Ok(settings) => {
+            let mut out = std::io::stdout().lock();
+            // A closed stdout (`| head`) is not an error worth reporting.
+            let _ = out.write_all(summary(&settings).as_bytes());
+            for w in &settings.warnings {
+                eprintln!("warning: {w}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The human summary: settings, then one line per server. Never shows a
+/// value that came from the environment (targets are shown as written).
+fn summary(s: &Settings) -> String {
+    let enabled = s.servers.iter().filter(|x| x.enabled).count();
+    let disabled = s.servers.len() - enabled;
+    let mut out = format!("{}: OK\n", s.source);
+    out += &format!("  listen         {}\n", s.listen);
+    out += &format!(
+        "  api_key        {}\n",
+        if s.api_key.is_some() {
+            "set"
+        } else {
+            "not set (no authentication)"
+        }
+    );
+    out += &format!("  max_body_size  {} bytes\n", s.max_body_bytes);
+    out += &format!("  log_level      {}\n", s.log_level);
+    if !s.allowed_hosts.is_empty() {
+        out += &format!("  allowed_hosts  {}\n", s.allowed_hosts.join(", "));
+    }
+    if !s.allowed_origins.is_empty() {
+        out += &format!("  allowed_origins {}\n", s.allowed_origins.join(", "));
+    }
+    out += &format!(
+        "servers: {enabled} enabled{}\n",
+        if disabled > 0 {
+            format!(", {disabled} disabled")
+        } else {
+            String::new()
+        }
+    );
+    let width = s.servers.iter().map(|x| x.name.len()).max().unwrap_or(0);
+    for server in &s.servers {
+        match s.upstream(&server.name) {
+            Some(up) => {
+                out += &format!(
+                    "  {:width$}  {:15}  {}  (tools as `{}<tool>`, timeout {})\n",
+                    server.name,
+                    transport_kind(&up.transport),
+                    server.target,
+                    up.effective_prefix(),
+                    format_duration(up.timeout),
+                );
+            }
+            None => {
+                out += &format!(
+                    "  {:width$}  {:15}  {}\n",
+                    server.name, "disabled", server.target
+                );
+            }
+        }
+    }
+    out
+}

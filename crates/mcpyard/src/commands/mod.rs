@@ -1,0 +1,68 @@
+//! One module per subcommand; this one dispatches and holds what they
+//! share (loading the configuration, setting up logs).
+
+mod call;
+mod check;
+mod list;
+mod serve;
+mod shutdown;
+mod stdio;
+mod target;
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use crate::cli::{Cli, Command};
+use crate::config::{self, Settings};
+use crate::logging;
+
+/// Log filter of the client commands: quiet unless something is wrong, so
+/// their output stays readable.
+const CLIENT_LOG_LEVEL: &str = "warn";
+
+pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let cli_level = cli.log_level.as_deref();
+    match cli.command {
+        Command::Serve(args) => {
+            let settings = load_for_server(args.config.as_deref(), cli_level)?;
+            serve::run(settings, args.listen).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Stdio(args) => {
+            let settings = load_for_server(args.config.as_deref(), cli_level)?;
+            stdio::run(settings).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Check(args) => {
+            logging::init(cli_level, CLIENT_LOG_LEVEL)?;
+            Ok(check::run(&args.config))
+        }
+        Command::List(args) => {
+            logging::init(cli_level, CLIENT_LOG_LEVEL)?;
+            list::run(args).await
+        }
+        Command::Call(args) => {
+            logging::init(cli_level, CLIENT_LOG_LEVEL)?;
+            call::run(args).await
+        }
+    }
+}
+
+/// Loads the configuration (or the embedded default), sets up logging at
+/// its level and logs its warnings.
+fn load_for_server(path: Option<&Path>, cli_level: Option<&str>) -> anyhow::Result<Settings> {
+    let settings = match path {
+        Some(p) => config::load(p)?,
+        None => config::embedded_default()?,
+    };
+    logging::init(cli_level, &settings.log_level)?;
+    for w in &settings.warnings {
+        tracing::warn!("{w}");
+    }
+    tracing::info!(
+        config = %settings.source,
+        servers = settings.gateway.upstreams.len(),
+        "configuration loaded"
+    );
+    Ok(settings)
+}

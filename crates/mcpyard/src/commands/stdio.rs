@@ -1,0 +1,29 @@
+//! `mcpyard stdio`: the gateway for one client on stdin/stdout, until stdin
+//! closes or a signal. Nothing but protocol lines may reach stdout.
+
+use anyhow::Context as _;
+use mcpyard_gateway::Gateway;
+use mcpyard_server::serve_stdio;
+use tokio_util::sync::CancellationToken;
+
+use super::shutdown;
+use crate::config::Settings;
+
+pub(super) async fn run(settings: Settings) -> anyhow::Result<()> {
+    let gateway = Gateway::start(settings.gateway)
+        .await
+        .context("cannot start the gateway")?;
+    let token = CancellationToken::new();
+    shutdown::cancel_on_signal(token.clone());
+    tracing::info!("mcpyard serving MCP on stdin/stdout");
+    let served = serve_stdio(
+        gateway.clone(),
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        token.clone(),
+    )
+    .await;
+    token.cancel();
+    shutdown::stop_gateway(&gateway).await;
+    served.context("stdio transport failed")
+}

@@ -1,0 +1,416 @@
+//! Configuration: files in, validated settings out.
+//!
+//! Two stages: a format module (`toml_file`, `json_file`) deserializes the
+//! text into raw structs of plain strings; this module and `server` expand
+//! `${VAR}` references, parse durations, sizes and addresses, and check
+//! everything, so every error can name the file and the key.
+
+mod error;
+mod expand;
+mod json_file;
+mod jsonc;
+mod server;
+mod toml_file;
+mod values;
+
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::Path;
+use std::time::Duration;
+
+use mcpyard_client::TransportSpec;
+use mcpyard_gateway::{ConfigError as GatewayConfigError, GatewayConfig, UpstreamSpec};
+
+pub(crate) use error::ConfigError;
+use server::{Context, RawServer};
+use values::{parse_size, RawSize};
+
+/// Where the gateway listens unless told otherwise. Loopback only; the
+/// port is clear of the usual local-model servers (11434, 8080, 1234,
+/// 13305, 8000).
+pub(crate) const DEFAULT_LISTEN: SocketAddr =
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 7117);
+
+/// The largest request body the HTTP transport accepts by default.
+pub(crate) const DEFAULT_MAX_BODY_BYTES: u64 = 4 << 20;
+
+pub(crate) const DEFAULT_LOG_LEVEL: &str = "info";
+
+/// The name errors give the embedded default.
+const EMBEDDED_NAME: &str = "<embedded default>";
+const EMBEDDED_DEFAULT: &str = include_str!("default.toml");
+
+/// The validated configuration of the binary: the gateway's part and the
+/// binary's own settings.
+pub(crate) struct Settings {
+    /// The file it came from, as the user named it.
+    pub(crate) source: String,
+    pub(crate) gateway: GatewayConfig,
+    /// Every server in the file, enabled or not, in file order.
+    pub(crate) servers: Vec<ServerSummary>,
+    pub(crate) listen: SocketAddr,
+    /// Bearer token clients must send; `None` means no authentication.
+    pub(crate) api_key: Option<String>,
+    /// `Origin` values accepted besides loopback ones (DNS rebinding guard).
+    pub(crate) allowed_origins: Vec<String>,
+    /// `Host` values accepted besides loopback ones.
+    pub(crate) allowed_hosts: Vec<String>,
+    pub(crate) max_body_bytes: u64,
+    /// A `tracing` filter (`info`, `debug`, `mcpyard_gateway=trace,info`...).
+    pub(crate) log_level: String,
+    /// Things that are allowed but probably not meant; shown by `check`
+    /// and logged at start.
+    pub(crate) warnings: Vec<String>,
+}
+
+// By hand: the derived form would print header values, environment values
+// and the api key.
+impl fmt::Debug for Settings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Settings")
+            .field("source", &self.source)
+            .field(
+                "servers",
+                &self
+                    .gateway
+                    .upstreams
+                    .iter()
+                    .map(|u| u.name.as_str())
+                    .collect::<Vec<_>>(),
+            )
+            .field("listen", &self.listen)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
+            .field("allowed_origins", &self.allowed_origins)
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("log_level", &self.log_level)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A server as `check` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ServerSummary {
+    pub(crate) name: String,
+    /// Command line or URL as written in the file (unexpanded).
+    pub(crate) target: String,
+    pub(crate) enabled: bool,
+}
+
+impl Settings {
+    /// The configured upstream called `name`.
+    pub(crate) fn upstream(&self, name: &str) -> Option<&UpstreamSpec> {
+        self.gateway.upstreams.iter().find(|u| u.name == name)
+    }
+}
+
+/// The file formats, chosen by extension, else by content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Toml,
+    Json,
+}
+
+fn detect_format(path: &Path, text: &str) -> Format {
+    match path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
+        Some("toml") => Format::Toml,
+        Some("json" | "jsonc") => Format::Json,
+        // A TOML document never starts with `{`; JSONC may start with a comment.
+        _ => match text.trim_start().as_bytes().first() {
+            Some(b'{') | Some(b'/') => Format::Json,
+            _ => Format::Toml,
+        },
+    }
+}
+
+/// Reads and validates a configuration file, expanding `${VAR}` from the
+/// process environment.
+pub(crate) fn load(path: &Path) -> Result<Settings, ConfigError> {
+    let file = path.display().to_string();
+    let bytes = std::fs::read(path)
+        .map_err(|e| ConfigError::file(&file, format!("cannot read the file: {e}")))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| ConfigError::file(&file, "the file is not UTF-8 text"))?;
+    let base_dir = path.parent().map(|p| {
+        if p.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            p
+        }
+    });
+    let format = detect_format(path, &text);
+    from_text(&file, base_dir, &text, format, &|name| {
+        std::env::var(name).ok()
+    })
+}
+
+/// The configuration used without `--config`: no upstreams, loopback.
+pub(crate) fn embedded_default() -> Result<Settings, ConfigError> {
+    from_text(
+        EMBEDDED_NAME,
+        None,
+        EMBEDDED_DEFAULT,
+        Format::Toml,
+        &|name| std::env::var(name).ok(),
+    )
+}
+
+fn from_text(
+    file: &str,
+    base_dir: Option<&Path>,
+    text: &str,
+    format: Format,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<Settings, ConfigError> {
+    let ctx = Context {
+        file,
+        base_dir,
+        lookup,
+    };
+    let (top, section, servers, mut warnings) = match format {
+        Format::Toml => {
+            let mut parsed = toml_file::parse(file, text)?;
+            let servers = std::mem::take(&mut parsed.servers)
+                .0
+                .into_iter()
+                .map(|(name, s)| (name, RawServer::from(s)))
+                .collect::<Vec<_>>();
+            (parsed, "servers", servers, Vec::new())
+        }
+        Format::Json => {
+            let parsed = json_file::parse(file, text)?;
+            (
+                toml_file::TomlFile::default(),
+                parsed.section,
+                parsed.servers,
+                parsed.warnings,
+            )
+        }
+    };
+
+    let mut upstreams = Vec::new();
+    let mut summaries = Vec::new();
+    for (name, raw) in servers {
+        let key = format!("{section}.{name}");
+        if raw.enabled {
+            warn_about_clear_secrets(file, &key, &raw, &mut warnings);
+        }
+        let target = written_target(&raw);
+        let built = server::build(&ctx, &key, &name, raw)?;
+        summaries.push(ServerSummary {
+            name,
+            target,
+            enabled: built.is_some(),
+        });
+        upstreams.extend(built);
+    }
+
+    let listen = match &top.listen {
+        None => DEFAULT_LISTEN,
+        Some(l) => parse_listen(&ctx.expand("listen", l)?).ok_or_else(|| {
+            ctx.error(
+                "listen",
+                "expected HOST:PORT with an IP address or `localhost`, e.g. \"127.0.0.1:7117\"",
+            )
+        })?,
+    };
+
+    let api_key = match &top.api_key {
+        None => None,
+        Some(k) => {
+            if !expand::has_reference(k) && !k.is_empty() {
+                warnings.push(format!(
+                    "{file}: `api_key` is written in clear in the file; write \"${{MCPYARD_API_KEY}}\" and set the variable instead"
+                ));
+            }
+            // An empty key (e.g. `${MCPYARD_API_KEY:-}` with the variable
+            // unset) means no authentication, not a key everyone knows.
+            Some(ctx.expand("api_key", k)?).filter(|k| !k.is_empty())
+        }
+    };
+
+    let allowed_origins = expand_list(&ctx, "allowed_origins", top.allowed_origins.as_deref())?;
+    let allowed_hosts = expand_list(&ctx, "allowed_hosts", top.allowed_hosts.as_deref())?;
+
+    let max_body_bytes = match &top.max_body_size {
+        None => DEFAULT_MAX_BODY_BYTES,
+        Some(RawSize::Bytes(n)) => *n,
+        Some(RawSize::Text(t)) => parse_size(&ctx.expand("max_body_size", t)?)
+            .map_err(|m| ctx.error("max_body_size", m))?,
+    };
+    if max_body_bytes == 0 {
+        return Err(ctx.error("max_body_size", "must be more than zero"));
+    }
+
+    let log_level = match &top.log_level {
+        None => DEFAULT_LOG_LEVEL.to_owned(),
+        Some(l) => {
+            let l = ctx.expand("log_level", l)?;
+            check_log_level(&l).map_err(|m| ctx.error("log_level", m))?;
+            l
+        }
+    };
+
+    let client_request_timeout = top
+        .client_request_timeout
+        .as_ref()
+        .map(|t| server::duration(&ctx, "client_request_timeout", t))
+        .transpose()?;
+
+    if !listen.ip().is_loopback() && api_key.is_none() {
+        warnings.push(format!(
+            "{file}: `listen` is not a loopback address and no `api_key` is set: anyone who can reach {listen} can use every upstream"
+        ));
+    }
+
+    let defaults = GatewayConfig::default();
+    let page_size = match top.page_size {
+        None => defaults.page_size,
+        Some(0) => return Err(ctx.error("page_size", "must be at least 1")),
+        Some(n) => usize::try_from(n).map_err(|_| ctx.error("page_size", "too large"))?,
+    };
+    // `..defaults` while every field is set today: fields the gateway adds
+    // later get their defaults without a change here.
+    #[allow(clippy::needless_update)]
+    let gateway = GatewayConfig {
+        upstreams,
+        client_request_timeout: client_request_timeout.unwrap_or(defaults.client_request_timeout),
+        page_size,
+        ..defaults
+    };
+    // The gateway's own checks (reserved names, prefixes that would shadow
+    // each other), reported like every other config error.
+    gateway.validate().map_err(|e| {
+        let server = match &e {
+            GatewayConfigError::Invalid { server, .. } => server,
+            GatewayConfigError::NameCollision { second, .. } => second,
+        };
+        ctx.error(&format!("{section}.{server}"), e.to_string())
+    })?;
+    Ok(Settings {
+        source: file.to_owned(),
+        gateway,
+        servers: summaries,
+        listen,
+        api_key,
+        allowed_origins,
+        allowed_hosts,
+        max_body_bytes,
+        log_level,
+        warnings,
+    })
+}
+
+/// `HOST:PORT` with an IP address, or `localhost:PORT`.
+pub(crate) fn parse_listen(text: &str) -> Option<SocketAddr> {
+    let text = text.trim();
+    if let Ok(addr) = text.parse() {
+        return Some(addr);
+    }
+    let port = text.strip_prefix("localhost:")?.parse().ok()?;
+    Some(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port))
+}
+
+fn expand_list(
+    ctx: &Context<'_>,
+    key: &str,
+    items: Option<&[String]>,
+) -> Result<Vec<String>, ConfigError> {
+    items
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+        .map(|(i, v)| ctx.expand(&format!("{key}[{i}]"), v))
+        .collect()
+}
+
+/// A bare word must be a level (EnvFilter would take a typo such as
+/// `verbose` for a target name and silently log nothing); anything with
+/// `=` or `,` is a full filter and is parsed as one.
+fn check_log_level(level: &str) -> Result<(), String> {
+    const LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
+    if !level.contains(['=', ',']) {
+        return if LEVELS.contains(&level.trim().to_ascii_lowercase().as_str()) {
+            Ok(())
+        } else {
+            Err(format!(
+                "expected one of {} or a filter such as \"mcpyard=debug,info\"",
+                LEVELS.join(", ")
+            ))
+        };
+    }
+    tracing_subscriber::EnvFilter::try_new(level)
+        .map(|_| ())
+        .map_err(|e| format!("not a log filter: {e}"))
+}
+
+/// Warns about credentials written in the file itself rather than taken
+/// from the environment.
+fn warn_about_clear_secrets(file: &str, key: &str, raw: &RawServer, warnings: &mut Vec<String>) {
+    for (name, value) in raw.headers.iter().flatten() {
+        let lower = name.to_ascii_lowercase();
+        let sensitive = lower == "authorization"
+            || lower.contains("token")
+            || lower.contains("key")
+            || lower.contains("secret");
+        if sensitive && !value.is_empty() && !expand::has_reference(value) {
+            warnings.push(format!(
+                "{file}: `{key}.headers.{name}` is written in clear in the file; use \"${{VAR}}\" and set the variable instead"
+            ));
+        }
+    }
+}
+
+/// How a server is reached, as written in the file (before expansion, so
+/// no secret from the environment shows), without a URL's query or
+/// credentials.
+fn written_target(raw: &RawServer) -> String {
+    if let Some(command) = &raw.command {
+        let mut s = command.clone();
+        for a in raw.args.iter().flatten() {
+            s.push(' ');
+            s.push_str(a);
+        }
+        return s;
+    }
+    match raw.url.as_deref().map(url::Url::parse) {
+        Some(Ok(mut u)) => {
+            let _ = u.set_password(None);
+            let _ = u.set_username("");
+            u.set_query(None);
+            u.set_fragment(None);
+            u.to_string()
+        }
+        // Unparsable as written (a `${VAR}` host...): the part before any
+        // query is still safe to show.
+        Some(Err(_)) => raw
+            .url
+            .as_deref()
+            .and_then(|u| u.split(['?', '#']).next())
+            .unwrap_or_default()
+            .to_owned(),
+        None => String::new(),
+    }
+}
+
+/// The transport's name, as `check` shows it.
+pub(crate) fn transport_kind(spec: &TransportSpec) -> &'static str {
+    match spec {
+        TransportSpec::Stdio { .. } => "stdio",
+        TransportSpec::StreamableHttp { .. } => "streamable-http",
+        TransportSpec::Sse { .. } => "sse",
+    }
+}
+
+/// A duration as `check` shows it.
+pub(crate) fn format_duration(d: Duration) -> String {
+    humantime::format_duration(d).to_string()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,672 @@
+//! One upstream server entry, whatever file it came from: expansion of its
+//! strings, choice of transport, and the checks that make it an
+//! [`UpstreamSpec`] the gateway can start.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use mcpyard_client::TransportSpec;
+use mcpyard_gateway::UpstreamSpec;
+
+use super::error::ConfigError;
+use super::expand::expand;
+use super::values::{parse_duration, RawDuration};
+
+/// Per-call timeout of a server that sets none.
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The longest server name; with the `__` separator its default prefix
+/// leaves room for tool names within the spec's 128 characters.
+const MAX_NAME_LEN: usize = 64;
+
+/// The spec's limit on tool names.
+const MAX_TOOL_NAME_LEN: usize = 128;
+
+/// Where and how strings are expanded, and where relative paths start.
+pub(crate) struct Context<'a> {
+    /// The file as the user named it, for messages.
+    pub(crate) file: &'a str,
+    /// The directory of the file: a relative `cwd` is resolved against it.
+    pub(crate) base_dir: Option<&'a Path>,
+    pub(crate) lookup: &'a dyn Fn(&str) -> Option<String>,
+}
+
+impl Context<'_> {
+    /// Expands `${VAR}` in `value`, found at `key`.
+    pub(crate) fn expand(&self, key: &str, value: &str) -> Result<String, ConfigError> {
+        expand(value, self.lookup).map_err(|e| ConfigError::at(self.file, key, e.to_string()))
+    }
+
+    pub(crate) fn error(&self, key: &str, message: impl Into<String>) -> ConfigError {
+        ConfigError::at(self.file, key, message)
+    }
+}
+
+/// A server entry as written, before expansion. The file formats fill it.
+#[derive(Debug, Default)]
+pub(crate) struct RawServer {
+    pub(crate) command: Option<String>,
+    pub(crate) args: Option<Vec<String>>,
+    pub(crate) env: Option<Vec<(String, String)>>,
+    pub(crate) cwd: Option<String>,
+    pub(crate) url: Option<String>,
+    pub(crate) headers: Option<Vec<(String, String)>>,
+    /// The transport asked for, with the key it was written under
+    /// (`transport` in TOML, `type` in JSON).
+    pub(crate) transport: Option<(&'static str, String)>,
+    pub(crate) timeout: Option<RawDuration>,
+    pub(crate) prefix: Option<String>,
+    pub(crate) enabled: bool,
+}
+
+/// Which transport an entry asked for by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Stdio,
+    StreamableHttp,
+    Sse,
+}
+
+fn kind_from_name(name: &str) -> Option<Kind> {
+    match name {
+        "stdio" => Some(Kind::Stdio),
+        "streamable-http" | "streamable_http" | "streamableHttp" | "http" => {
+            Some(Kind::StreamableHttp)
+        }
+        "sse" => Some(Kind::Sse),
+        _ => None,
+    }
+}
+
+/// Checks a server name: `^[a-zA-Z0-9_-]{1,64}$`.
+pub(crate) fn check_name(ctx: &Context<'_>, key: &str, name: &str) -> Result<(), ConfigError> {
+    let ok = !name.is_empty()
+        && name.len() <= MAX_NAME_LEN
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if ok {
+        Ok(())
+    } else {
+        Err(ctx.error(
+            key,
+            format!(
+                "server name must be 1 to {MAX_NAME_LEN} characters of letters, digits, `_` and `-`"
+            ),
+        ))
+    }
+}
+
+/// Turns an entry into an upstream. `key` is the entry's path
+/// (`servers.everything`). A disabled entry gives `None` and is not
+/// expanded (its variables need not be set).
+pub(crate) fn build(
+    ctx: &Context<'_>,
+    key: &str,
+    name: &str,
+    raw: RawServer,
+) -> Result<Option<UpstreamSpec>, ConfigError> {
+    check_name(ctx, key, name)?;
+    if !raw.enabled {
+        return Ok(None);
+    }
+    let field = |f: &str| format!("{key}.{f}");
+
+    let asked = match &raw.transport {
+        Some((tkey, value)) => {
+            let v = ctx.expand(&field(tkey), value)?;
+            Some((
+                *tkey,
+                kind_from_name(v.trim()).ok_or_else(|| {
+                    ctx.error(
+                        &field(tkey),
+                        r#"expected "stdio", "streamable-http" (or "http") or "sse""#,
+                    )
+                })?,
+            ))
+        }
+        None => None,
+    };
+
+    let transport = match (&raw.command, &raw.url) {
+        (Some(_), Some(_)) => {
+            return Err(ctx.error(
+                key,
+                "set either `command` (a stdio server) or `url` (an HTTP server), not both",
+            ))
+        }
+        (None, None) => {
+            return Err(ctx.error(
+                key,
+                "missing `command` (a stdio server) or `url` (an HTTP server)",
+            ))
+        }
+        (Some(command), None) => {
+            if let Some((tkey, kind)) = asked {
+                if kind != Kind::Stdio {
+                    return Err(ctx.error(
+                        &field(tkey),
+                        "an HTTP transport needs `url`, but this server has `command`",
+                    ));
+                }
+            }
+            if raw.headers.is_some() {
+                return Err(ctx.error(
+                    &field("headers"),
+                    "`headers` is for HTTP servers (`url`), not for `command`",
+                ));
+            }
+            build_stdio(ctx, key, command, raw.args, raw.env, raw.cwd)?
+        }
+        (None, Some(url)) => {
+            for (f, present) in [
+                ("args", raw.args.is_some()),
+                ("env", raw.env.is_some()),
+                ("cwd", raw.cwd.is_some()),
+            ] {
+                if present {
+                    return Err(ctx.error(
+                        &field(f),
+                        format!("`{f}` is for stdio servers (`command`), not for `url`"),
+                    ));
+                }
+            }
+            if let Some((tkey, Kind::Stdio)) = asked {
+                return Err(ctx.error(
+                    &field(tkey),
+                    "the stdio transport needs `command`, but this server has `url`",
+                ));
+            }
+            build_http(ctx, key, url, raw.headers, asked.map(|(_, k)| k))?
+        }
+    };
+
+    let timeout = match raw.timeout {
+        None => DEFAULT_TIMEOUT,
+        Some(t) => duration(ctx, &field("timeout"), &t)?,
+    };
+
+    let prefix = match raw.prefix {
+        None => None,
+        Some(p) => {
+            let p = ctx.expand(&field("prefix"), &p)?;
+            check_prefix(ctx, &field("prefix"), &p)?;
+            Some(p)
+        }
+    };
+
+    Ok(Some(UpstreamSpec {
+        name: name.to_owned(),
+        prefix,
+        transport,
+        timeout,
+    }))
+}
+
+/// A positive duration at `key`.
+pub(crate) fn duration(
+    ctx: &Context<'_>,
+    key: &str,
+    raw: &RawDuration,
+) -> Result<Duration, ConfigError> {
+    let d = match raw {
+        RawDuration::Seconds(s) => Duration::from_secs(*s),
+        RawDuration::Text(t) => {
+            let t = ctx.expand(key, t)?;
+            parse_duration(&t).map_err(|m| ctx.error(key, m))?
+        }
+    };
+    if d.is_zero() {
+        return Err(ctx.error(key, "must be more than zero"));
+    }
+    Ok(d)
+}
+
+/// A prefix must keep tool names within the spec's rule: 1 to 128
+/// characters of `[A-Za-z0-9_.-]`.
+fn check_prefix(ctx: &Context<'_>, key: &str, prefix: &str) -> Result<(), ConfigError> {
+    if let Some(bad) = prefix
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')))
+    {
+        return Err(ctx.error(
+            key,
+            format!(
+                "`{}` is not allowed: tool names may only hold letters, digits, `_`, `.` and `-`",
+                bad.escape_default()
+            ),
+        ));
+    }
+    if prefix.len() >= MAX_TOOL_NAME_LEN {
+        return Err(ctx.error(
+            key,
+            format!(
+                "too long: tool names are at most {MAX_TOOL_NAME_LEN} characters, prefix included"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn build_stdio(
+    ctx: &Context<'_>,
+    key: &str,
+    command: &str,
+    args: Option<Vec<String>>,
+    env: Option<Vec<(String, String)>>,
+    cwd: Option<String>,
+) -> Result<TransportSpec, ConfigError> {
+    let command = ctx.expand(&format!("{key}.command"), command)?;
+    if command.trim().is_empty() {
+        return Err(ctx.error(&format!("{key}.command"), "must not be empty"));
+    }
+    let args = args
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+        .map(|(i, a)| ctx.expand(&format!("{key}.args[{i}]"), a))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut env_out = BTreeMap::new();
+    for (name, value) in env.unwrap_or_default() {
+        let k = format!("{key}.env.{name}");
+        if name.is_empty() || name.contains('=') || name.contains('\0') {
+            return Err(ctx.error(
+                &k,
+                "not a valid environment variable name (empty, or holds `=` or NUL)",
+            ));
+        }
+        env_out.insert(name, ctx.expand(&k, &value)?);
+    }
+    let cwd = match cwd {
+        None => None,
+        Some(c) => {
+            let k = format!("{key}.cwd");
+            let c = ctx.expand(&k, &c)?;
+            if c.is_empty() {
+                return Err(ctx.error(
+                    &k,
+                    "must not be empty (leave it out to use the current directory)",
+                ));
+            }
+            let p = PathBuf::from(c);
+            // A relative directory means relative to the config file, not
+            // to wherever the gateway happens to be started from.
+            Some(match ctx.base_dir {
+                Some(base) if p.is_relative() => base.join(p),
+                _ => p,
+            })
+        }
+    };
+    Ok(TransportSpec::Stdio {
+        command,
+        args,
+        env: env_out,
+        cwd,
+    })
+}
+
+fn build_http(
+    ctx: &Context<'_>,
+    key: &str,
+    url: &str,
+    headers: Option<Vec<(String, String)>>,
+    asked: Option<Kind>,
+) -> Result<TransportSpec, ConfigError> {
+    let ukey = format!("{key}.url");
+    let url = ctx.expand(&ukey, url)?;
+    let parsed = url::Url::parse(url.trim())
+        .map_err(|e| ctx.error(&ukey, format!("expected an http:// or https:// URL ({e})")))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(ctx.error(&ukey, "expected an http:// or https:// URL"));
+    }
+    let mut headers_out = Vec::new();
+    for (name, value) in headers.unwrap_or_default() {
+        let k = format!("{key}.headers.{name}");
+        if !is_header_name(&name) {
+            return Err(ctx.error(&k, "not a valid HTTP header name"));
+        }
+        let value = ctx.expand(&k, &value)?;
+        if value.chars().any(|c| c.is_control() && c != '\t') {
+            return Err(ctx.error(&k, "header value holds a control character (a line break?)"));
+        }
+        headers_out.push((name, value));
+    }
+    let kind = asked.unwrap_or_else(|| {
+        // The legacy transport's endpoint is conventionally `/sse`.
+        if parsed.path().trim_end_matches('/').ends_with("/sse") {
+            Kind::Sse
+        } else {
+            Kind::StreamableHttp
+        }
+    });
+    let url = parsed.to_string();
+    Ok(match kind {
+        Kind::Sse => TransportSpec::Sse {
+            url,
+            headers: headers_out,
+        },
+        _ => TransportSpec::StreamableHttp {
+            url,
+            headers: headers_out,
+        },
+    })
+}
+
+/// RFC 9110 token characters.
+fn is_header_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lookup(name: &str) -> Option<String> {
+        (name == "TOKEN").then(|| "s3cret".to_owned())
+    }
+
+    fn ctx() -> Context<'static> {
+        Context {
+            file: "test.toml",
+            base_dir: Some(Path::new("/etc/mcpyard")),
+            lookup: &lookup,
+        }
+    }
+
+    fn stdio(command: &str) -> RawServer {
+        RawServer {
+            command: Some(command.into()),
+            enabled: true,
+            ..Default::default()
+        }
+    }
+
+    fn http(url: &str) -> RawServer {
+        RawServer {
+            url: Some(url.into()),
+            enabled: true,
+            ..Default::default()
+        }
+    }
+
+    fn err(raw: RawServer) -> String {
+        build(&ctx(), "servers.s", "s", raw)
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn a_stdio_entry_becomes_a_stdio_transport() {
+        let raw = RawServer {
+            args: Some(vec!["-y".into(), "${TOKEN}".into()]),
+            env: Some(vec![("K".into(), "v-${TOKEN}".into())]),
+            cwd: Some("data".into()),
+            prefix: Some("e_".into()),
+            timeout: Some(RawDuration::Text("2m".into())),
+            ..stdio("npx")
+        };
+        let up = build(&ctx(), "servers.s", "s", raw).unwrap().unwrap();
+        assert_eq!(up.name, "s");
+        assert_eq!(up.prefix.as_deref(), Some("e_"));
+        assert_eq!(up.timeout, Duration::from_secs(120));
+        assert_eq!(
+            up.transport,
+            TransportSpec::Stdio {
+                command: "npx".into(),
+                args: vec!["-y".into(), "s3cret".into()],
+                env: BTreeMap::from([("K".into(), "v-s3cret".into())]),
+                cwd: Some(PathBuf::from("/etc/mcpyard/data")),
+            }
+        );
+    }
+
+    #[test]
+    fn defaults_are_sixty_seconds_and_the_name_prefix() {
+        let up = build(&ctx(), "servers.s", "s", stdio("x"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(up.timeout, DEFAULT_TIMEOUT);
+        assert_eq!(up.prefix, None);
+        assert_eq!(up.effective_prefix(), "s__");
+    }
+
+    #[test]
+    fn absolute_cwd_is_kept() {
+        let raw = RawServer {
+            cwd: Some("/srv".into()),
+            ..stdio("x")
+        };
+        let up = build(&ctx(), "servers.s", "s", raw).unwrap().unwrap();
+        let TransportSpec::Stdio { cwd, .. } = up.transport else {
+            panic!("expected stdio");
+        };
+        assert_eq!(cwd, Some(PathBuf::from("/srv")));
+    }
+
+    #[test]
+    fn urls_choose_streamable_http_or_sse() {
+        let up = build(&ctx(), "servers.s", "s", http("http://127.0.0.1:3001/mcp"))
+            .unwrap()
+            .unwrap();
+        assert!(matches!(up.transport, TransportSpec::StreamableHttp { .. }));
+        let up = build(&ctx(), "servers.s", "s", http("http://127.0.0.1:3001/sse"))
+            .unwrap()
+            .unwrap();
+        assert!(matches!(up.transport, TransportSpec::Sse { .. }));
+        let raw = RawServer {
+            transport: Some(("transport", "sse".into())),
+            headers: Some(vec![("Authorization".into(), "Bearer ${TOKEN}".into())]),
+            ..http("http://127.0.0.1:3001/events")
+        };
+        let up = build(&ctx(), "servers.s", "s", raw).unwrap().unwrap();
+        assert_eq!(
+            up.transport,
+            TransportSpec::Sse {
+                url: "http://127.0.0.1:3001/events".into(),
+                headers: vec![("Authorization".into(), "Bearer s3cret".into())],
+            }
+        );
+        let raw = RawServer {
+            transport: Some(("type", "http".into())),
+            ..http("http://127.0.0.1:3001/sse")
+        };
+        let up = build(&ctx(), "servers.s", "s", raw).unwrap().unwrap();
+        assert!(matches!(up.transport, TransportSpec::StreamableHttp { .. }));
+    }
+
+    #[test]
+    fn disabled_entries_are_skipped_without_expanding() {
+        let raw = RawServer {
+            enabled: false,
+            args: Some(vec!["${NOT_SET_ANYWHERE}".into()]),
+            ..stdio("x")
+        };
+        assert!(build(&ctx(), "servers.s", "s", raw).unwrap().is_none());
+    }
+
+    #[test]
+    fn bad_names_are_rejected() {
+        for name in ["", "has space", "dot.ted", &"x".repeat(65)] {
+            let e = build(&ctx(), "servers.bad", name, stdio("x")).unwrap_err();
+            assert_eq!(e.key.as_deref(), Some("servers.bad"));
+            assert!(e.message.contains("server name"), "{e}");
+        }
+        assert!(build(&ctx(), "servers.ok", &"x".repeat(64), stdio("x")).is_ok());
+    }
+
+    #[test]
+    fn each_error_names_its_key() {
+        let cases: Vec<(RawServer, &str, &str)> = vec![
+            (
+                RawServer {
+                    enabled: true,
+                    ..Default::default()
+                },
+                "`servers.s`",
+                "missing `command`",
+            ),
+            (
+                RawServer {
+                    url: Some("http://x/".into()),
+                    ..stdio("x")
+                },
+                "`servers.s`",
+                "not both",
+            ),
+            (stdio("${NOPE}"), "`servers.s.command`", "`NOPE` is not set"),
+            (stdio(" "), "`servers.s.command`", "must not be empty"),
+            (
+                RawServer {
+                    args: Some(vec!["a".into(), "${NOPE}".into()]),
+                    ..stdio("x")
+                },
+                "`servers.s.args[1]`",
+                "NOPE",
+            ),
+            (
+                RawServer {
+                    env: Some(vec![("A".into(), "${NOPE}".into())]),
+                    ..stdio("x")
+                },
+                "`servers.s.env.A`",
+                "NOPE",
+            ),
+            (
+                RawServer {
+                    env: Some(vec![("A=B".into(), "v".into())]),
+                    ..stdio("x")
+                },
+                "`servers.s.env.A=B`",
+                "environment variable name",
+            ),
+            (
+                RawServer {
+                    cwd: Some(String::new()),
+                    ..stdio("x")
+                },
+                "`servers.s.cwd`",
+                "must not be empty",
+            ),
+            (
+                RawServer {
+                    headers: Some(vec![]),
+                    ..stdio("x")
+                },
+                "`servers.s.headers`",
+                "for HTTP servers",
+            ),
+            (
+                RawServer {
+                    args: Some(vec![]),
+                    ..http("http://x/")
+                },
+                "`servers.s.args`",
+                "for stdio servers",
+            ),
+            (
+                RawServer {
+                    cwd: Some("/".into()),
+                    ..http("http://x/")
+                },
+                "`servers.s.cwd`",
+                "for stdio servers",
+            ),
+            (http("ftp://x/"), "`servers.s.url`", "http:// or https://"),
+            (http("not a url"), "`servers.s.url`", "http:// or https://"),
+            (
+                RawServer {
+                    headers: Some(vec![("Bad Name".into(), "v".into())]),
+                    ..http("http://x/")
+                },
+                "`servers.s.headers.Bad Name`",
+                "header name",
+            ),
+            (
+                RawServer {
+                    headers: Some(vec![("X".into(), "a\nb".into())]),
+                    ..http("http://x/")
+                },
+                "`servers.s.headers.X`",
+                "control character",
+            ),
+            (
+                RawServer {
+                    transport: Some(("transport", "websocket".into())),
+                    ..http("http://x/")
+                },
+                "`servers.s.transport`",
+                "expected \"stdio\"",
+            ),
+            (
+                RawServer {
+                    transport: Some(("type", "sse".into())),
+                    ..stdio("x")
+                },
+                "`servers.s.type`",
+                "needs `url`",
+            ),
+            (
+                RawServer {
+                    transport: Some(("type", "stdio".into())),
+                    ..http("http://x/")
+                },
+                "`servers.s.type`",
+                "needs `command`",
+            ),
+            (
+                RawServer {
+                    timeout: Some(RawDuration::Text("soon".into())),
+                    ..stdio("x")
+                },
+                "`servers.s.timeout`",
+                "expected a duration",
+            ),
+            (
+                RawServer {
+                    timeout: Some(RawDuration::Seconds(0)),
+                    ..stdio("x")
+                },
+                "`servers.s.timeout`",
+                "more than zero",
+            ),
+            (
+                RawServer {
+                    prefix: Some("a/b".into()),
+                    ..stdio("x")
+                },
+                "`servers.s.prefix`",
+                "`/` is not allowed",
+            ),
+            (
+                RawServer {
+                    prefix: Some("p".repeat(128)),
+                    ..stdio("x")
+                },
+                "`servers.s.prefix`",
+                "too long",
+            ),
+        ];
+        for (raw, key, msg) in cases {
+            let e = err(raw);
+            assert!(e.starts_with("test.toml: "), "{e}");
+            assert!(e.contains(key), "expected key {key} in: {e}");
+            assert!(e.contains(msg), "expected {msg:?} in: {e}");
+        }
+    }
+
+    #[test]
+    fn errors_do_not_echo_expanded_secrets() {
+        let raw = RawServer {
+            headers: Some(vec![("X".into(), "${TOKEN}\n".into())]),
+            ..http("http://x/")
+        };
+        let e = err(raw);
+        assert!(!e.contains("s3cret"), "{e}");
+        let e = err(http("${TOKEN}"));
+        assert!(!e.contains("s3cret"), "{e}");
+    }
+}

@@ -1,0 +1,433 @@
+//! Whole-file tests: each format end to end, expansion, and each error with
+//! its key path.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use super::*;
+
+fn env(name: &str) -> Option<String> {
+    match name {
+        "TOKEN" => Some("tok-123".into()),
+        "MCPYARD_API_KEY" => Some("key-456".into()),
+        "PORT" => Some("9001".into()),
+        _ => None,
+    }
+}
+
+fn toml(text: &str) -> Result<Settings, ConfigError> {
+    from_text(
+        "mcpyard.toml",
+        Some(Path::new("/cfg")),
+        text,
+        Format::Toml,
+        &env,
+    )
+}
+
+fn json(text: &str) -> Result<Settings, ConfigError> {
+    from_text(
+        "mcp.json",
+        Some(Path::new("/cfg")),
+        text,
+        Format::Json,
+        &env,
+    )
+}
+
+fn toml_err(text: &str) -> String {
+    toml(text).unwrap_err().to_string()
+}
+
+#[test]
+fn the_embedded_default_has_no_upstreams_and_listens_on_loopback() {
+    let s = embedded_default().unwrap();
+    assert_eq!(s.source, "<embedded default>");
+    assert!(s.gateway.upstreams.is_empty());
+    assert_eq!(s.listen, DEFAULT_LISTEN);
+    assert_eq!(s.listen.to_string(), "127.0.0.1:7117");
+    assert!(s.api_key.is_none());
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+}
+
+#[test]
+fn the_default_port_is_clear_of_local_model_servers() {
+    for taken in [11434, 8080, 1234, 13305, 8000] {
+        assert_ne!(DEFAULT_LISTEN.port(), taken);
+    }
+}
+
+#[test]
+fn an_empty_toml_file_gets_every_default() {
+    let s = toml("").unwrap();
+    assert_eq!(s.listen, DEFAULT_LISTEN);
+    assert_eq!(s.max_body_bytes, DEFAULT_MAX_BODY_BYTES);
+    assert_eq!(s.log_level, "info");
+    assert!(s.allowed_origins.is_empty() && s.allowed_hosts.is_empty());
+    assert_eq!(
+        s.gateway.client_request_timeout,
+        GatewayConfig::default().client_request_timeout
+    );
+}
+
+#[test]
+fn the_toml_format_end_to_end() {
+    let s = toml(
+        r#"
+listen = "127.0.0.1:${PORT}"
+api_key = "${MCPYARD_API_KEY}"
+allowed_origins = ["http://localhost:5173"]
+allowed_hosts = ["gateway.lan"]
+max_body_size = "1MiB"
+log_level = "mcpyard=debug,info"
+client_request_timeout = "2m"
+page_size = 50
+
+[servers.everything]
+command = "npx"
+args = ["-y", "@modelcontextprotocol/server-everything"]
+env = { K = "${TOKEN}" }
+cwd = "work"
+timeout = "90s"
+prefix = ""
+
+[servers.remote]
+url = "http://127.0.0.1:3001/mcp?k=1"
+headers = { Authorization = "Bearer ${TOKEN}" }
+
+[servers.legacy]
+url = "http://127.0.0.1:3002/sse"
+
+[servers.off]
+command = "${UNSET_BECAUSE_DISABLED}"
+enabled = false
+"#,
+    )
+    .unwrap();
+    assert_eq!(s.listen.to_string(), "127.0.0.1:9001");
+    assert_eq!(s.api_key.as_deref(), Some("key-456"));
+    assert_eq!(s.allowed_origins, ["http://localhost:5173"]);
+    assert_eq!(s.allowed_hosts, ["gateway.lan"]);
+    assert_eq!(s.max_body_bytes, 1 << 20);
+    assert_eq!(s.log_level, "mcpyard=debug,info");
+    assert_eq!(s.gateway.client_request_timeout, Duration::from_secs(120));
+    assert_eq!(s.gateway.page_size, 50);
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+
+    let names: Vec<_> = s
+        .gateway
+        .upstreams
+        .iter()
+        .map(|u| u.name.as_str())
+        .collect();
+    assert_eq!(names, ["everything", "remote", "legacy"]);
+    let e = s.upstream("everything").unwrap();
+    assert_eq!(e.prefix.as_deref(), Some(""));
+    assert_eq!(e.timeout, Duration::from_secs(90));
+    assert_eq!(
+        e.transport,
+        TransportSpec::Stdio {
+            command: "npx".into(),
+            args: vec![
+                "-y".into(),
+                "@modelcontextprotocol/server-everything".into()
+            ],
+            env: BTreeMap::from([("K".into(), "tok-123".into())]),
+            cwd: Some(PathBuf::from("/cfg/work")),
+        }
+    );
+    assert_eq!(
+        s.upstream("remote").unwrap().transport,
+        TransportSpec::StreamableHttp {
+            url: "http://127.0.0.1:3001/mcp?k=1".into(),
+            headers: vec![("Authorization".into(), "Bearer tok-123".into())],
+        }
+    );
+    assert!(matches!(
+        s.upstream("legacy").unwrap().transport,
+        TransportSpec::Sse { .. }
+    ));
+    assert!(s.upstream("off").is_none());
+
+    let summary: Vec<_> = s
+        .servers
+        .iter()
+        .map(|x| (x.name.as_str(), x.target.as_str(), x.enabled))
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (
+                "everything",
+                "npx -y @modelcontextprotocol/server-everything",
+                true
+            ),
+            ("remote", "http://127.0.0.1:3001/mcp", true),
+            ("legacy", "http://127.0.0.1:3002/sse", true),
+            ("off", "${UNSET_BECAUSE_DISABLED}", false),
+        ]
+    );
+}
+
+#[test]
+fn the_claude_desktop_format_end_to_end() {
+    let s = json(
+        r#"{"mcpServers": {
+            "fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]},
+            "web": {"url": "http://127.0.0.1:3001/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}},
+            "old": {"type": "sse", "url": "http://127.0.0.1:3002/events", "disabled": true}
+        }}"#,
+    )
+    .unwrap();
+    assert_eq!(s.listen, DEFAULT_LISTEN);
+    assert_eq!(s.gateway.upstreams.len(), 2);
+    assert!(matches!(
+        s.upstream("fs").unwrap().transport,
+        TransportSpec::Stdio { .. }
+    ));
+    assert!(matches!(
+        s.upstream("web").unwrap().transport,
+        TransportSpec::StreamableHttp { .. }
+    ));
+    assert!(!s.servers[2].enabled);
+}
+
+#[test]
+fn the_vs_code_format_end_to_end() {
+    let s = json(
+        r#"{
+  "inputs": [{"type": "promptString", "id": "token"}],
+  "servers": {
+    "time": {"type": "stdio", "command": "uvx", "args": ["mcp-server-time"], "env": {}},
+    "legacy": {"type": "sse", "url": "http://127.0.0.1:3002/events", "timeout": "5s", "prefix": "old."},
+    "unknown": {"type": "http", "url": "http://127.0.0.1:3003/mcp", "gallery": true}
+  }
+}"#,
+    )
+    .unwrap();
+    let legacy = s.upstream("legacy").unwrap();
+    assert!(matches!(legacy.transport, TransportSpec::Sse { .. }));
+    assert_eq!(legacy.timeout, Duration::from_secs(5));
+    assert_eq!(legacy.effective_prefix(), "old.");
+    assert_eq!(
+        s.warnings,
+        ["mcp.json: `servers.unknown.gallery`: ignored (not a key mcpyard reads)"]
+    );
+}
+
+#[test]
+fn a_vs_code_input_variable_is_a_clear_error() {
+    let e = json(
+        r#"{"servers": {"gh": {"type": "http", "url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer ${input:token}"}}}}"#,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("`servers.gh.headers.Authorization`"), "{e}");
+    assert!(e.contains("${input:token}"), "{e}");
+    assert!(e.contains("VS Code input variable"), "{e}");
+}
+
+#[test]
+fn a_missing_variable_names_file_key_and_variable() {
+    let e = toml_err("[servers.x]\ncommand = \"run\"\nenv = { A = \"${NOT_SET}\" }\n");
+    assert_eq!(
+        e,
+        "mcpyard.toml: `servers.x.env.A`: environment variable `NOT_SET` is not set \
+         (write `${NOT_SET:-default}` to give a default)"
+    );
+    let e = json(r#"{"mcpServers": {"y": {"command": "run", "args": ["${NOT_SET}"]}}}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("mcp.json: `mcpServers.y.args[0]`: "), "{e}");
+}
+
+#[test]
+fn expansion_escapes_and_defaults_apply_everywhere() {
+    let s = toml(
+        "listen = \"${LISTEN:-127.0.0.1:7200}\"\n[servers.x]\ncommand = \"sh\"\nargs = [\"-c\", \"echo $${HOME} $$1\"]\n",
+    )
+    .unwrap();
+    assert_eq!(s.listen.to_string(), "127.0.0.1:7200");
+    let TransportSpec::Stdio { args, .. } = &s.upstream("x").unwrap().transport else {
+        panic!("expected stdio");
+    };
+    assert_eq!(args[1], "echo ${HOME} $1");
+}
+
+#[test]
+fn each_top_level_error_names_its_key() {
+    let cases = [
+        ("listen = \"nowhere\"", "`listen`", "expected HOST:PORT"),
+        ("listen = 7117", "`listen`", "invalid type"),
+        ("api_key = \"${NOPE}\"", "`api_key`", "`NOPE` is not set"),
+        (
+            "max_body_size = \"huge\"",
+            "`max_body_size`",
+            "expected a size",
+        ),
+        ("max_body_size = 0", "`max_body_size`", "more than zero"),
+        (
+            "log_level = \"verbose\"",
+            "`log_level`",
+            "expected one of off, error",
+        ),
+        (
+            "log_level = \"a=notalevel\"",
+            "`log_level`",
+            "not a log filter",
+        ),
+        (
+            "client_request_timeout = \"later\"",
+            "`client_request_timeout`",
+            "expected a duration",
+        ),
+        (
+            "allowed_hosts = [\"${NOPE}\"]",
+            "`allowed_hosts[0]`",
+            "NOPE",
+        ),
+        (
+            "allowed_origins = \"x\"",
+            "`allowed_origins`",
+            "invalid type",
+        ),
+        ("listn = \"x\"", "`listn`", "unknown field `listn`"),
+        (
+            "[servers.x]\ncommand = \"a\"\ntimeout = \"1 fortnight\"",
+            "`servers.x.timeout`",
+            "expected a duration",
+        ),
+        (
+            "[servers.x]\ncomand = \"a\"",
+            "`servers.x.comand`",
+            "unknown field `comand`",
+        ),
+        (
+            "[servers.x]\ncommand = \"a\"\nenabled = \"no\"",
+            "`servers.x.enabled`",
+            "invalid type",
+        ),
+        (
+            "[servers.x]\nurl = \"http://h/\"\ntransport = \"ws\"",
+            "`servers.x.transport`",
+            "expected \"stdio\"",
+        ),
+        (
+            "[servers.\"a b\"]\ncommand = \"a\"",
+            "`servers.a b`",
+            "server name",
+        ),
+        ("[servers.x]", "`servers.x`", "missing `command`"),
+        ("page_size = 0", "`page_size`", "at least 1"),
+        ("page_size = \"many\"", "`page_size`", "invalid type"),
+        ("[servers.mcpyard]\ncommand = \"a\"", "`servers.mcpyard`", "used twice"),
+        ("[servers.a]\ncommand = \"a\"\nprefix = \"p_\"\n[servers.b]\ncommand = \"b\"\nprefix = \"p_\"", "`servers.b`", "name collision"),
+    ];
+    for (text, key, msg) in cases {
+        let e = toml_err(text);
+        assert!(e.starts_with("mcpyard.toml"), "{e}");
+        assert!(e.contains(key), "expected {key} in: {e}");
+        assert!(e.contains(msg), "expected {msg:?} in: {e}");
+    }
+}
+
+#[test]
+fn secrets_never_appear_in_errors_or_debug_output() {
+    // A wrong value expanded from a secret is not echoed.
+    let e = toml_err("listen = \"${TOKEN}\"");
+    assert!(!e.contains("tok-123"), "{e}");
+    let s = toml(
+        "api_key = \"${MCPYARD_API_KEY}\"\n[servers.x]\nurl = \"http://h/mcp\"\nheaders = { Authorization = \"Bearer ${TOKEN}\" }\n",
+    )
+    .unwrap();
+    let debug = format!("{s:?}");
+    assert!(
+        !debug.contains("tok-123") && !debug.contains("key-456"),
+        "{debug}"
+    );
+    assert!(debug.contains("<set>"), "{debug}");
+}
+
+#[test]
+fn warnings_for_risky_but_valid_settings() {
+    let s = toml("api_key = \"plain-text-key\"").unwrap();
+    assert!(
+        s.warnings[0].contains("`api_key` is written in clear"),
+        "{:?}",
+        s.warnings
+    );
+    assert!(!s.warnings[0].contains("plain-text-key"));
+    let s = toml("listen = \"0.0.0.0:7117\"").unwrap();
+    assert!(
+        s.warnings[0].contains("not a loopback address"),
+        "{:?}",
+        s.warnings
+    );
+    let s = toml("listen = \"0.0.0.0:7117\"\napi_key = \"${MCPYARD_API_KEY}\"").unwrap();
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    let s =
+        toml("[servers.x]\nurl = \"http://h/\"\nheaders = { Authorization = \"Bearer abc\" }\n")
+            .unwrap();
+    assert!(s.warnings[0].contains("`servers.x.headers.Authorization` is written in clear"));
+}
+
+#[test]
+fn an_empty_api_key_means_no_authentication() {
+    let s = toml("api_key = \"${UNSET_KEY:-}\"").unwrap();
+    assert!(s.api_key.is_none());
+}
+
+#[test]
+fn listen_accepts_localhost_and_ipv6() {
+    assert_eq!(
+        parse_listen("localhost:80").unwrap().to_string(),
+        "127.0.0.1:80"
+    );
+    assert_eq!(
+        parse_listen("[::1]:7117").unwrap().to_string(),
+        "[::1]:7117"
+    );
+    assert!(parse_listen("example.com:80").is_none());
+    assert!(parse_listen("127.0.0.1").is_none());
+}
+
+#[test]
+fn the_format_follows_the_extension_then_the_content() {
+    assert_eq!(detect_format(Path::new("a.toml"), "{"), Format::Toml);
+    assert_eq!(detect_format(Path::new("a.json"), "x = 1"), Format::Json);
+    assert_eq!(detect_format(Path::new("a.jsonc"), ""), Format::Json);
+    assert_eq!(
+        detect_format(Path::new("config"), "  {\"mcpServers\":{}}"),
+        Format::Json
+    );
+    assert_eq!(detect_format(Path::new("config"), "// c\n{}"), Format::Json);
+    assert_eq!(
+        detect_format(Path::new("config"), "[servers.x]"),
+        Format::Toml
+    );
+}
+
+#[test]
+fn load_reads_a_file_and_resolves_cwd_beside_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gateway.conf");
+    std::fs::write(
+        &path,
+        "{\"mcpServers\": {\"a\": {\"command\": \"x\", \"cwd\": \"sub\"}}}",
+    )
+    .unwrap();
+    let s = load(&path).unwrap();
+    let TransportSpec::Stdio { cwd, .. } = &s.upstream("a").unwrap().transport else {
+        panic!("expected stdio");
+    };
+    assert_eq!(cwd.as_deref(), Some(dir.path().join("sub").as_path()));
+
+    let e = load(&dir.path().join("missing.toml"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("missing.toml: cannot read the file"), "{e}");
+    let bin = dir.path().join("bin.toml");
+    std::fs::write(&bin, [0xff, 0xfe, 0x00]).unwrap();
+    let e = load(&bin).unwrap_err().to_string();
+    assert!(e.contains("not UTF-8"), "{e}");
+}

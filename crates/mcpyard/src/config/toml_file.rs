@@ -1,0 +1,178 @@
+//! `mcpyard.toml`: the gateway's own format. Every table denies unknown
+//! keys, so a typo is an error that names it.
+
+use serde::Deserialize;
+
+use super::error::{redact_serde_message, ConfigError};
+use super::server::RawServer;
+use super::values::{OrderedMap, RawDuration, RawSize};
+
+/// The top level of `mcpyard.toml`, as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TomlFile {
+    pub(crate) listen: Option<String>,
+    pub(crate) api_key: Option<String>,
+    pub(crate) allowed_origins: Option<Vec<String>>,
+    pub(crate) allowed_hosts: Option<Vec<String>>,
+    pub(crate) max_body_size: Option<RawSize>,
+    pub(crate) log_level: Option<String>,
+    pub(crate) client_request_timeout: Option<RawDuration>,
+    pub(crate) page_size: Option<u64>,
+    #[serde(default)]
+    pub(crate) servers: OrderedMap<TomlServer>,
+}
+
+/// `[servers.NAME]`, as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TomlServer {
+    command: Option<String>,
+    args: Option<Vec<String>>,
+    env: Option<OrderedMap<String>>,
+    cwd: Option<String>,
+    url: Option<String>,
+    headers: Option<OrderedMap<String>>,
+    transport: Option<String>,
+    timeout: Option<RawDuration>,
+    prefix: Option<String>,
+    enabled: Option<bool>,
+}
+
+impl From<TomlServer> for RawServer {
+    fn from(s: TomlServer) -> Self {
+        RawServer {
+            command: s.command,
+            args: s.args,
+            env: s.env.map(|m| m.0),
+            cwd: s.cwd,
+            url: s.url,
+            headers: s.headers.map(|m| m.0),
+            transport: s.transport.map(|t| ("transport", t)),
+            timeout: s.timeout,
+            prefix: s.prefix,
+            enabled: s.enabled.unwrap_or(true),
+        }
+    }
+}
+
+/// Parses the text of a TOML file. Errors carry the line and key path but
+/// not the offending line itself (it may hold a secret).
+pub(crate) fn parse(file: &str, text: &str) -> Result<TomlFile, ConfigError> {
+    let de = toml::Deserializer::new(text);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let message = redact_serde_message(inner.message());
+        let line = inner
+            .span()
+            .map(|span| text[..span.start.min(text.len())].matches('\n').count() + 1);
+        ConfigError {
+            file: file.to_owned(),
+            line,
+            key: key_of(&path, &message),
+            message,
+        }
+    })
+}
+
+/// The key an error is about: the path serde reached, plus the unknown
+/// field itself when that is the complaint.
+pub(crate) fn key_of(path: &str, message: &str) -> Option<String> {
+    let unknown = message
+        .strip_prefix("unknown field `")
+        .and_then(|rest| rest.split_once('`'))
+        .map(|(field, _)| field);
+    match (path, unknown) {
+        (".", None) => None,
+        (".", Some(field)) => Some(field.to_owned()),
+        // Some parsers have already stepped into the unknown key.
+        (p, Some(field)) if p == field || p.ends_with(&format!(".{field}")) => Some(p.to_owned()),
+        (p, Some(field)) => Some(format!("{p}.{field}")),
+        (p, None) => Some(p.to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_file_parses() {
+        let f = parse(
+            "m.toml",
+            r#"
+listen = "127.0.0.1:9000"
+api_key = "${MCPYARD_API_KEY}"
+allowed_origins = ["http://localhost:3000"]
+allowed_hosts = ["example.test"]
+max_body_size = "8MiB"
+log_level = "debug"
+client_request_timeout = "5m"
+
+[servers.everything]
+command = "npx"
+args = ["-y", "@modelcontextprotocol/server-everything"]
+env = { K = "${V}" }
+cwd = "/tmp"
+timeout = "60s"
+prefix = ""
+
+[servers.remote]
+url = "http://127.0.0.1:3001/mcp"
+headers = { Authorization = "Bearer ${TOKEN}" }
+transport = "sse"
+enabled = false
+"#,
+        )
+        .unwrap();
+        assert_eq!(f.listen.as_deref(), Some("127.0.0.1:9000"));
+        assert_eq!(f.max_body_size, Some(RawSize::Text("8MiB".into())));
+        let names: Vec<_> = f.servers.0.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["everything", "remote"]);
+        let (_, remote) = f.servers.0.into_iter().nth(1).unwrap();
+        let remote = RawServer::from(remote);
+        assert!(!remote.enabled);
+        assert_eq!(remote.transport, Some(("transport", "sse".into())));
+    }
+
+    #[test]
+    fn an_empty_file_is_valid() {
+        let f = parse("m.toml", "").unwrap();
+        assert!(f.servers.0.is_empty());
+        assert!(f.listen.is_none());
+    }
+
+    #[test]
+    fn a_typo_names_the_key_and_line() {
+        let e = parse("m.toml", "[servers.x]\ncommand = \"a\"\ntimout = \"1s\"\n").unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("servers.x.timout"));
+        assert_eq!(e.line, Some(3));
+        assert!(e.message.contains("unknown field `timout`"), "{e}");
+        let e = parse("m.toml", "lisen = \"x\"\n").unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("lisen"));
+    }
+
+    #[test]
+    fn a_wrong_type_names_the_key_without_the_value() {
+        let e = parse(
+            "m.toml",
+            "[servers.x]\nurl = \"http://h/\"\nheaders = \"Bearer hunter2\"\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("servers.x.headers"));
+        assert!(!e.to_string().contains("hunter2"), "{e}");
+        let e = parse("m.toml", "[servers.x]\ncommand = \"a\"\nargs = [1]\n").unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("servers.x.args[0]"));
+        let e = parse("m.toml", "[servers.x]\ncommand = \"a\"\ntimeout = true\n").unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("servers.x.timeout"));
+        assert!(e.message.contains("a duration such as"), "{e}");
+    }
+
+    #[test]
+    fn bad_toml_syntax_gives_the_line() {
+        let e = parse("m.toml", "listen = \"a\"\n[servers.x\n").unwrap_err();
+        assert_eq!(e.line, Some(2));
+        assert!(e.to_string().starts_with("m.toml:2"), "{e}");
+    }
+}

