@@ -39,10 +39,16 @@ impl GatewayConfig {
                     reason: "the server name is empty".into(),
                 });
             }
-            if let Some((other, _)) = seen.iter().find(|(n, _)| *n == u.name) {
+            if u.name == crate::builtin::SOURCE_NAME {
                 return Err(ConfigError::Invalid {
                     server: u.name.clone(),
-                    reason: format!("the name is used twice (also `{other}`)"),
+                    reason: "the name is reserved for the gateway's own tools".into(),
+                });
+            }
+            if seen.iter().any(|(n, _)| *n == u.name) {
+                return Err(ConfigError::Invalid {
+                    server: u.name.clone(),
+                    reason: "the name is used twice".into(),
                 });
             }
             if !crate::catalog::is_valid_tool_name(&format!("{prefix}x")) {

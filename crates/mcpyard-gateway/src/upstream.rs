@@ -55,6 +55,11 @@ fn upstream_capabilities() -> Value {
     })
 }
 
+/// How often a connected upstream is pinged: an HTTP upstream that went
+/// away is otherwise only noticed by the next call.
+const HEALTH_CHECK_EVERY: Duration = Duration::from_secs(15);
+const HEALTH_CHECK_TIMEOUT: Duration = Duration::from_secs(20);
+
 const BACKOFF_START: Duration = Duration::from_millis(500);
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
 
@@ -171,9 +176,17 @@ impl Upstream {
             self.publish(&catalog, &sessions, Some(lists.clone()));
             self.set_state(State::Up);
             let mut lists = lists;
+            let mut health_check = tokio::time::interval(HEALTH_CHECK_EVERY);
+            health_check.reset();
             loop {
                 tokio::select! {
                     _ = client.closed() => break,
+                    _ = health_check.tick() => {
+                        if let Err(e) = ping(&client).await {
+                            tracing::warn!(server = %self.spec.name, error = %e, "upstream failed its health check");
+                            break;
+                        }
+                    }
                     _ = self.stop.cancelled() => break,
                     Some(UpstreamEvent::Refresh(kinds)) = events.recv() => {
                         lists = fetch_lists(&client, kinds, lists).await;
@@ -309,6 +322,21 @@ impl Upstream {
             }
             other => ErrorObject::internal(format!("upstream server `{name}` failed: {other}")),
         }
+    }
+}
+
+/// A ping; an error answer still proves the server alive.
+async fn ping(client: &McpClient) -> Result<(), ClientError> {
+    let options = RequestOptions {
+        timeout: Some(HEALTH_CHECK_TIMEOUT),
+        cancel: None,
+    };
+    match client
+        .request(mcpyard_proto::methods::PING, None, options)
+        .await
+    {
+        Ok(_) | Err(ClientError::Rpc(_)) => Ok(()),
+        Err(e) => Err(e),
     }
 }
 

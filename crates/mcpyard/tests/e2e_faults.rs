@@ -11,17 +11,6 @@ use mcpyard_proto::codes;
 use serde_json::json;
 use support::*;
 
-fn misbehaving(mode: &str, log: &std::path::Path) -> String {
-    format!(
-        "command = \"python3\"\nargs = [{}, \"{mode}\", {}]\n",
-        path_str(
-            &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/support/misbehaving_server.py")
-        ),
-        path_str(log),
-    )
-}
-
 /// The PIDs of processes under the gateway whose command line contains `needle`.
 fn upstream_pids(gateway_pid: i32, needle: &str) -> Vec<i32> {
     descendants(gateway_pid)

@@ -320,7 +320,7 @@ fn each_top_level_error_names_its_key() {
         ("[servers.x]", "`servers.x`", "missing `command`"),
         ("page_size = 0", "`page_size`", "at least 1"),
         ("page_size = \"many\"", "`page_size`", "invalid type"),
-        ("[servers.mcpyard]\ncommand = \"a\"", "`servers.mcpyard`", "used twice"),
+        ("[servers.mcpyard]\ncommand = \"a\"", "`servers.mcpyard`", "reserved"),
         ("[servers.a]\ncommand = \"a\"\nprefix = \"p_\"\n[servers.b]\ncommand = \"b\"\nprefix = \"p_\"", "`servers.b`", "name collision"),
     ];
     for (text, key, msg) in cases {

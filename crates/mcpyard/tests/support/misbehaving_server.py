@@ -4,6 +4,8 @@ Modes (argv[1]):
   hang     answers initialize and tools/list, never answers tools/call, and
            appends every notifications/cancelled it receives to argv[2].
   garbage  writes non-JSON lines around every answer; otherwise well behaved.
+  changing a call to `grow` adds a tool `extra` and announces it with
+           notifications/tools/list_changed.
 """
 import json
 import sys
@@ -21,6 +23,7 @@ def send(msg):
 
 TOOLS = [
     {"name": "slow", "description": "never answers", "inputSchema": {"type": "object"}},
+    {"name": "grow", "description": "adds a tool", "inputSchema": {"type": "object"}},
     {"name": "echo", "description": "echoes", "inputSchema": {"type": "object"}},
 ]
 
@@ -40,6 +43,9 @@ for line in sys.stdin:
     elif method == "tools/call":
         if msg["params"]["name"] == "slow" and MODE == "hang":
             continue
+        if msg["params"]["name"] == "grow" and MODE == "changing":
+            TOOLS.append({"name": "extra", "description": "added later", "inputSchema": {"type": "object"}})
+            sys.stdout.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}) + "\n")
         text = json.dumps(msg["params"].get("arguments", {}))
         send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": text}]}})
     elif method == "notifications/cancelled" and LOG:

@@ -335,6 +335,27 @@ pub struct Recorder {
 }
 
 pub const SAMPLED_TEXT: &str = "sampled by the test client";
+pub const ELICITED_NAME: &str = "Ada Lovelace";
+
+/// The misbehaving stdio server of the fault tests, as a `[servers.X]` body.
+pub fn misbehaving(mode: &str, log: &Path) -> String {
+    format!(
+        "command = \"python3\"\nargs = [{}, \"{mode}\", {}]\n",
+        path_str(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/misbehaving_server.py")
+        ),
+        path_str(log),
+    )
+}
+
+/// A `[servers.NAME]` table running server-everything over stdio.
+pub fn everything_stdio(name: &str) -> String {
+    format!(
+        "[servers.{name}]\ncommand = {}\nargs = [{}]\n",
+        path_str(&node()),
+        path_str(&everything_js())
+    )
+}
 
 #[async_trait::async_trait]
 impl ClientHandler for Recorder {
@@ -357,6 +378,9 @@ impl ClientHandler for Recorder {
                 "stopReason": "endTurn",
             })),
             "roots/list" => Ok(json!({"roots": [{"uri": "file:///tmp", "name": "tmp"}]})),
+            "elicitation/create" => {
+                Ok(json!({"action": "accept", "content": {"name": ELICITED_NAME}}))
+            }
             other => Err(ErrorObject::method_not_found(other)),
         }
     }

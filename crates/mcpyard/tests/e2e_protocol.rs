@@ -1,0 +1,247 @@
+//! Protocol features through the gateway: the stdio and legacy SSE front
+//! doors, list changes passed on, cancellation passed up, elicitation and
+//! completion relayed, pagination across sources.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mcpyard_client::{ClientError, RequestOptions, TransportSpec};
+use serde_json::json;
+use support::*;
+use tokio_util::sync::CancellationToken;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdio_front_door_serves_the_aggregated_catalogue() {
+    let dir = scratch();
+    let cfg = dir.path().join("mcpyard.toml");
+    std::fs::write(&cfg, everything_stdio("every")).unwrap();
+    let client = connect(
+        TransportSpec::Stdio {
+            command: env!("CARGO_BIN_EXE_mcpyard").into(),
+            args: vec!["stdio".into(), "--config".into(), cfg.display().to_string()],
+            env: Default::default(),
+            cwd: None,
+        },
+        Arc::new(Recorder::default()),
+        json!({}),
+    )
+    .await;
+    wait_for_tools(
+        &client,
+        &["mcpyard__status", "every__echo"],
+        Duration::from_secs(60),
+    )
+    .await;
+    let r = call(&client, "every__echo", json!({"message": "over stdio"})).await;
+    assert!(text(&r).contains("over stdio"), "{r}");
+    let pid = client.process_id().expect("a stdio client has a pid") as i32;
+    client.shutdown().await;
+    assert!(
+        !group_alive(pid),
+        "mcpyard stdio and its upstream exited with stdin"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn legacy_sse_front_door_lists_and_calls() {
+    let dir = scratch();
+    let gw = Gateway::start(&everything_stdio("every"), dir.path()).await;
+    let client = connect(
+        TransportSpec::Sse {
+            url: format!("http://127.0.0.1:{}/sse", gw.port),
+            headers: vec![],
+        },
+        Arc::new(Recorder::default()),
+        json!({}),
+    )
+    .await;
+    assert_eq!(client.protocol_version(), "2024-11-05");
+    wait_for_tools(&client, &["every__echo"], Duration::from_secs(60)).await;
+    let r = call(&client, "every__echo", json!({"message": "over sse"})).await;
+    assert!(text(&r).contains("over sse"), "{r}");
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_list_change_reaches_clients_and_the_catalogue() {
+    let dir = scratch();
+    let config = format!(
+        "[servers.up]\n{}",
+        misbehaving("changing", &dir.path().join("x"))
+    );
+    let gw = Gateway::start(&config, dir.path()).await;
+    let recorder = Arc::new(Recorder::default());
+    let client = gw.client(recorder.clone(), json!({})).await;
+    // A GET stream carries notifications not tied to a request.
+    wait_for_tools(&client, &["up__grow"], Duration::from_secs(30)).await;
+    let before = recorder
+        .notifications_named("notifications/tools/list_changed")
+        .len();
+    call(&client, "up__grow", json!({})).await;
+    wait_for_tools(&client, &["up__extra"], Duration::from_secs(10)).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while recorder
+        .notifications_named("notifications/tools/list_changed")
+        .len()
+        == before
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no tools/list_changed reached the client"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_cancellation_reaches_the_upstream() {
+    let dir = scratch();
+    let cancels = dir.path().join("cancelled.jsonl");
+    let config = format!(
+        "[servers.hang]\n{}timeout = \"60s\"\n",
+        misbehaving("hang", &cancels)
+    );
+    let gw = Gateway::start(&config, dir.path()).await;
+    let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
+    wait_for_tools(&client, &["hang__slow"], Duration::from_secs(30)).await;
+    let token = CancellationToken::new();
+    let cancel = token.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        cancel.cancel();
+    });
+    let r = client
+        .request(
+            "tools/call",
+            Some(json!({"name": "hang__slow", "arguments": {}})),
+            RequestOptions {
+                timeout: Some(Duration::from_secs(30)),
+                cancel: Some(token),
+            },
+        )
+        .await;
+    assert!(matches!(r, Err(ClientError::Cancelled)), "{r:?}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let logged = std::fs::read_to_string(&cancels).unwrap_or_default();
+        if logged.contains("requestId") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the upstream was never told to cancel"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn elicitation_and_completion_are_relayed() {
+    let dir = scratch();
+    let gw = Gateway::start(&everything_stdio("every"), dir.path()).await;
+    let recorder = Arc::new(Recorder::default());
+    let client = gw
+        .client(recorder.clone(), json!({"elicitation": {}}))
+        .await;
+    wait_for_tools(
+        &client,
+        &["every__trigger-elicitation-request"],
+        Duration::from_secs(60),
+    )
+    .await;
+    let r = call(&client, "every__trigger-elicitation-request", json!({})).await;
+    assert!(
+        serde_json::to_string(&r).unwrap().contains(ELICITED_NAME),
+        "the client's elicitation answer did not reach the upstream: {r}"
+    );
+
+    let completion = client
+        .request(
+            "completion/complete",
+            Some(json!({
+                "ref": {"type": "ref/prompt", "name": "every__completable-prompt"},
+                "argument": {"name": "department", "value": "Eng"},
+            })),
+            RequestOptions::default(),
+        )
+        .await
+        .unwrap();
+    let values = completion["completion"]["values"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(values.contains(&json!("Engineering")), "{completion}");
+
+    let prompt = client
+        .request(
+            "prompts/get",
+            Some(json!({"name": "every__simple-prompt"})),
+            RequestOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert!(
+        prompt["messages"].as_array().is_some_and(|m| !m.is_empty()),
+        "{prompt}"
+    );
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_walk_the_merged_catalogue_and_bad_cursors_are_rejected() {
+    let dir = scratch();
+    let config = format!(
+        "page_size = 3\n\n{}\n{}",
+        everything_stdio("one"),
+        everything_stdio("two")
+    );
+    let gw = Gateway::start(&config, dir.path()).await;
+    let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
+    let all = wait_for_tools(
+        &client,
+        &["one__echo", "two__echo"],
+        Duration::from_secs(60),
+    )
+    .await;
+    let mut names: Vec<&str> = all.iter().filter_map(|t| t["name"].as_str()).collect();
+    let total = names.len();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), total, "no tool listed twice across pages");
+    let first = client
+        .request("tools/list", None, RequestOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(first["tools"].as_array().map(Vec::len), Some(3));
+    assert!(first["nextCursor"].is_string());
+    let bad = client
+        .request(
+            "tools/list",
+            Some(json!({"cursor": "not-a-cursor"})),
+            RequestOptions::default(),
+        )
+        .await;
+    match bad {
+        Err(ClientError::Rpc(e)) => assert_eq!(e.code, -32602),
+        other => panic!("expected -32602, got {other:?}"),
+    }
+    let unknown = client
+        .request(
+            "tools/call",
+            Some(json!({"name": "nobody__nothing", "arguments": {}})),
+            RequestOptions::default(),
+        )
+        .await;
+    match unknown {
+        Err(ClientError::Rpc(e)) => {
+            assert_eq!(e.code, -32602);
+            assert!(e.message.contains("nobody__nothing"));
+        }
+        other => panic!("expected -32602, got {other:?}"),
+    }
+    client.shutdown().await;
+}
