@@ -1,0 +1,143 @@
+//! Real clients through the gateway: the Python SDK 2.x (auto mode, which
+//! speaks the 2026-07-28 stateless era, and legacy mode), the Python SDK 1.x
+//! and the MCP Inspector CLI.
+
+mod support;
+
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use support::*;
+
+/// Runs a command with a deadline, returning (success, stdout, stderr).
+fn run(mut cmd: Command, timeout: Duration) -> (bool, String, String) {
+    use std::os::unix::process::CommandExt;
+    cmd.stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0);
+    let child = cmd.spawn().expect("start the client");
+    let pid = child.id() as i32;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let out = match rx.recv_timeout(timeout) {
+        Ok(out) => out.expect("wait for the client"),
+        Err(_) => {
+            // SAFETY: killpg of the group this test started.
+            unsafe { libc::killpg(pid, libc::SIGKILL) };
+            panic!("the client did not finish within {timeout:?}");
+        }
+    };
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+async fn fleet() -> (tempfile::TempDir, Gateway) {
+    let dir = scratch();
+    let config = format!(
+        "{}\n[servers.time]\ncommand = {}\nargs = [\"-m\", \"mcp_server_time\", \"--local-timezone\", \"UTC\"]\n",
+        everything_stdio("every"),
+        path_str(&tool("venv-time/bin/python")),
+    );
+    let gw = Gateway::start(&config, dir.path()).await;
+    let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
+    wait_for_tools(
+        &client,
+        &["every__echo", "time__get_current_time"],
+        Duration::from_secs(60),
+    )
+    .await;
+    client.shutdown().await;
+    (dir, gw)
+}
+
+fn python_check(url: &str, mode: &str) -> Value {
+    let venv = if mode == "v1" { "venv1" } else { "venv" };
+    let mut cmd = Command::new(tool(&format!("{venv}/bin/python")));
+    cmd.arg(root().join("scripts/py_client_check.py"))
+        .arg(url)
+        .arg(mode)
+        .args([
+            "--expect-tool",
+            "every__echo",
+            "--expect-tool",
+            "time__get_current_time",
+        ])
+        .args([
+            "--tool",
+            "every__echo",
+            "--args",
+            r#"{"message": "from python"}"#,
+        ])
+        .args(["--expect-text", "from python"]);
+    let (ok, stdout, stderr) = run(cmd, Duration::from_secs(90));
+    assert!(ok, "python SDK ({mode}) failed:\n{stdout}\n{stderr}");
+    serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("summary not JSON ({e}): {stdout}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_sdk_clients_of_every_era_list_and_call() {
+    let (_dir, gw) = fleet().await;
+    let auto = python_check(&gw.url(), "auto");
+    assert_eq!(auto["protocolVersion"], json!("2026-07-28"), "{auto}");
+    let legacy = python_check(&gw.url(), "legacy");
+    assert_eq!(legacy["protocolVersion"], json!("2025-11-25"), "{legacy}");
+    let v1 = python_check(&gw.url(), "v1");
+    assert!(
+        v1["sdk"].as_str().is_some_and(|v| v.starts_with("1.")),
+        "{v1}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_inspector_cli_lists_and_calls_tools() {
+    let (_dir, gw) = fleet().await;
+    let node_bin = node().parent().unwrap().to_owned();
+    let path = format!(
+        "{}:{}",
+        node_bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let inspector = tool("npm/node_modules/.bin/mcp-inspector");
+
+    let mut cmd = Command::new(&inspector);
+    cmd.env("PATH", &path)
+        .args(["--cli", &gw.url(), "--method", "tools/list"]);
+    let (ok, stdout, stderr) = run(cmd, Duration::from_secs(90));
+    assert!(ok, "inspector tools/list failed:\n{stdout}\n{stderr}");
+    let listed: Value = serde_json::from_str(&stdout).expect("inspector prints JSON");
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .expect("a tools array")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"every__get-sum") && names.contains(&"time__get_current_time"),
+        "{names:?}"
+    );
+
+    let mut cmd = Command::new(&inspector);
+    cmd.env("PATH", &path).args([
+        "--cli",
+        &gw.url(),
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "every__get-sum",
+        "--tool-arg",
+        "a=2",
+        "b=3",
+    ]);
+    let (ok, stdout, stderr) = run(cmd, Duration::from_secs(90));
+    assert!(ok, "inspector tools/call failed:\n{stdout}\n{stderr}");
+    assert!(stdout.contains('5'), "{stdout}");
+}
