@@ -190,12 +190,17 @@ impl Gateway {
             }
             methods::RESOURCES_READ
             | methods::RESOURCES_SUBSCRIBE
-            | methods::RESOURCES_UNSUBSCRIBE => {
-                let upstream = self.route_resource(&params)?;
-                upstream
-                    .forward(method, params, session, related, cancel)
-                    .await
-            }
+            | methods::RESOURCES_UNSUBSCRIBE => match self.route_resource(&params) {
+                Ok(upstream) => {
+                    upstream
+                        .forward(method, params, session, related, cancel)
+                        .await
+                }
+                Err(not_found) => {
+                    self.unlisted_resource(method, params, session, related, cancel, not_found)
+                        .await
+                }
+            },
             methods::COMPLETION_COMPLETE => {
                 let (upstream, params) = self.route_completion(params)?;
                 upstream
@@ -394,6 +399,48 @@ impl Gateway {
                 )
                 .with_data(json!({"uri": uri}))
             })
+    }
+
+    /// A URI no source lists (a resource that does not exist yet, or one a
+    /// template does not describe) goes to every upstream that offers
+    /// resources: a read returns the first that has it; a subscription
+    /// succeeds when any upstream accepts it.
+    async fn unlisted_resource(
+        &self,
+        method: &str,
+        params: Value,
+        session: &Arc<Session>,
+        related: Option<Outbound>,
+        cancel: CancellationToken,
+        not_found: ErrorObject,
+    ) -> Outcome {
+        let capability = if method == methods::RESOURCES_READ {
+            "/resources"
+        } else {
+            "/resources/subscribe"
+        };
+        let mut accepted = None;
+        for upstream in &self.inner.upstreams {
+            if !upstream.has_capability(capability) {
+                continue;
+            }
+            let outcome = upstream
+                .forward(
+                    method,
+                    params.clone(),
+                    session,
+                    related.clone(),
+                    cancel.clone(),
+                )
+                .await;
+            if let Ok(result) = outcome {
+                if method == methods::RESOURCES_READ {
+                    return Ok(result);
+                }
+                accepted = Some(result);
+            }
+        }
+        accepted.ok_or(not_found)
     }
 
     fn route_completion(&self, mut params: Value) -> Result<(&Arc<Upstream>, Value), ErrorObject> {

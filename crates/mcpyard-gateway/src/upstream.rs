@@ -228,6 +228,17 @@ impl Upstream {
         self.done.cancelled().await
     }
 
+    /// Whether the connected upstream declared a capability, given as a
+    /// JSON pointer into its capabilities (`/resources/subscribe`).
+    pub(crate) fn has_capability(&self, pointer: &str) -> bool {
+        self.client().is_some_and(|c| {
+            c.initialize_result()
+                .get("capabilities")
+                .and_then(|caps| caps.pointer(pointer))
+                .is_some_and(|v| !v.is_null() && v != &Value::Bool(false))
+        })
+    }
+
     pub(crate) fn is_connecting(&self) -> bool {
         matches!(
             self.health.lock().expect("health lock poisoned").state,

