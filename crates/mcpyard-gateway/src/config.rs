@@ -14,6 +14,16 @@ pub struct GatewayConfig {
     pub client_request_timeout: Duration,
     /// Items per page of `tools/list` and the other lists.
     pub page_size: usize,
+    /// Sources living in the gateway process (local models...).
+    pub locals: Vec<LocalSpec>,
+}
+
+/// A local source and its exposure settings.
+#[derive(Debug, Clone)]
+pub struct LocalSpec {
+    pub source: std::sync::Arc<dyn crate::LocalSource>,
+    /// `None` means `<name>__`, `Some("")` no prefix.
+    pub prefix: Option<String>,
 }
 
 impl Default for GatewayConfig {
@@ -22,6 +32,7 @@ impl Default for GatewayConfig {
             upstreams: Vec::new(),
             client_request_timeout: Duration::from_secs(300),
             page_size: 200,
+            locals: Vec::new(),
         }
     }
 }

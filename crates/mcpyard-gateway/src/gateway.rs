@@ -10,10 +10,18 @@ use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{Catalog, ListKind, SourceLists};
 use crate::config::ConfigError;
+use crate::local::{CatalogCaller, LocalSource, Progress, SourceHandle, ToolContext};
 use crate::session::is_log_level;
 use crate::sessions::Sessions;
 use crate::upstream::Upstream;
 use crate::{builtin, GatewayConfig, Outbound, Session};
+
+/// Where a catalogue source index leads.
+enum SourceRef<'a> {
+    Builtin,
+    Upstream(&'a Arc<Upstream>),
+    Local(&'a Arc<dyn LocalSource>),
+}
 
 /// The running gateway. Cheap to clone.
 #[derive(Clone, Debug)]
@@ -22,11 +30,13 @@ pub struct Gateway {
 }
 
 #[derive(Debug)]
-struct Inner {
+pub(crate) struct Inner {
     catalog: Arc<Catalog>,
     sessions: Arc<Sessions>,
     /// Upstream `i` is catalog source `i + 1`; source 0 is the built-in one.
     upstreams: Vec<Arc<Upstream>>,
+    /// Local source `i` is catalog source `1 + upstreams.len() + i`.
+    locals: Vec<Arc<dyn LocalSource>>,
     /// Which upstream owns each task it created (tasks/* are routed by id).
     tasks: Mutex<HashMap<String, usize>>,
     stop: CancellationToken,
@@ -46,6 +56,13 @@ impl Gateway {
                 .iter()
                 .map(|u| (u.name.clone(), u.effective_prefix())),
         );
+        sources.extend(config.locals.iter().map(|l| {
+            let prefix = l
+                .prefix
+                .clone()
+                .unwrap_or_else(|| format!("{}__", l.source.name()));
+            (l.source.name().to_owned(), prefix)
+        }));
         let catalog = Arc::new(Catalog::new(sources, config.page_size));
         let mut own = SourceLists::default();
         own.set(ListKind::Tools, builtin::tools());
@@ -66,16 +83,44 @@ impl Gateway {
                     stop.child_token(),
                 )
             })
-            .collect();
-        Ok(Self {
+            .collect::<Vec<_>>();
+        let first_local = 1 + upstreams.len();
+        let locals: Vec<Arc<dyn LocalSource>> =
+            config.locals.iter().map(|l| l.source.clone()).collect();
+        let (refresh_tx, refresh_rx) = tokio::sync::mpsc::unbounded_channel();
+        for (i, local) in locals.iter().enumerate() {
+            publish_local(&catalog, &sessions, first_local + i, local.as_ref());
+            local.attach(SourceHandle {
+                index: first_local + i,
+                refresh: refresh_tx.clone(),
+            });
+        }
+        let gateway = Self {
             inner: Arc::new(Inner {
                 catalog,
                 sessions,
                 upstreams,
+                locals,
                 tasks: Mutex::default(),
                 stop,
             }),
-        })
+        };
+        tokio::spawn(refresh_locals(Arc::downgrade(&gateway.inner), refresh_rx));
+        Ok(gateway)
+    }
+
+    pub(crate) fn from_inner(inner: Arc<Inner>) -> Self {
+        Self { inner }
+    }
+
+    /// Every tool of the catalogue, as `tools/list` shows them.
+    pub(crate) fn listed_tools(&self) -> Vec<Value> {
+        self.inner
+            .catalog
+            .view()
+            .list(ListKind::Tools)
+            .as_ref()
+            .clone()
     }
 
     /// Registers a session created by a transport, so later requests with
@@ -299,12 +344,26 @@ impl Gateway {
     }
 
     fn upstream(&self, source: usize) -> Option<&Arc<Upstream>> {
-        source
-            .checked_sub(1)
-            .and_then(|i| self.inner.upstreams.get(i))
+        match self.source(source) {
+            Some(SourceRef::Upstream(u)) => Some(u),
+            _ => None,
+        }
     }
 
-    async fn call_tool(
+    fn source(&self, index: usize) -> Option<SourceRef<'_>> {
+        let upstreams = self.inner.upstreams.len();
+        match index {
+            0 => Some(SourceRef::Builtin),
+            i if i <= upstreams => self.inner.upstreams.get(i - 1).map(SourceRef::Upstream),
+            i => self
+                .inner
+                .locals
+                .get(i - 1 - upstreams)
+                .map(SourceRef::Local),
+        }
+    }
+
+    pub(crate) async fn call_tool(
         &self,
         session: &Arc<Session>,
         mut params: Value,
@@ -324,22 +383,44 @@ impl Gateway {
         let Some(route) = view.tool(name) else {
             return Err(self.unknown_name("tool", name, &view));
         };
-        if route.source == 0 {
-            let arguments = params
-                .get("arguments")
-                .cloned()
-                .unwrap_or_else(|| json!({}));
-            return Ok(match route.name.as_str() {
-                "status" => self.status(),
-                _ => builtin::docs(&arguments),
-            });
-        }
         let source = route.source;
-        params["name"] = Value::String(route.name.clone());
+        let tool = route.name.clone();
         drop(view);
-        let upstream = self
-            .upstream(source)
-            .ok_or_else(|| ErrorObject::internal("catalog route to a missing source"))?;
+        let upstream = match self.source(source) {
+            Some(SourceRef::Upstream(u)) => u,
+            Some(SourceRef::Builtin) => {
+                let arguments = params
+                    .get("arguments")
+                    .cloned()
+                    .unwrap_or_else(|| json!({}));
+                return Ok(match tool.as_str() {
+                    "status" => self.status().await,
+                    _ => builtin::docs(&arguments),
+                });
+            }
+            Some(SourceRef::Local(local)) => {
+                let arguments = match params.get_mut("arguments").map(Value::take) {
+                    Some(Value::Null) | None => json!({}),
+                    Some(a) => a,
+                };
+                let ctx = ToolContext {
+                    cancel: cancel.clone(),
+                    progress: Progress::new(session, related.clone(), &params),
+                    catalog: CatalogCaller {
+                        gateway: Arc::downgrade(&self.inner),
+                        session: session.clone(),
+                        related,
+                        cancel: cancel.clone(),
+                    },
+                };
+                return tokio::select! {
+                    r = local.call(&tool, arguments, ctx) => r,
+                    _ = cancel.cancelled() => Err(ErrorObject::new(codes::REQUEST_TIMEOUT, "the call was cancelled")),
+                };
+            }
+            None => return Err(ErrorObject::internal("catalog route to a missing source")),
+        };
+        params["name"] = Value::String(tool);
         let result = upstream
             .forward(methods::TOOLS_CALL, params, session, related, cancel)
             .await?;
@@ -503,7 +584,7 @@ impl Gateway {
         Ok(json!({ "tasks": all }))
     }
 
-    fn status(&self) -> Value {
+    async fn status(&self) -> Value {
         let view = self.inner.catalog.view();
         let counts = json!({
             "tools": view.len(ListKind::Tools),
@@ -511,7 +592,10 @@ impl Gateway {
             "resourceTemplates": view.len(ListKind::ResourceTemplates),
             "prompts": view.len(ListKind::Prompts),
         });
-        let sources = self.inner.upstreams.iter().map(|u| u.status()).collect();
+        let mut sources: Vec<Value> = self.inner.upstreams.iter().map(|u| u.status()).collect();
+        for local in &self.inner.locals {
+            sources.push(local.status().await);
+        }
         builtin::status(sources, counts, &view.collisions, self.inner.sessions.len())
     }
 
@@ -582,5 +666,40 @@ fn stamp_stateless_result(method: &str, result: &mut Value) {
             "io.modelcontextprotocol/serverInfo".into(),
             Gateway::server_info(),
         );
+    }
+}
+
+/// Puts a local source's current tools into the catalogue, telling clients
+/// when that changed the list.
+fn publish_local(catalog: &Catalog, sessions: &Sessions, index: usize, source: &dyn LocalSource) {
+    let mut lists = SourceLists::default();
+    lists.set(ListKind::Tools, source.tools());
+    if catalog
+        .set_lists(index, Some(lists))
+        .contains(&ListKind::Tools)
+    {
+        sessions.broadcast(&Message::notification(
+            methods::NOTIFICATION_TOOLS_LIST_CHANGED,
+            None,
+        ));
+    }
+}
+
+/// Re-reads a local source's tools each time it says they changed.
+async fn refresh_locals(
+    gateway: std::sync::Weak<Inner>,
+    mut refresh: tokio::sync::mpsc::UnboundedReceiver<usize>,
+) {
+    while let Some(index) = refresh.recv().await {
+        let Some(inner) = gateway.upgrade() else {
+            return;
+        };
+        let first_local = 1 + inner.upstreams.len();
+        if let Some(local) = index
+            .checked_sub(first_local)
+            .and_then(|i| inner.locals.get(i))
+        {
+            publish_local(&inner.catalog, &inner.sessions, index, local.as_ref());
+        }
     }
 }

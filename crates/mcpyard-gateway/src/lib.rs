@@ -8,11 +8,13 @@ mod builtin;
 mod catalog;
 mod config;
 mod gateway;
+mod local;
 mod relay;
 mod session;
 mod sessions;
 mod upstream;
 
-pub use config::{ConfigError, GatewayConfig, UpstreamSpec};
+pub use config::{ConfigError, GatewayConfig, LocalSpec, UpstreamSpec};
 pub use gateway::Gateway;
+pub use local::{CatalogCaller, LocalSource, Progress, SourceHandle, ToolContext};
 pub use session::{Negotiated, Outbound, Session};
