@@ -329,8 +329,11 @@ impl McpClient {
         on_sent(RequestId::Number(id));
         let message = Message::request(id, method, params);
         let exchange = async {
-            self.inner.transport.send(&message, &scope).await?;
-            rx.await.unwrap_or(Err(ClientError::Closed))
+            match self.inner.transport.send(&message, &scope).await? {
+                Some(Message::Response { result, .. }) => Ok(result),
+                Some(Message::Error { error, .. }) => Err(ClientError::Rpc(error)),
+                _ => rx.await.unwrap_or(Err(ClientError::Closed)),
+            }
         };
         let timeout = async {
             match options.timeout {
@@ -391,7 +394,11 @@ impl McpClient {
             return Err(ClientError::Closed);
         }
         let message = Message::notification(method, params);
-        self.inner.transport.send(&message, &shared.closed).await
+        self.inner
+            .transport
+            .send(&message, &shared.closed)
+            .await
+            .map(|_| ())
     }
 
     /// Fetches every page of a list method and returns the items under `key`

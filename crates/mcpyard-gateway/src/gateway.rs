@@ -13,6 +13,7 @@ use crate::config::ConfigError;
 use crate::local::{CatalogCaller, LocalSource, Progress, SourceHandle, ToolContext};
 use crate::session::is_log_level;
 use crate::sessions::Sessions;
+use crate::tasks::{self, TaskEvent, TaskLimits, TaskRequest, TaskStore};
 use crate::upstream::Upstream;
 use crate::{builtin, GatewayConfig, Outbound, Session};
 
@@ -39,6 +40,8 @@ pub(crate) struct Inner {
     locals: Vec<Arc<dyn LocalSource>>,
     /// Which upstream owns each task it created (tasks/* are routed by id).
     tasks: Mutex<HashMap<String, usize>>,
+    /// Tasks the gateway runs itself (tools/call with `task`).
+    own_tasks: TaskStore,
     stop: CancellationToken,
 }
 
@@ -65,7 +68,9 @@ impl Gateway {
         }));
         let catalog = Arc::new(Catalog::new(sources, config.page_size));
         let mut own = SourceLists::default();
-        own.set(ListKind::Tools, builtin::tools());
+        let mut builtin_tools = builtin::tools();
+        builtin_tools.iter_mut().for_each(tasks::advertise);
+        own.set(ListKind::Tools, builtin_tools);
         catalog.set_lists(0, Some(own));
         let sessions = Arc::new(Sessions::default());
         let stop = CancellationToken::new();
@@ -95,8 +100,17 @@ impl Gateway {
                 refresh: refresh_tx.clone(),
             });
         }
+        let own_tasks = TaskStore::new(TaskLimits::default(), {
+            let sessions = sessions.clone();
+            move |event: TaskEvent| {
+                if let Some(session) = event.owner.as_deref().and_then(|id| sessions.get(id)) {
+                    session.try_notify(event.notification());
+                }
+            }
+        });
         let gateway = Self {
             inner: Arc::new(Inner {
+                own_tasks,
                 catalog,
                 sessions,
                 upstreams,
@@ -139,6 +153,7 @@ impl Gateway {
         match self.inner.sessions.remove(id) {
             Some(s) => {
                 s.end();
+                self.inner.own_tasks.end_owner(id);
                 true
             }
             None => false,
@@ -226,7 +241,12 @@ impl Gateway {
                 .catalog
                 .page(ListKind::ResourceTemplates, cursor()),
             methods::PROMPTS_LIST => self.inner.catalog.page(ListKind::Prompts, cursor()),
-            methods::TOOLS_CALL => self.call_tool(session, params, related, cancel).await,
+            methods::TOOLS_CALL => match TaskRequest::from_params(&params)? {
+                Some(task) if !self.runs_tasks_natively(&params)? => {
+                    self.start_task(session, params, task)
+                }
+                _ => self.call_tool(session, params, related, cancel).await,
+            },
             methods::PROMPTS_GET => {
                 let (upstream, params) = self.route_prompt(params)?;
                 upstream
@@ -266,12 +286,28 @@ impl Gateway {
                 Ok(json!({}))
             }
             "tasks/get" | "tasks/result" | "tasks/cancel" => {
+                let task_id = params
+                    .get("taskId")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| ErrorObject::invalid_params("`taskId` must be a string"))?;
+                let own = &self.inner.own_tasks;
+                if own.owns(task_id) {
+                    let owner = task_owner(session);
+                    return match method {
+                        "tasks/get" => own.get(task_id, owner).map_err(Into::into),
+                        "tasks/cancel" => own.cancel(task_id, owner).map_err(Into::into),
+                        _ => tokio::select! {
+                            r = own.result(task_id, owner) => r,
+                            _ = cancel.cancelled() => Err(ErrorObject::new(codes::REQUEST_TIMEOUT, "the request was cancelled")),
+                        },
+                    };
+                }
                 let upstream = self.route_task(&params)?;
                 upstream
                     .forward(method, params, session, related, cancel)
                     .await
             }
-            "tasks/list" => self.list_tasks().await,
+            "tasks/list" => self.list_tasks(session, cursor()).await,
             other => Err(ErrorObject::method_not_found(other)),
         }
     }
@@ -304,6 +340,7 @@ impl Gateway {
             "prompts": {"listChanged": true},
             "logging": {},
             "completions": {},
+            "tasks": tasks::capability(),
         })
     }
 
@@ -563,7 +600,13 @@ impl Gateway {
             .ok_or_else(|| ErrorObject::invalid_params(format!("Unknown task: {task_id}")))
     }
 
-    async fn list_tasks(&self) -> Outcome {
+    /// The session's own tasks a page at a time; the last page also
+    /// carries the tasks upstreams created.
+    async fn list_tasks(&self, session: &Session, cursor: Option<&str>) -> Outcome {
+        let mut page = self.inner.own_tasks.list(task_owner(session), cursor)?;
+        if page.get("nextCursor").is_some() {
+            return Ok(page);
+        }
         let owners: Vec<usize> = {
             let tasks = self.inner.tasks.lock().expect("tasks lock poisoned");
             let mut s: Vec<usize> = tasks.values().copied().collect();
@@ -581,7 +624,50 @@ impl Gateway {
                 }
             }
         }
-        Ok(json!({ "tasks": all }))
+        if let Some(tasks) = page.get_mut("tasks").and_then(Value::as_array_mut) {
+            tasks.extend(all);
+        }
+        Ok(page)
+    }
+
+    /// Whether this `tools/call` goes to an upstream that runs tasks itself
+    /// (its `task` then passes through). -32602 for an unknown tool, before
+    /// any task exists.
+    fn runs_tasks_natively(&self, params: &Value) -> Result<bool, ErrorObject> {
+        let name = params
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ErrorObject::invalid_params("`name` must be a string"))?;
+        let view = self.inner.catalog.view();
+        let route = view
+            .tool(name)
+            .ok_or_else(|| self.unknown_name("tool", name, &view))?;
+        Ok(self
+            .upstream(route.source)
+            .is_some_and(|u| u.has_capability("/tasks/requests/tools/call")))
+    }
+
+    /// Answers a task-augmented `tools/call` at once with a task and runs
+    /// the call in the background; its outcome goes to `tasks/result`.
+    fn start_task(&self, session: &Arc<Session>, mut params: Value, task: TaskRequest) -> Outcome {
+        if let Some(p) = params.as_object_mut() {
+            p.remove("task");
+        }
+        let (created, handle) =
+            self.inner
+                .own_tasks
+                .create(task_owner(session), task.ttl, &self.inner.stop)?;
+        let gateway = self.clone();
+        let session = session.clone();
+        tokio::spawn(async move {
+            let cancel = handle.cancellation();
+            // No `related` stream: the POST that created the task has been
+            // answered; progress and requests go to the session stream.
+            handle
+                .run(gateway.call_tool(&session, params, None, cancel))
+                .await;
+        });
+        Ok(created)
     }
 
     async fn status(&self) -> Value {
@@ -610,6 +696,12 @@ impl Gateway {
             u.stopped().await;
         }
     }
+}
+
+/// Whose tasks a request sees: its session's; none (unbound) in the
+/// stateless era, where every request is a session of its own.
+fn task_owner(session: &Session) -> Option<&str> {
+    (!session.is_stateless()).then(|| session.id())
 }
 
 /// A stateless request carries what `initialize` would have said in its
@@ -673,7 +765,9 @@ fn stamp_stateless_result(method: &str, result: &mut Value) {
 /// when that changed the list.
 fn publish_local(catalog: &Catalog, sessions: &Sessions, index: usize, source: &dyn LocalSource) {
     let mut lists = SourceLists::default();
-    lists.set(ListKind::Tools, source.tools());
+    let mut tools = source.tools();
+    tools.iter_mut().for_each(tasks::advertise);
+    lists.set(ListKind::Tools, tools);
     if catalog
         .set_lists(index, Some(lists))
         .contains(&ListKind::Tools)

@@ -12,6 +12,7 @@ mod local;
 mod relay;
 mod session;
 mod sessions;
+mod tasks;
 mod upstream;
 
 pub use config::{ConfigError, GatewayConfig, LocalSpec, UpstreamSpec};

@@ -4,11 +4,13 @@
 
 use std::collections::VecDeque;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::time::Duration;
 
 use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use http::header::CONTENT_TYPE;
 use http::{HeaderValue, StatusCode};
 use mcpyard_gateway::Outbound;
@@ -49,6 +51,11 @@ pub(crate) fn always_ok(_: &Value) -> StatusCode {
 /// Runs `work` (given the related stream when the client accepts SSE) and
 /// answers with its final JSON in the form the plan and the emissions call
 /// for.
+///
+/// The work is polled right here, not spawned: a task and a cross-thread
+/// wake-up per call cost more than the forwarding itself. It moves to a task
+/// of its own only when the answer becomes a stream, or when the client goes
+/// away in an era where a disconnect is not a cancellation.
 pub(crate) async fn reply<F, Fut>(plan: Plan, work: F) -> Response
 where
     F: FnOnce(Option<Outbound>) -> Fut,
@@ -60,9 +67,9 @@ where
     } else {
         (None, None)
     };
-    let mut work = Work {
-        handle: tokio::spawn(work(tx)),
-        abort_on_drop: plan.cancel_on_disconnect,
+    let mut work = Work::Inline {
+        future: Some(Box::pin(work(tx))),
+        detach_on_drop: !plan.cancel_on_disconnect,
     };
     let Some(mut rx) = rx else {
         let v = work.join().await;
@@ -86,7 +93,10 @@ where
             Err(_) if plan.accepts.json => return json_response((plan.status_of)(&v), &v),
             Err(_) => Streaming::new(rx, None, None, Some(v)),
         },
-        First::Related(m) => Streaming::new(rx, Some(work), Some(m), None),
+        First::Related(m) => {
+            work.spawn(plan.cancel_on_disconnect);
+            Streaming::new(rx, Some(work), Some(m), None)
+        }
     };
     let events = futures::stream::unfold(streaming, |mut s| async move {
         s.next_event().await.map(|e| (Ok(e), s))
@@ -100,30 +110,89 @@ enum First {
     Final(Value),
 }
 
-/// The spawned work of one POST.
-struct Work {
-    handle: JoinHandle<Value>,
-    abort_on_drop: bool,
+type WorkFuture = Pin<Box<dyn Future<Output = Value> + Send>>;
+
+/// The work of one POST: polled inline while the answer may still be plain
+/// JSON, spawned once it streams.
+enum Work {
+    Inline {
+        /// `None` once finished.
+        future: Option<WorkFuture>,
+        /// Finish the work in the background if the client goes away.
+        detach_on_drop: bool,
+    },
+    Spawned {
+        handle: JoinHandle<Value>,
+        abort_on_drop: bool,
+    },
 }
 
 impl Work {
     /// Waits for the final answer. Cancel safe; call once it has not
     /// returned yet.
     async fn join(&mut self) -> Value {
-        match (&mut self.handle).await {
-            Ok(v) => v,
-            Err(e) => {
-                tracing::error!(error = %e, "request handling task failed");
-                Message::error(None, ErrorObject::internal("internal error")).to_value()
+        match self {
+            Work::Inline { future, .. } => {
+                let Some(f) = future.as_mut() else {
+                    return internal_error();
+                };
+                let outcome = AssertUnwindSafe(f).catch_unwind().await;
+                *future = None;
+                outcome.unwrap_or_else(|_| {
+                    tracing::error!("request handling panicked");
+                    internal_error()
+                })
+            }
+            Work::Spawned { handle, .. } => match handle.await {
+                Ok(v) => v,
+                Err(e) => {
+                    tracing::error!(error = %e, "request handling task failed");
+                    internal_error()
+                }
+            },
+        }
+    }
+
+    /// Moves unfinished inline work to a task of its own.
+    fn spawn(&mut self, abort_on_drop: bool) {
+        if let Work::Inline { future, .. } = self {
+            if let Some(f) = future.take() {
+                *self = Work::Spawned {
+                    handle: tokio::spawn(f),
+                    abort_on_drop,
+                };
             }
         }
     }
 }
 
+fn internal_error() -> Value {
+    Message::error(None, ErrorObject::internal("internal error")).to_value()
+}
+
 impl Drop for Work {
     fn drop(&mut self) {
-        if self.abort_on_drop {
-            self.handle.abort();
+        match self {
+            Work::Inline {
+                future,
+                detach_on_drop,
+            } => {
+                if let Some(f) = future.take() {
+                    if *detach_on_drop {
+                        // The client left: finish the work anyway (a
+                        // disconnect is not a cancellation in this era).
+                        tokio::spawn(f);
+                    }
+                }
+            }
+            Work::Spawned {
+                handle,
+                abort_on_drop,
+            } => {
+                if *abort_on_drop {
+                    handle.abort();
+                }
+            }
         }
     }
 }

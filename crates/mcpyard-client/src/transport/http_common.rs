@@ -34,6 +34,9 @@ pub(crate) fn build_client(
         .default_headers(map)
         .tcp_nodelay(true)
         .connect_timeout(connect_timeout)
+        // An MCP endpoint answers where it is; following redirects would
+        // also carry custom headers (tokens) to another origin.
+        .redirect(reqwest::redirect::Policy::none())
         .build()
         .map_err(|e| ClientError::Transport(format!("cannot build the HTTP client: {e}")))
 }

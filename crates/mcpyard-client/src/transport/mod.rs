@@ -63,15 +63,19 @@ impl Transport {
     /// Sends one message. `scope` is cancelled when the caller no longer
     /// waits for anything this message causes (its request finished), so a
     /// response stream opened for it can be dropped.
+    ///
+    /// Returns the answer itself when it came back as the plain body of the
+    /// exchange and nothing else came with it (Streamable HTTP's usual case):
+    /// the caller takes it directly instead of through the dispatcher.
     pub(crate) async fn send(
         &self,
         message: &Message,
         scope: &CancellationToken,
-    ) -> Result<(), ClientError> {
+    ) -> Result<Option<Message>, ClientError> {
         match self {
-            Transport::Stdio(t) => t.send(message).await,
+            Transport::Stdio(t) => t.send(message).await.map(|()| None),
             Transport::StreamableHttp(t) => t.send(message, scope).await,
-            Transport::Sse(t) => t.send(message).await,
+            Transport::Sse(t) => t.send(message).await.map(|()| None),
         }
     }
 

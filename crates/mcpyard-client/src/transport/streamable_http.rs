@@ -155,7 +155,7 @@ impl StreamableHttpTransport {
         &self,
         message: &Message,
         scope: &CancellationToken,
-    ) -> Result<(), ClientError> {
+    ) -> Result<Option<Message>, ClientError> {
         let is_initialize = message.method() == Some(methods::INITIALIZE);
         if is_initialize {
             if let Message::Request { params, .. } = message {
@@ -268,20 +268,21 @@ impl StreamableHttpTransport {
     }
 }
 
-/// Handles the answer to a POST: JSON is delivered before returning, an
+/// Handles the answer to a POST: a JSON body that is exactly the answer to
+/// the request is returned; other JSON is delivered before returning; an
 /// event stream is read by a task of its own.
 async fn answer(
     core: &Arc<Core>,
     resp: reqwest::Response,
     related: Option<RequestId>,
     scope: &CancellationToken,
-) -> Result<(), ClientError> {
+) -> Result<Option<Message>, ClientError> {
     let status = resp.status();
     if !status.is_success() {
         return Err(status_error(resp).await);
     }
     if status == StatusCode::ACCEPTED || status == StatusCode::NO_CONTENT {
-        return Ok(());
+        return Ok(None);
     }
     match body_kind(&resp) {
         BodyKind::EventStream => {
@@ -291,12 +292,17 @@ async fn answer(
                 related,
                 scope.clone(),
             ));
-            Ok(())
+            Ok(None)
         }
         BodyKind::Json | BodyKind::Other => {
             let body = read_capped(resp, MAX_MESSAGE_BYTES).await?;
+            if let (Some(id), Ok(m)) = (&related, Message::from_slice(&body)) {
+                if m.is_response() && m.id() == Some(id) {
+                    return Ok(Some(m));
+                }
+            }
             deliver_body(&core.link, &body, related.as_ref(), "a response body").await;
-            Ok(())
+            Ok(None)
         }
     }
 }

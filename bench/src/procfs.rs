@@ -1,0 +1,103 @@
+//! What `/proc` tells about a process (resident memory, CPU time used) and
+//! about the machine the figures were measured on.
+
+use serde::Serialize;
+
+/// Resident memory (`VmRSS`) of `pid` in KiB.
+pub fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// User + system CPU time `pid` has used so far, in seconds.
+pub fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    cpu_seconds_of(&stat, clock_ticks())
+}
+
+/// CPU time of this process (the load generator).
+pub fn own_cpu_seconds() -> Option<f64> {
+    cpu_seconds(std::process::id())
+}
+
+fn clock_ticks() -> f64 {
+    // SAFETY: sysconf reads a constant of the running system.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as f64
+    } else {
+        100.0
+    }
+}
+
+fn cpu_seconds_of(stat: &str, ticks: f64) -> Option<f64> {
+    // The command name (field 2) may contain spaces: fields are counted
+    // after its closing parenthesis. utime and stime are fields 14 and 15.
+    let after = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) / ticks)
+}
+
+/// The 1-minute load average.
+pub fn loadavg_1m() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// The machine, as the report states it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Machine {
+    pub nproc: usize,
+    pub cpu_model: String,
+    pub mem_total_mib: u64,
+    pub kernel: String,
+}
+
+impl Machine {
+    pub fn read() -> Self {
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let cpu_model = cpuinfo
+            .lines()
+            .find(|l| l.starts_with("model name"))
+            .and_then(|l| l.split_once(':'))
+            .map_or_else(|| "unknown".to_owned(), |(_, v)| v.trim().to_owned());
+        let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+        let mem_total_mib = meminfo
+            .lines()
+            .find(|l| l.starts_with("MemTotal:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse::<u64>().ok())
+            .map_or(0, |kib| kib / 1024);
+        let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map_or_else(|_| "unknown".to_owned(), |s| s.trim().to_owned());
+        Machine {
+            nproc: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            cpu_model,
+            mem_total_mib,
+            kernel,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_time_is_read_after_a_command_name_with_spaces() {
+        let stat = "42 (a b) S 1 42 42 0 -1 4194304 100 0 0 0 250 50 0 0 20 0 1 0 1 1 1";
+        assert_eq!(cpu_seconds_of(stat, 100.0), Some(3.0));
+    }
+
+    #[test]
+    fn this_process_has_a_resident_size() {
+        assert!(rss_kib(std::process::id()).is_some_and(|k| k > 0));
+    }
+}
