@@ -16,6 +16,8 @@ pub struct GatewayConfig {
     pub page_size: usize,
     /// Sources living in the gateway process (local models...).
     pub locals: Vec<LocalSpec>,
+    /// Answers sampling requests of upstreams that allow it.
+    pub sampler: Option<std::sync::Arc<dyn crate::Sampler>>,
 }
 
 /// A local source and its exposure settings.
@@ -33,6 +35,7 @@ impl Default for GatewayConfig {
             client_request_timeout: Duration::from_secs(300),
             page_size: 200,
             locals: Vec::new(),
+            sampler: None,
         }
     }
 }
@@ -96,6 +99,23 @@ pub struct UpstreamSpec {
     pub transport: TransportSpec,
     /// Per-call timeout.
     pub timeout: Duration,
+    /// Whether this server's sampling requests may be answered by a local
+    /// model; `None` (the default) never.
+    pub sampling: Option<SamplingPolicy>,
+}
+
+/// When and how a local model answers an upstream's sampling requests.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SamplingPolicy {
+    /// `true`: always answer locally; `false`: only when the client that
+    /// made the call cannot sample.
+    pub always: bool,
+    /// Models that may answer (the first is the default; a model named in
+    /// the request's hints is used when it is in the list). Empty: the
+    /// inference source's recommended chat model.
+    pub models: Vec<String>,
+    /// The most tokens one answer may use, whatever the request asks.
+    pub max_tokens: u32,
 }
 
 impl UpstreamSpec {

@@ -85,6 +85,7 @@ impl Gateway {
                     catalog.clone(),
                     sessions.clone(),
                     config.client_request_timeout,
+                    config.sampler.clone(),
                     stop.child_token(),
                 )
             })

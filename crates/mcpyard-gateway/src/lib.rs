@@ -15,7 +15,9 @@ mod sessions;
 mod tasks;
 mod upstream;
 
-pub use config::{ConfigError, GatewayConfig, LocalSpec, UpstreamSpec};
+pub use config::{ConfigError, GatewayConfig, LocalSpec, SamplingPolicy, UpstreamSpec};
 pub use gateway::Gateway;
-pub use local::{CatalogCaller, LocalSource, Progress, SourceHandle, ToolContext};
+pub use local::{
+    CatalogCaller, LocalSource, Progress, Sampler, SamplingUsage, SourceHandle, ToolContext,
+};
 pub use session::{Negotiated, Outbound, Session};

@@ -151,3 +151,24 @@ impl CatalogCaller {
             .await
     }
 }
+
+/// Answers an upstream's `sampling/createMessage` with a local model, for
+/// the upstreams whose [`SamplingPolicy`] allows it.
+#[async_trait]
+pub trait Sampler: Send + Sync + std::fmt::Debug + 'static {
+    /// Serves the request's `params` within the policy (allowed models,
+    /// token cap) and returns the `CreateMessageResult` and what it used.
+    async fn create_message(
+        &self,
+        params: &Value,
+        policy: &crate::SamplingPolicy,
+    ) -> Result<(Value, SamplingUsage), ErrorObject>;
+}
+
+/// What a locally answered sampling request used, for the audit log.
+#[derive(Debug, Clone, Default)]
+pub struct SamplingUsage {
+    pub model: String,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}

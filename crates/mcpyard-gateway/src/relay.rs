@@ -23,6 +23,7 @@ use tokio::sync::mpsc;
 use crate::catalog::ListKind;
 use crate::sessions::Sessions;
 use crate::{Outbound, Session};
+use crate::{Sampler, SamplingPolicy};
 
 /// The downstream side of one call in flight to an upstream.
 #[derive(Debug)]
@@ -41,9 +42,17 @@ pub(crate) enum UpstreamEvent {
     Refresh(&'static [ListKind]),
 }
 
+/// A local model standing in for clients that cannot sample.
+#[derive(Debug, Clone)]
+pub(crate) struct LocalSampling {
+    pub(crate) sampler: Arc<dyn Sampler>,
+    pub(crate) policy: SamplingPolicy,
+}
+
 #[derive(Debug)]
 pub(crate) struct Relay {
     server: String,
+    local_sampling: Option<LocalSampling>,
     sessions: Arc<Sessions>,
     events: mpsc::UnboundedSender<UpstreamEvent>,
     client_timeout: Duration,
@@ -94,12 +103,14 @@ impl Drop for CallGuard {
 impl Relay {
     pub(crate) fn new(
         server: String,
+        local_sampling: Option<LocalSampling>,
         sessions: Arc<Sessions>,
         events: mpsc::UnboundedSender<UpstreamEvent>,
         client_timeout: Duration,
     ) -> Self {
         Self {
             server,
+            local_sampling,
             sessions,
             events,
             client_timeout,
@@ -165,6 +176,50 @@ impl Relay {
     }
 }
 
+impl Relay {
+    /// Answers a sampling request with a local model, leaving an audit line
+    /// that says who asked, which model answered and how much it used,
+    /// with a hash of the request instead of its text.
+    async fn sample_locally(
+        &self,
+        local: &LocalSampling,
+        params: Value,
+    ) -> Result<Value, ErrorObject> {
+        let digest = request_digest(&params);
+        let outcome = local.sampler.create_message(&params, &local.policy).await;
+        match &outcome {
+            Ok((_, usage)) => tracing::info!(
+                target: "mcpyard::audit",
+                server = %self.server,
+                model = %usage.model,
+                prompt_tokens = usage.prompt_tokens,
+                completion_tokens = usage.completion_tokens,
+                request_sha256 = %digest,
+                "sampling request answered by a local model"
+            ),
+            Err(e) => tracing::info!(
+                target: "mcpyard::audit",
+                server = %self.server,
+                request_sha256 = %digest,
+                error = %e.message,
+                "sampling request refused by the local model"
+            ),
+        }
+        outcome.map(|(result, _)| result)
+    }
+}
+
+/// SHA-256 of the request's JSON, hex: identifies a request in the audit
+/// log without recording its content.
+fn request_digest(params: &Value) -> String {
+    use sha2::Digest;
+    let bytes = serde_json::to_vec(params).unwrap_or_default();
+    sha2::Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 /// The capability a client needs to answer a relayed request.
 fn required_capability(method: &str) -> Option<&'static str> {
     match method {
@@ -190,6 +245,16 @@ impl ClientHandler for Relay {
             return Err(ErrorObject::method_not_found(method));
         };
         let ctx = self.context_for(related.as_ref());
+        if method == methods::SAMPLING_CREATE_MESSAGE {
+            if let Some(local) = &self.local_sampling {
+                let client_can = ctx
+                    .as_ref()
+                    .is_some_and(|c| c.session.has_capability(capability));
+                if local.policy.always || !client_can {
+                    return self.sample_locally(local, params.unwrap_or_default()).await;
+                }
+            }
+        }
         let Some(ctx) = ctx.filter(|c| c.session.has_capability(capability)) else {
             if method == methods::ROOTS_LIST {
                 return Ok(json!({ "roots": [] }));

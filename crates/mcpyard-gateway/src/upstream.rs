@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{Catalog, ListKind, SourceLists};
-use crate::relay::{Relay, UpstreamEvent};
+use crate::relay::{LocalSampling, Relay, UpstreamEvent};
 use crate::sessions::Sessions;
 use crate::{Outbound, Session, UpstreamSpec};
 
@@ -71,11 +71,20 @@ impl Upstream {
         catalog: Arc<Catalog>,
         sessions: Arc<Sessions>,
         client_timeout: Duration,
+        sampler: Option<Arc<dyn crate::Sampler>>,
         stop: CancellationToken,
     ) -> Arc<Self> {
         let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let local_sampling = match (&spec.sampling, sampler) {
+            (Some(policy), Some(sampler)) => Some(LocalSampling {
+                sampler,
+                policy: policy.clone(),
+            }),
+            _ => None,
+        };
         let relay = Arc::new(Relay::new(
             spec.name.clone(),
+            local_sampling,
             sessions.clone(),
             events_tx,
             client_timeout,

@@ -12,7 +12,7 @@ use serde::Deserialize;
 
 use super::error::{redact_serde_message, ConfigError};
 use super::jsonc;
-use super::server::RawServer;
+use super::server::{RawSampling, RawServer};
 use super::toml_file::key_of;
 use super::values::{OrderedMap, RawDuration};
 
@@ -44,6 +44,7 @@ struct JsonServer {
     timeout: Option<RawDuration>,
     disabled: Option<bool>,
     enabled: Option<bool>,
+    sampling: Option<RawSampling>,
     #[serde(flatten)]
     unknown: OrderedMap<IgnoredAny>,
 }
@@ -125,6 +126,7 @@ pub(crate) fn parse(file: &str, text: &str) -> Result<JsonServers, ConfigError> 
                 timeout: s.timeout,
                 prefix: s.prefix,
                 enabled,
+                sampling: s.sampling,
             },
         ));
     }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use mcpyard_client::TransportSpec;
-use mcpyard_gateway::UpstreamSpec;
+use mcpyard_gateway::{SamplingPolicy, UpstreamSpec};
 
 use super::error::ConfigError;
 use super::expand::expand;
@@ -58,7 +58,23 @@ pub(crate) struct RawServer {
     pub(crate) timeout: Option<RawDuration>,
     pub(crate) prefix: Option<String>,
     pub(crate) enabled: bool,
+    pub(crate) sampling: Option<RawSampling>,
 }
+
+/// `[servers.NAME.sampling]`: its presence lets a local model answer the
+/// server's sampling requests.
+#[derive(Debug, Default, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawSampling {
+    /// `fallback` (default: only when the calling client cannot sample) or
+    /// `always`.
+    pub(crate) mode: Option<String>,
+    pub(crate) models: Option<Vec<String>>,
+    pub(crate) max_tokens: Option<u32>,
+}
+
+/// Tokens a locally answered sampling request may use unless configured.
+const DEFAULT_SAMPLING_MAX_TOKENS: u32 = 1024;
 
 /// Which transport an entry asked for by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -196,11 +212,36 @@ pub(crate) fn build(
         }
     };
 
+    let sampling = match raw.sampling {
+        None => None,
+        Some(s) => {
+            let always = match s.mode.as_deref() {
+                None | Some("fallback") => false,
+                Some("always") => true,
+                Some(_) => {
+                    return Err(
+                        ctx.error(&field("sampling.mode"), "expected `fallback` or `always`")
+                    )
+                }
+            };
+            let max_tokens = s.max_tokens.unwrap_or(DEFAULT_SAMPLING_MAX_TOKENS);
+            if max_tokens == 0 {
+                return Err(ctx.error(&field("sampling.max_tokens"), "must be at least 1"));
+            }
+            Some(SamplingPolicy {
+                always,
+                models: s.models.unwrap_or_default(),
+                max_tokens,
+            })
+        }
+    };
+
     Ok(Some(UpstreamSpec {
         name: name.to_owned(),
         prefix,
         transport,
         timeout,
+        sampling,
     }))
 }
 

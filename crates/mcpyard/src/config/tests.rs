@@ -431,3 +431,22 @@ fn load_reads_a_file_and_resolves_cwd_beside_it() {
     let e = load(&bin).unwrap_err().to_string();
     assert!(e.contains("not UTF-8"), "{e}");
 }
+
+#[test]
+fn sampling_by_a_local_model_is_off_unless_a_server_asks_for_it() {
+    let s = toml(
+        "[servers.a]\ncommand = \"a\"\n\n[servers.b]\ncommand = \"b\"\n[servers.b.sampling]\nmodels = [\"qwen3\"]\nmax_tokens = 256\n\n[servers.c]\ncommand = \"c\"\nsampling = { mode = \"always\" }\n",
+    )
+    .unwrap();
+    let ups = &s.gateway.upstreams;
+    assert_eq!(ups[0].sampling, None);
+    let b = ups[1].sampling.as_ref().expect("b allows local sampling");
+    assert!(!b.always);
+    assert_eq!(b.models, vec!["qwen3".to_owned()]);
+    assert_eq!(b.max_tokens, 256);
+    let c = ups[2].sampling.as_ref().expect("c allows local sampling");
+    assert!(c.always);
+    assert_eq!(c.max_tokens, 1024);
+    let e = toml_err("[servers.a]\ncommand = \"a\"\nsampling = { mode = \"sometimes\" }\n");
+    assert!(e.contains("servers.a.sampling.mode"), "{e}");
+}

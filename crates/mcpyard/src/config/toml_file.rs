@@ -4,7 +4,7 @@
 use serde::Deserialize;
 
 use super::error::{redact_serde_message, ConfigError};
-use super::server::RawServer;
+use super::server::{RawSampling, RawServer};
 use super::values::{OrderedMap, RawDuration, RawSize};
 
 /// The top level of `mcpyard.toml`, as written.
@@ -37,6 +37,7 @@ pub(crate) struct TomlServer {
     timeout: Option<RawDuration>,
     prefix: Option<String>,
     enabled: Option<bool>,
+    sampling: Option<RawSampling>,
 }
 
 impl From<TomlServer> for RawServer {
@@ -52,6 +53,7 @@ impl From<TomlServer> for RawServer {
             timeout: s.timeout,
             prefix: s.prefix,
             enabled: s.enabled.unwrap_or(true),
+            sampling: s.sampling,
         }
     }
 }
