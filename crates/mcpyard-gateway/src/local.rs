@@ -67,6 +67,23 @@ pub struct ToolContext {
     pub catalog: CatalogCaller,
 }
 
+impl ToolContext {
+    /// A context for work the gateway does on its own behalf (answering an
+    /// upstream's sampling request): no progress, no catalogue access.
+    pub fn detached(cancel: CancellationToken) -> Self {
+        Self {
+            cancel: cancel.clone(),
+            progress: Progress::none(),
+            catalog: CatalogCaller {
+                gateway: Weak::new(),
+                session: Session::stateless(mcpyard_proto::LATEST_STATEFUL, json!({})),
+                related: None,
+                cancel,
+            },
+        }
+    }
+}
+
 /// Progress notifications for the call, to the client that made it; a
 /// no-op when the client sent no progress token.
 #[derive(Debug, Clone)]

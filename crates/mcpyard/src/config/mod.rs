@@ -277,12 +277,21 @@ fn from_text(
     // `..defaults` while every field is set today: fields the gateway adds
     // later get their defaults without a change here.
     #[allow(clippy::needless_update)]
-    let gateway = GatewayConfig {
+    let mut gateway = GatewayConfig {
         upstreams,
         client_request_timeout: client_request_timeout.unwrap_or(defaults.client_request_timeout),
         page_size,
         ..defaults
     };
+    // Local models as tools: on by default (it only looks on loopback, and
+    // contacts nothing before the first call or status request).
+    let inference = top.inference.clone().unwrap_or_default();
+    if inference.enabled {
+        let source = mcpyard_inference::InferenceSource::new(inference)
+            .map_err(|e| ctx.error("inference", e.to_string()))?;
+        gateway.sampler = Some(std::sync::Arc::new(source.clone()));
+        gateway.locals.push(source.into_local_spec());
+    }
     // The gateway's own checks (reserved names, prefixes that would shadow
     // each other), reported like every other config error.
     gateway.validate().map_err(|e| {

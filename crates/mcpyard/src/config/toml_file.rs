@@ -21,6 +21,8 @@ pub(crate) struct TomlFile {
     pub(crate) page_size: Option<u64>,
     #[serde(default)]
     pub(crate) servers: OrderedMap<TomlServer>,
+    /// `[inference]`: local models as tools (on, discovering, by default).
+    pub(crate) inference: Option<mcpyard_inference::InferenceConfig>,
 }
 
 /// `[servers.NAME]`, as written.

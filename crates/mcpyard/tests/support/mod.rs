@@ -422,3 +422,56 @@ fn toml_quote(s: &str) -> String {
 pub fn path_str(p: &Path) -> String {
     toml_quote(&p.display().to_string())
 }
+
+/// The model file of the inference tests, generated once per test.
+pub fn make_tiny_model(dir: &Path) -> PathBuf {
+    let out = dir.join("tiny.gguf");
+    let status = Command::new(tool("venv-llama/bin/python"))
+        .arg(root().join("crates/mcpyard-inference/tests/support/make_tiny_model.py"))
+        .arg(&out)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .status()
+        .expect("run make_tiny_model.py");
+    assert!(status.success(), "make_tiny_model.py failed: {status}");
+    out
+}
+
+/// A real llama-cpp-python OpenAI server on the tiny model, serving it as
+/// `tiny-chat` (chat and tool calls) and `tiny-embed`.
+pub async fn start_llama(dir: &Path) -> (Proc, u16) {
+    let model = make_tiny_model(dir);
+    let port = free_port();
+    let cfg = dir.join("llama.json");
+    let m = model.display().to_string();
+    let config = json!({
+        "host": "127.0.0.1",
+        "port": port,
+        "models": [
+            {"model": m, "model_alias": "tiny-chat", "chat_format": "chatml-function-calling", "n_ctx": 2048, "verbose": false},
+            {"model": m, "model_alias": "tiny-embed", "embedding": true, "n_ctx": 2048, "verbose": false}
+        ]
+    });
+    std::fs::write(&cfg, config.to_string()).expect("write llama config");
+    let mut cmd = Command::new(tool("venv-llama/bin/python"));
+    // A clean environment: the server takes settings from variables too.
+    cmd.args(["-m", "llama_cpp.server", "--config_file"])
+        .arg(&cfg)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", std::env::var_os("HOME").unwrap_or_default());
+    let p = Proc::spawn("llama_cpp.server", cmd, &dir.join("llama.log"));
+    wait_port(port, Duration::from_secs(90)).await;
+    (p, port)
+}
+
+/// The vision stand-in server of `vision_fixture.py`.
+pub async fn start_vision_fixture(dir: &Path) -> (Proc, u16) {
+    let port = free_port();
+    let mut cmd = Command::new("python3");
+    cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/vision_fixture.py"))
+        .arg(port.to_string());
+    let p = Proc::spawn("vision fixture", cmd, &dir.join("vision.log"));
+    wait_port(port, Duration::from_secs(30)).await;
+    (p, port)
+}

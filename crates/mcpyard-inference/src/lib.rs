@@ -1,0 +1,44 @@
+//! Local models as MCP tools: the inference servers people run on their
+//! machine (Ollama, llama.cpp's llama-server, LM Studio, Lemonade,
+//! LocalAI, vLLM, any OpenAI-compatible server) behind a gateway source
+//! named `local`, with tools `list_models`, `chat`, `embed`,
+//! `transcribe_audio`, `generate_image`, `speak`, `analyze_image` and
+//! `agent`; and the sampling bridge (`sampling`) that answers upstream
+//! sampling requests with a local model.
+//!
+//! ```no_run
+//! # fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use mcpyard_inference::{InferenceConfig, InferenceSource};
+//! let source = InferenceSource::new(InferenceConfig::default())?;
+//! let spec = source.into_local_spec(); // into GatewayConfig.locals
+//! # let _ = spec; Ok(()) }
+//! ```
+//!
+//! Layout: `config` (the `[inference]` table), `backend/` (HTTP to one
+//! server), `discovery` (finding servers on loopback), `models` (listing,
+//! capabilities, downloads), `engine` (model selection), `tools/` (one
+//! file per tool and the dispatch table), `source` (the gateway side).
+
+mod backend;
+mod config;
+mod discovery;
+mod engine;
+mod error;
+mod files;
+mod imaging;
+mod models;
+mod sampling;
+mod source;
+mod tools;
+
+pub use backend::{
+    http_client, Backend, BackendError, ChatStream, NdjsonStream, Origin, SseEvent, SseStream,
+};
+pub use config::{
+    BackendKind, BackendSpec, InferenceConfig, InferenceConfigError, DEFAULT_DISCOVER_PORTS,
+    DEFAULT_MAX_BASE64_BYTES, DEFAULT_REQUEST_TIMEOUT,
+};
+pub use discovery::identify;
+pub use error::ToolError;
+pub use models::{capabilities_from_name, BackendModels, Capability, ModelInfo, ModelState};
+pub use source::{InferenceSource, SOURCE_NAME};

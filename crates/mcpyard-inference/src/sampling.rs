@@ -1,0 +1,203 @@
+//! The sampling bridge: an upstream MCP server's `sampling/createMessage`
+//! answered by a local chat model, for upstreams whose policy allows it
+//! (the gateway decides when; this decides how). The request becomes the
+//! same chat completion the `chat` tool makes, within the policy's models
+//! and token cap.
+
+use async_trait::async_trait;
+use mcpyard_gateway::{Sampler, SamplingPolicy, SamplingUsage, ToolContext};
+use mcpyard_proto::ErrorObject;
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::source::InferenceSource;
+use crate::tools::{chat, Args, Call};
+
+#[async_trait]
+impl Sampler for InferenceSource {
+    async fn create_message(
+        &self,
+        params: &Value,
+        policy: &SamplingPolicy,
+    ) -> Result<(Value, SamplingUsage), ErrorObject> {
+        let messages = chat_messages(params)?;
+        let requested = params
+            .get("maxTokens")
+            .and_then(Value::as_u64)
+            .unwrap_or(u64::from(policy.max_tokens));
+        let max_tokens = requested.min(u64::from(policy.max_tokens)).max(1);
+        let mut args = json!({"messages": messages, "max_tokens": max_tokens});
+        if let Some(model) = pick_model(params, policy) {
+            args["model"] = json!(model);
+        }
+        if let Some(t) = params.get("temperature").filter(|t| t.is_number()) {
+            args["temperature"] = t.clone();
+        }
+        if let Some(stop) = params.get("stopSequences").filter(|s| s.is_array()) {
+            args["stop"] = stop.clone();
+        }
+        let args = Args::new(args).map_err(|e| ErrorObject::invalid_params(e.to_string()))?;
+        let call = Call::new(ToolContext::detached(CancellationToken::new()));
+        let result = chat::run(self.engine(), args, &call)
+            .await
+            .map_err(|e| ErrorObject::internal(format!("the local model could not answer: {e}")))?;
+        let answer = &result["structuredContent"];
+        let text = answer["content"]
+            .as_str()
+            .or_else(|| answer["reasoning"].as_str())
+            .unwrap_or_default();
+        let model = answer["model"].as_str().unwrap_or_default().to_owned();
+        let stop_reason = match answer["finish_reason"].as_str() {
+            Some("length") => "maxTokens",
+            Some("stop") if params.get("stopSequences").is_some() => "stopSequence",
+            _ => "endTurn",
+        };
+        let usage = SamplingUsage {
+            model: model.clone(),
+            prompt_tokens: answer["usage"]["prompt_tokens"].as_u64().unwrap_or(0),
+            completion_tokens: answer["usage"]["completion_tokens"].as_u64().unwrap_or(0),
+        };
+        let result = json!({
+            "role": "assistant",
+            "content": {"type": "text", "text": text},
+            "model": model,
+            "stopReason": stop_reason,
+        });
+        Ok((result, usage))
+    }
+}
+
+/// The model to use: the first allowed model a hint of the request names
+/// (hints match as substrings, as the spec describes), else the first
+/// allowed model, else none (the recommended loaded chat model).
+fn pick_model(params: &Value, policy: &SamplingPolicy) -> Option<String> {
+    let hints: Vec<&str> = params
+        .pointer("/modelPreferences/hints")
+        .and_then(Value::as_array)
+        .map(|h| {
+            h.iter()
+                .filter_map(|h| h.get("name").and_then(Value::as_str))
+                .collect()
+        })
+        .unwrap_or_default();
+    hints
+        .iter()
+        .find_map(|hint| policy.models.iter().find(|m| m.contains(hint)))
+        .or_else(|| policy.models.first())
+        .cloned()
+}
+
+/// MCP sampling messages (text, image and audio content, one block or a
+/// list) as OpenAI chat messages, the system prompt first.
+fn chat_messages(params: &Value) -> Result<Vec<Value>, ErrorObject> {
+    let list = params
+        .get("messages")
+        .and_then(Value::as_array)
+        .ok_or_else(|| ErrorObject::invalid_params("`messages` must be an array"))?;
+    let mut out = Vec::with_capacity(list.len() + 1);
+    if let Some(system) = params.get("systemPrompt").and_then(Value::as_str) {
+        out.push(json!({"role": "system", "content": system}));
+    }
+    for m in list {
+        let role = match m.get("role").and_then(Value::as_str) {
+            Some(r @ ("user" | "assistant")) => r,
+            _ => {
+                return Err(ErrorObject::invalid_params(
+                    "each message needs role user or assistant",
+                ))
+            }
+        };
+        let blocks: Vec<&Value> = match m.get("content") {
+            Some(Value::Array(items)) => items.iter().collect(),
+            Some(one) => vec![one],
+            None => Vec::new(),
+        };
+        let mut parts = Vec::new();
+        for block in blocks {
+            match block.get("type").and_then(Value::as_str) {
+                Some("text") => parts.push(
+                    json!({"type": "text", "text": block["text"].as_str().unwrap_or_default()}),
+                ),
+                Some("image") => {
+                    let mime = block["mimeType"].as_str().unwrap_or("image/png");
+                    let data = block["data"].as_str().unwrap_or_default();
+                    parts.push(json!({"type": "image_url", "image_url": {"url": format!("data:{mime};base64,{data}")}}));
+                }
+                other => {
+                    return Err(ErrorObject::invalid_params(format!(
+                        "content of type {} cannot be sent to a local chat model",
+                        other.unwrap_or("(none)")
+                    )))
+                }
+            }
+        }
+        // Plain text stays a string: not every local server takes parts.
+        let content = match parts.as_slice() {
+            [one] if one["type"] == "text" => one["text"].clone(),
+            _ => Value::Array(parts),
+        };
+        out.push(json!({"role": role, "content": content}));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(models: &[&str]) -> SamplingPolicy {
+        SamplingPolicy {
+            always: false,
+            models: models.iter().map(|m| m.to_string()).collect(),
+            max_tokens: 64,
+        }
+    }
+
+    #[test]
+    fn hints_pick_an_allowed_model_and_never_another() {
+        let p = json!({"modelPreferences": {"hints": [{"name": "gpt-4"}, {"name": "qwen"}]}});
+        assert_eq!(
+            pick_model(&p, &policy(&["llama3", "qwen3:4b"])).as_deref(),
+            Some("qwen3:4b")
+        );
+        assert_eq!(
+            pick_model(&p, &policy(&["llama3"])).as_deref(),
+            Some("llama3")
+        );
+        assert_eq!(pick_model(&p, &policy(&[])), None);
+    }
+
+    #[test]
+    fn sampling_messages_become_chat_messages() {
+        let p = json!({
+            "systemPrompt": "be brief",
+            "messages": [
+                {"role": "user", "content": {"type": "text", "text": "hi"}},
+                {"role": "user", "content": [
+                    {"type": "text", "text": "what is this"},
+                    {"type": "image", "data": "AAAA", "mimeType": "image/png"}
+                ]}
+            ]
+        });
+        let m = chat_messages(&p).unwrap();
+        assert_eq!(m[0], json!({"role": "system", "content": "be brief"}));
+        assert_eq!(m[1], json!({"role": "user", "content": "hi"}));
+        assert_eq!(
+            m[2]["content"][1]["image_url"]["url"],
+            json!("data:image/png;base64,AAAA")
+        );
+    }
+
+    #[test]
+    fn unusable_requests_are_invalid_params() {
+        assert!(chat_messages(&json!({})).is_err());
+        assert!(chat_messages(
+            &json!({"messages": [{"role": "tool", "content": {"type": "text", "text": "x"}}]})
+        )
+        .is_err());
+        assert!(chat_messages(
+            &json!({"messages": [{"role": "user", "content": {"type": "audio", "data": "x"}}]})
+        )
+        .is_err());
+    }
+}

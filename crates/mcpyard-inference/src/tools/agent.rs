@@ -1,0 +1,417 @@
+//! `agent`: a local model runs a bounded tool-calling loop over an
+//! allow-list of the gateway's own catalogue (local tools and upstream MCP
+//! tools alike), then answers. Every inner call goes through the gateway's
+//! router as the client that called the agent, and is logged. Iterations,
+//! time and tokens are bounded; images and audio the tools produce come
+//! back as native content blocks, or as files in the output folder.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use base64::Engine as _;
+use serde_json::{json, Value};
+
+use super::{chat, model_properties, Args, Call, ToolDef, ToolFuture};
+use crate::engine::Inference;
+use crate::error::ToolError;
+
+pub(crate) const TOOL: ToolDef = ToolDef {
+    name: "agent",
+    definition,
+    call,
+};
+
+const DEFAULT_ITERATIONS: i64 = 6;
+const MAX_ITERATIONS: i64 = 20;
+const DEFAULT_SECONDS: i64 = 120;
+const MAX_SECONDS: i64 = 900;
+const DEFAULT_TOKENS: i64 = 4096;
+/// How much of one tool result the model sees.
+const TOOL_RESULT_CHARS: usize = 16_000;
+
+fn definition() -> Value {
+    let mut properties = json!({
+        "prompt": {"type": "string", "description": "The task, as a user message."},
+        "messages": {"type": "array", "items": {"type": "object"}, "description": "Chat messages to start from (OpenAI style); `prompt` is appended after them."},
+        "system": {"type": "string", "description": "System prompt for the local model."},
+        "tools": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Names of catalogue tools the model may call, as tools/list shows them; a trailing `*` matches a prefix (`fs__*`). Nothing else can be called.",
+        },
+        "max_iterations": {"type": "integer", "minimum": 1, "maximum": MAX_ITERATIONS, "default": DEFAULT_ITERATIONS, "description": "Model turns at most."},
+        "max_seconds": {"type": "integer", "minimum": 1, "maximum": MAX_SECONDS, "default": DEFAULT_SECONDS, "description": "Wall time at most."},
+        "max_tokens": {"type": "integer", "minimum": 1, "default": DEFAULT_TOKENS, "description": "Completion tokens at most, over all turns."},
+        "save_media": {"type": "boolean", "default": false, "description": "Write images and audio the tools produce to the output folder instead of returning them inline."},
+    });
+    if let (Some(p), Some(m)) = (properties.as_object_mut(), model_properties().as_object()) {
+        p.extend(m.clone());
+    }
+    json!({
+        "name": "agent",
+        "title": "Local agent",
+        "description": "Runs a task on a local model that may call the listed tools of this gateway in a bounded loop (iterations, time and tokens capped), then returns its final answer plus any images or audio the tools produced.",
+        "inputSchema": {"type": "object", "properties": properties, "additionalProperties": false},
+        "annotations": {"readOnlyHint": false, "destructiveHint": true, "openWorldHint": true},
+        "execution": {"taskSupport": "optional"},
+    })
+}
+
+fn call<'a>(inf: &'a Inference, args: Args, call: &'a Call) -> ToolFuture<'a> {
+    Box::pin(run(inf, args, call))
+}
+
+/// A tool the model may call, under a name the chat API accepts.
+struct Offered {
+    exposed: String,
+    definition: Value,
+}
+
+/// Why the loop ended.
+fn stop_text(reason: &str) -> &'static str {
+    match reason {
+        "iterations" => "the iteration limit was reached",
+        "time" => "the time limit was reached",
+        "tokens" => "the token budget was used up",
+        _ => "the model answered",
+    }
+}
+
+async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolError> {
+    args.only(&[
+        "prompt",
+        "messages",
+        "system",
+        "tools",
+        "max_iterations",
+        "max_seconds",
+        "max_tokens",
+        "save_media",
+        "model",
+        "allow_download",
+    ])?;
+    let max_iterations = bounded(&args, "max_iterations", DEFAULT_ITERATIONS, MAX_ITERATIONS)?;
+    let max_seconds = bounded(&args, "max_seconds", DEFAULT_SECONDS, MAX_SECONDS)?;
+    let max_tokens = bounded(&args, "max_tokens", DEFAULT_TOKENS, i64::MAX)?;
+    let save_media = args.bool("save_media")?;
+    let mut messages = initial_messages(&args)?;
+    let offered = offered_tools(&args, call)?;
+    let by_api_name: HashMap<String, &Offered> = offered
+        .iter()
+        .map(|o| {
+            (
+                o.definition["function"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+                o,
+            )
+        })
+        .collect();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(max_seconds as u64);
+
+    let mut used = (0u64, 0u64); // (prompt, completion) tokens
+    let mut media: Vec<Value> = Vec::new();
+    let mut trace: Vec<Value> = Vec::new();
+    let mut model = String::new();
+    let mut answer = String::new();
+    let mut stopped = "iterations";
+    for iteration in 1..=max_iterations {
+        let left = max_tokens as u64 - used.1.min(max_tokens as u64);
+        if left == 0 {
+            stopped = "tokens";
+            break;
+        }
+        let mut turn = json!({"messages": messages, "max_tokens": left});
+        if !offered.is_empty() {
+            turn["tools"] = Value::Array(offered.iter().map(|o| o.definition.clone()).collect());
+            turn["tool_choice"] = json!("auto");
+        }
+        for key in ["model", "allow_download"] {
+            if let Some(v) = args.get(key) {
+                turn[key] = v.clone();
+            }
+        }
+        let reply =
+            match tokio::time::timeout_at(deadline, chat::run(inf, Args::new(turn)?, call)).await {
+                Ok(r) => r?,
+                Err(_) => {
+                    stopped = "time";
+                    break;
+                }
+            };
+        let reply = &reply["structuredContent"];
+        model = reply["model"].as_str().unwrap_or_default().to_owned();
+        used.0 += reply["usage"]["prompt_tokens"].as_u64().unwrap_or(0);
+        used.1 += reply["usage"]["completion_tokens"].as_u64().unwrap_or(0);
+        answer = reply["content"].as_str().unwrap_or_default().to_owned();
+        let tool_calls = reply["tool_calls"].as_array().cloned().unwrap_or_default();
+        if tool_calls.is_empty() {
+            stopped = "answered";
+            break;
+        }
+        messages.push(
+            json!({"role": "assistant", "content": reply["content"], "tool_calls": tool_calls}),
+        );
+        for tc in &tool_calls {
+            let id = tc["id"].as_str().unwrap_or_default().to_owned();
+            let api_name = tc["function"]["name"].as_str().unwrap_or_default();
+            let (text, is_error) = match by_api_name.get(api_name) {
+                None => (
+                    format!("`{api_name}` is not one of the tools you may call."),
+                    true,
+                ),
+                Some(tool) => {
+                    let raw = tc["function"]["arguments"].as_str().unwrap_or("{}");
+                    match serde_json::from_str::<Value>(if raw.trim().is_empty() { "{}" } else { raw }) {
+                        Err(e) => (format!("The arguments are not valid JSON ({e}); call again with a JSON object."), true),
+                        Ok(arguments) => {
+                            tracing::info!(tool = %tool.exposed, iteration, "agent calls a tool");
+                            let outcome = tokio::time::timeout_at(
+                                deadline,
+                                call.ctx.catalog.call_tool(&tool.exposed, arguments),
+                            )
+                            .await;
+                            match outcome {
+                                Err(_) => {
+                                    stopped = "time";
+                                    ("The time limit was reached during this call.".into(), true)
+                                }
+                                Ok(Err(e)) => (format!("error: {}", e.message), true),
+                                Ok(Ok(result)) => digest(&result, &mut media),
+                            }
+                        }
+                    }
+                }
+            };
+            trace.push(json!({"iteration": iteration, "tool": by_api_name.get(api_name).map(|t| t.exposed.as_str()).unwrap_or(api_name), "isError": is_error}));
+            messages.push(json!({"role": "tool", "tool_call_id": id, "content": text}));
+        }
+        if stopped == "time" {
+            break;
+        }
+    }
+
+    let mut content = vec![json!({"type": "text", "text": if answer.trim().is_empty() {
+        format!("(no final answer: {})", stop_text(stopped))
+    } else {
+        answer.clone()
+    }})];
+    let mut files = Vec::new();
+    for block in media {
+        if save_media {
+            files.push(save(inf, &block).await?);
+        } else {
+            content.push(block);
+        }
+    }
+    if !files.is_empty() {
+        content
+            .push(json!({"type": "text", "text": format!("Files written: {}", files.join(", "))}));
+    }
+    Ok(json!({
+        "content": content,
+        "structuredContent": {
+            "model": model,
+            "answer": answer,
+            "stopped": stopped,
+            "iterations": trace.iter().filter_map(|t| t["iteration"].as_u64()).max().unwrap_or(0).max(u64::from(stopped == "answered")),
+            "tool_calls": trace,
+            "usage": {"prompt_tokens": used.0, "completion_tokens": used.1},
+            "files": files,
+        }
+    }))
+}
+
+fn bounded(args: &Args, key: &str, default: i64, max: i64) -> Result<i64, ToolError> {
+    match args.integer(key, 1)? {
+        None => Ok(default),
+        Some(v) => Ok(v.as_i64().unwrap_or(default).min(max)),
+    }
+}
+
+fn initial_messages(args: &Args) -> Result<Vec<Value>, ToolError> {
+    let mut messages = Vec::new();
+    if let Some(system) = args.string("system")? {
+        messages.push(json!({"role": "system", "content": system}));
+    }
+    match args.get("messages") {
+        None => {}
+        Some(Value::Array(list)) => messages.extend(list.iter().cloned()),
+        Some(_) => {
+            return Err(ToolError::InvalidArguments(
+                "`messages` must be an array of chat messages".into(),
+            ))
+        }
+    }
+    if let Some(prompt) = args.string("prompt")? {
+        messages.push(json!({"role": "user", "content": prompt}));
+    }
+    if !messages.iter().any(|m| m["role"] == "user") {
+        return Err(ToolError::InvalidArguments(
+            "give the task as `prompt` (or a user message in `messages`)".into(),
+        ));
+    }
+    Ok(messages)
+}
+
+/// The catalogue tools the allow-list names, as chat API tools. The agent
+/// itself is never offered (no recursion).
+fn offered_tools(args: &Args, call: &Call) -> Result<Vec<Offered>, ToolError> {
+    let patterns: Vec<String> = match args.get("tools") {
+        None => Vec::new(),
+        Some(Value::Array(list)) => list
+            .iter()
+            .map(|v| v.as_str().map(str::to_owned))
+            .collect::<Option<_>>()
+            .ok_or_else(|| {
+                ToolError::InvalidArguments("`tools` must be an array of tool names".into())
+            })?,
+        Some(_) => {
+            return Err(ToolError::InvalidArguments(
+                "`tools` must be an array of tool names".into(),
+            ))
+        }
+    };
+    if patterns.is_empty() {
+        return Ok(Vec::new());
+    }
+    let allowed = |name: &str| {
+        patterns.iter().any(|p| match p.strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix),
+            None => name == p,
+        })
+    };
+    let mut offered = Vec::new();
+    for tool in call.ctx.catalog.tools() {
+        let Some(name) = tool["name"].as_str() else {
+            continue;
+        };
+        if !allowed(name) || name.ends_with("__agent") {
+            continue;
+        }
+        // Chat APIs take [A-Za-z0-9_-]{1,64} as function names.
+        let api_name: String = name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .take(64)
+            .collect();
+        offered.push(Offered {
+            exposed: name.to_owned(),
+            definition: json!({"type": "function", "function": {
+                "name": api_name,
+                "description": tool["description"].as_str().unwrap_or_default(),
+                "parameters": tool.get("inputSchema").cloned().unwrap_or_else(|| json!({"type": "object"})),
+            }}),
+        });
+    }
+    if offered.is_empty() {
+        return Err(ToolError::InvalidArguments(format!(
+            "no tool of the catalogue matches {patterns:?}; call tools/list for the names"
+        )));
+    }
+    Ok(offered)
+}
+
+/// What the model sees of a tool result (its text, truncated), keeping the
+/// images and audio aside for the final answer.
+fn digest(result: &Value, media: &mut Vec<Value>) -> (String, bool) {
+    let is_error = result["isError"] == json!(true);
+    let mut text = String::new();
+    for block in result["content"].as_array().into_iter().flatten() {
+        match block["type"].as_str() {
+            Some("text") => {
+                text.push_str(block["text"].as_str().unwrap_or_default());
+                text.push('\n');
+            }
+            Some(kind @ ("image" | "audio")) => {
+                media.push(block.clone());
+                text.push_str(&format!("[{kind} #{} produced]\n", media.len()));
+            }
+            Some("resource") => {
+                if let Some(t) = block["resource"]["text"].as_str() {
+                    text.push_str(t);
+                    text.push('\n');
+                }
+            }
+            _ => {}
+        }
+    }
+    if text.is_empty() {
+        if let Some(s) = result.get("structuredContent") {
+            text = s.to_string();
+        }
+    }
+    if text.len() > TOOL_RESULT_CHARS {
+        let mut cut = TOOL_RESULT_CHARS;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text.push_str("\n[truncated]");
+    }
+    (text, is_error)
+}
+
+/// Writes an image or audio block to the output folder.
+async fn save(inf: &Inference, block: &Value) -> Result<String, ToolError> {
+    let mime = block["mimeType"]
+        .as_str()
+        .unwrap_or("application/octet-stream");
+    let ext = mime.rsplit('/').next().unwrap_or("bin");
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(block["data"].as_str().unwrap_or_default())
+        .map_err(|e| {
+            ToolError::InvalidArguments(format!("a tool returned undecodable media: {e}"))
+        })?;
+    let stem = if block["type"] == "audio" {
+        "agent-audio"
+    } else {
+        "agent-image"
+    };
+    let path = inf.files().write_output(stem, ext, &bytes).await?;
+    Ok(path.display().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_results_are_digested_and_media_kept_aside() {
+        let mut media = Vec::new();
+        let (text, err) = digest(
+            &json!({"content": [
+                {"type": "text", "text": "sum is 5"},
+                {"type": "image", "data": "AAAA", "mimeType": "image/png"}
+            ]}),
+            &mut media,
+        );
+        assert!(!err);
+        assert!(
+            text.contains("sum is 5") && text.contains("[image #1 produced]"),
+            "{text}"
+        );
+        assert_eq!(media.len(), 1);
+        let long = "x".repeat(TOOL_RESULT_CHARS * 2);
+        let (text, _) = digest(
+            &json!({"content": [{"type": "text", "text": long}], "isError": true}),
+            &mut media,
+        );
+        assert!(text.ends_with("[truncated]") && text.len() < TOOL_RESULT_CHARS + 20);
+    }
+
+    #[test]
+    fn a_task_is_required() {
+        let args = Args::new(json!({"system": "s"})).unwrap();
+        assert!(initial_messages(&args).is_err());
+        let args = Args::new(json!({"prompt": "p"})).unwrap();
+        assert_eq!(initial_messages(&args).unwrap().len(), 1);
+    }
+}

@@ -1,0 +1,158 @@
+//! Local models through the gateway, with real peers: a llama-cpp-python
+//! server on a tiny generated model answers chat for the Python SDK and
+//! server-everything's sampling requests (the sampling bridge); a vision
+//! stand-in serves a task-augmented `analyze_image` polled to its result
+//! by the Python SDK's tasks API.
+
+mod support;
+
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use support::*;
+
+/// A 1×1 PNG.
+const PIXEL_PNG: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+
+fn run_python(python: &std::path::Path, args: &[String]) -> Value {
+    let out = Command::new(python)
+        .args(args)
+        .output()
+        .expect("run the python client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "python client failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_local_model_answers_sampling_for_a_client_that_cannot_and_chats_for_python() {
+    let dir = scratch();
+    let (_llama, port) = start_llama(dir.path()).await;
+    let config = format!(
+        "[inference]\nbackends = [{{ name = \"llama\", kind = \"openai\", url = \"http://127.0.0.1:{port}\" }}]\n\n{}[servers.every.sampling]\nmodels = [\"tiny-chat\"]\nmax_tokens = 8\n",
+        everything_stdio("every"),
+    );
+    let gw = Gateway::start(&config, dir.path()).await;
+    // This client declares no sampling capability.
+    let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
+    wait_for_tools(
+        &client,
+        &["every__trigger-sampling-request", "local__chat"],
+        Duration::from_secs(60),
+    )
+    .await;
+    let secret_prompt = "the-words-of-the-prompt";
+    let r = call(
+        &client,
+        "every__trigger-sampling-request",
+        json!({"prompt": secret_prompt, "maxTokens": 50}),
+    )
+    .await;
+    let text = text(&r);
+    assert!(r["isError"] != json!(true), "{r}");
+    assert!(
+        text.contains("\"model\": \"tiny-chat\""),
+        "answered by the local model: {text}"
+    );
+    assert!(text.contains("assistant"), "{text}");
+
+    // The audit line names server, model and token counts, with a hash
+    // instead of the prompt.
+    let log = gw.proc.log_text();
+    let audit = log
+        .lines()
+        .find(|l| l.contains("sampling request answered by a local model"))
+        .unwrap_or_else(|| panic!("no audit line in:\n{log}"));
+    assert!(
+        audit.contains("server=every") && audit.contains("model=tiny-chat"),
+        "{audit}"
+    );
+    assert!(
+        audit.contains("request_sha256=") && audit.contains("completion_tokens="),
+        "{audit}"
+    );
+    assert!(
+        !log.contains(secret_prompt),
+        "the prompt leaked into the log"
+    );
+    client.shutdown().await;
+
+    // A real MCP client (Python SDK 2.x, auto mode) chats with the local model.
+    let summary = run_python(
+        &tool("venv/bin/python"),
+        &[
+            root().join("scripts/py_client_check.py").display().to_string(),
+            gw.url(),
+            "auto".into(),
+            "--tool".into(),
+            "local__chat".into(),
+            "--args".into(),
+            json!({"messages": [{"role": "user", "content": "Say hi"}], "model": "tiny-chat", "max_tokens": 8}).to_string(),
+            "--expect-tool".into(),
+            "local__chat".into(),
+        ],
+    );
+    let call = &summary["call"];
+    assert_eq!(
+        call["structuredContent"]["model"],
+        json!("tiny-chat"),
+        "{summary}"
+    );
+    assert!(
+        call["structuredContent"]["usage"]["completion_tokens"]
+            .as_u64()
+            .unwrap_or(0)
+            > 0,
+        "{summary}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_augmented_analyze_image_is_polled_to_its_result_by_the_python_sdk() {
+    let dir = scratch();
+    let (_vision, port) = start_vision_fixture(dir.path()).await;
+    let config = format!(
+        "[inference]\nbackends = [{{ name = \"vision\", kind = \"openai\", url = \"http://127.0.0.1:{port}\" }}]\n"
+    );
+    let gw = Gateway::start(&config, dir.path()).await;
+    let summary = run_python(
+        &tool("venv1/bin/python"),
+        &[
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/support/py_task_check.py")
+                .display()
+                .to_string(),
+            gw.url(),
+            "local__analyze_image".into(),
+            json!({
+                "task": "describe",
+                "images": [{"data": PIXEL_PNG, "mimeType": "image/png", "name": "pixel.png"}],
+                "preprocess": ["grayscale"],
+            })
+            .to_string(),
+        ],
+    );
+    assert_eq!(summary["tasksCapability"], json!(true), "{summary}");
+    let statuses = summary["statuses"].as_array().unwrap();
+    assert_eq!(statuses.last(), Some(&json!("completed")), "{summary}");
+    let task_id = summary["taskId"].as_str().unwrap();
+    assert!(
+        summary["listed"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(task_id)),
+        "{summary}"
+    );
+    let result_text = summary["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    // The original and its grayscale variant reached the model.
+    assert!(result_text.contains("fixture saw 2 image(s)"), "{summary}");
+}
