@@ -103,9 +103,18 @@ async fn every_real_server_is_listed_and_callable_through_one_endpoint() {
 
     let status = call(&client, "mcpyard__status", json!({})).await;
     let sources = status["structuredContent"]["sources"].as_array().unwrap();
-    assert_eq!(sources.len(), 5);
+    let upstreams: Vec<&Value> = sources
+        .iter()
+        .filter(|s| s["kind"] == json!("mcp"))
+        .collect();
+    assert_eq!(upstreams.len(), 5, "{status}");
     assert!(
-        sources.iter().all(|s| s["healthy"] == json!(true)),
+        upstreams.iter().all(|s| s["healthy"] == json!(true)),
+        "{status}"
+    );
+    // The local models source is listed too (healthy or not: no server here).
+    assert!(
+        sources.iter().any(|s| s["name"] == json!("local")),
         "{status}"
     );
 
