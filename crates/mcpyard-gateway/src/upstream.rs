@@ -378,7 +378,7 @@ async fn fetch_lists(
             ListKind::Resources | ListKind::ResourceTemplates => "resources",
             ListKind::Prompts => "prompts",
         };
-        let items = if caps.get(capability).is_some() {
+        let mut items = if caps.get(capability).is_some() {
             match client.list_all(kind.list_method(), kind.key()).await {
                 Ok(items) => items,
                 Err(e) => {
@@ -389,6 +389,10 @@ async fn fetch_lists(
         } else {
             Vec::new()
         };
+        if kind == ListKind::Tools && caps.pointer("/tasks/requests/tools/call").is_none() {
+            // The gateway runs task-augmented calls itself for this server.
+            items.iter_mut().for_each(crate::tasks::advertise);
+        }
         lists.set(kind, items);
     }
     lists

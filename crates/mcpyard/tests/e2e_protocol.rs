@@ -245,3 +245,132 @@ async fn pages_walk_the_merged_catalogue_and_bad_cursors_are_rejected() {
     }
     client.shutdown().await;
 }
+
+/// Polls `tasks/get` until the task is terminal; returns the last status.
+async fn poll_task(client: &mcpyard_client::McpClient, task_id: &str) -> serde_json::Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let task = client
+            .request(
+                "tasks/get",
+                Some(json!({"taskId": task_id})),
+                RequestOptions::default(),
+            )
+            .await
+            .unwrap();
+        if ["completed", "failed", "cancelled"].contains(&task["status"].as_str().unwrap_or("")) {
+            return task;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "task {task_id} never finished: {task}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn task_augmented_calls_run_in_the_gateway_or_pass_through_to_a_task_capable_upstream() {
+    let dir = scratch();
+    let config = format!(
+        "{}\n[servers.plain]\n{}",
+        everything_stdio("every"),
+        misbehaving("garbage", &dir.path().join("x"))
+    );
+    let gw = Gateway::start(&config, dir.path()).await;
+    let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
+    let tools = wait_for_tools(
+        &client,
+        &["plain__echo", "every__simulate-research-query"],
+        Duration::from_secs(60),
+    )
+    .await;
+    let plain = tools
+        .iter()
+        .find(|t| t["name"] == json!("plain__echo"))
+        .unwrap();
+    assert_eq!(
+        plain["execution"]["taskSupport"],
+        json!("optional"),
+        "{plain}"
+    );
+
+    // A server without tasks: the gateway runs the call as its own task.
+    let created = client
+        .request(
+            "tools/call",
+            Some(json!({"name": "plain__echo", "arguments": {"said": "in a task"}, "task": {"ttl": 60000}})),
+            RequestOptions::default(),
+        )
+        .await
+        .unwrap();
+    let task_id = created["task"]["taskId"]
+        .as_str()
+        .expect("a CreateTaskResult")
+        .to_owned();
+    assert_eq!(
+        poll_task(&client, &task_id).await["status"],
+        json!("completed")
+    );
+    let result = client
+        .request(
+            "tasks/result",
+            Some(json!({"taskId": task_id})),
+            RequestOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert!(text(&result).contains("in a task"), "{result}");
+    let listed = client
+        .request("tasks/list", None, RequestOptions::default())
+        .await
+        .unwrap();
+    assert!(
+        listed["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["taskId"] == json!(task_id)),
+        "{listed}"
+    );
+
+    // server-everything runs tasks itself: the gateway routes them by id.
+    let created = client
+        .request(
+            "tools/call",
+            Some(json!({"name": "every__simulate-research-query", "arguments": {"topic": "gateways"}, "task": {"ttl": 60000}})),
+            RequestOptions::default(),
+        )
+        .await
+        .unwrap();
+    let task_id = created["task"]["taskId"]
+        .as_str()
+        .expect("a CreateTaskResult")
+        .to_owned();
+    assert_eq!(
+        poll_task(&client, &task_id).await["status"],
+        json!("completed")
+    );
+    let result = client
+        .request(
+            "tasks/result",
+            Some(json!({"taskId": task_id})),
+            RequestOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert!(
+        serde_json::to_string(&result).unwrap().contains("gateways"),
+        "{result}"
+    );
+
+    let unknown = client
+        .request(
+            "tasks/get",
+            Some(json!({"taskId": "no-such-task"})),
+            RequestOptions::default(),
+        )
+        .await;
+    assert!(matches!(unknown, Err(ClientError::Rpc(e)) if e.code == -32602));
+    client.shutdown().await;
+}
