@@ -29,13 +29,57 @@ pub enum TransportSpec {
 impl TransportSpec {
     /// A short description for logs and status, never carrying header values
     /// or environment values (they may hold secrets).
+    ///
+    /// Arguments are counted, not shown (`--token ${TOKEN}` is a common way
+    /// to pass a secret), and a URL loses its user info and query string.
     pub fn describe(&self) -> String {
         match self {
-            TransportSpec::Stdio { command, args, .. } => {
-                format!("stdio: {} {}", command, args.join(" "))
+            TransportSpec::Stdio { command, args, .. } => match args.len() {
+                0 => format!("stdio: {command}"),
+                1 => format!("stdio: {command} (1 argument)"),
+                n => format!("stdio: {command} ({n} arguments)"),
+            },
+            TransportSpec::StreamableHttp { url, .. } => {
+                format!("streamable-http: {}", redact_url(url))
             }
-            TransportSpec::StreamableHttp { url, .. } => format!("streamable-http: {url}"),
-            TransportSpec::Sse { url, .. } => format!("sse: {url}"),
+            TransportSpec::Sse { url, .. } => format!("sse: {}", redact_url(url)),
         }
+    }
+}
+
+/// `scheme://host:port/path` of a URL: no credentials, query or fragment.
+fn redact_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut u) => {
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+            u.set_query(None);
+            u.set_fragment(None);
+            u.to_string()
+        }
+        Err(_) => "(invalid URL)".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptions_never_carry_arguments_credentials_or_queries() {
+        let stdio = TransportSpec::Stdio {
+            command: "npx".into(),
+            args: vec!["server".into(), "--token".into(), "s3cret".into()],
+            env: BTreeMap::from([("KEY".into(), "s3cret".into())]),
+            cwd: None,
+        };
+        assert_eq!(stdio.describe(), "stdio: npx (3 arguments)");
+        let http = TransportSpec::StreamableHttp {
+            url: "http://user:s3cret@127.0.0.1:3001/mcp?api_key=s3cret#x".into(),
+            headers: vec![("Authorization".into(), "Bearer s3cret".into())],
+        };
+        let d = http.describe();
+        assert_eq!(d, "streamable-http: http://127.0.0.1:3001/mcp");
+        assert!(!d.contains("s3cret"));
     }
 }
