@@ -168,11 +168,15 @@ fn drain(
     }
 }
 
-/// `ADDR` from a line like `... <banner> http://ADDR/mcp`.
+/// `ADDR` from a line like `... <banner> http://ADDR/mcp` or
+/// `... <banner> http://ADDR (note)`.
 fn banner_addr(line: &str, banner: &str) -> Option<SocketAddr> {
     let rest = &line[line.find(banner)? + banner.len()..];
     let rest = &rest[rest.find("http://")? + "http://".len()..];
-    rest.split('/').next()?.parse().ok()
+    rest.split(|c: char| c == '/' || c.is_whitespace())
+        .next()?
+        .parse()
+        .ok()
 }
 
 #[cfg(test)]
@@ -187,6 +191,14 @@ mod tests {
                 "listening on"
             ),
             Some(SocketAddr::from(([127, 0, 0, 1], 4242)))
+        );
+        // uvicorn's banner: the address is followed by a space, not a path.
+        assert_eq!(
+            banner_addr(
+                "INFO:     Uvicorn running on http://127.0.0.1:4243 (Press CTRL+C to quit)",
+                "Uvicorn running on"
+            ),
+            Some(SocketAddr::from(([127, 0, 0, 1], 4243)))
         );
         assert_eq!(banner_addr("something else", "listening on"), None);
     }

@@ -202,6 +202,37 @@ impl McpConn {
         }
     }
 
+    /// Calls tool `name` with `arguments` (an encoded JSON object) and
+    /// returns the raw `result`, which must not be an `isError` result.
+    pub async fn call_tool(&mut self, name: &str, arguments: &[u8]) -> Result<String, CallError> {
+        let id = self.id();
+        let head = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":{},"arguments":"#,
+            serde_json::Value::from(name)
+        );
+        let mut body = Vec::with_capacity(head.len() + arguments.len() + 2);
+        body.extend_from_slice(head.as_bytes());
+        body.extend_from_slice(arguments);
+        body.extend_from_slice(b"}}");
+        let (status, headers, bytes) = self.post(body.into()).await?;
+        if status != StatusCode::OK {
+            return Err(CallError::Status(status.as_u16()));
+        }
+        let result = answer_for(&bytes, id, headers.get(header::CONTENT_TYPE))?;
+        let call: CallResult<'_> = serde_json::from_str(&result)
+            .map_err(|e| CallError::WrongAnswer(format!("not a tool result: {e}")))?;
+        if call.is_error {
+            let text = call
+                .content
+                .iter()
+                .filter_map(|c| c.text.as_deref())
+                .collect::<Vec<_>>()
+                .join(" ");
+            return Err(CallError::WrongAnswer(format!("isError: true: {text}")));
+        }
+        Ok(result)
+    }
+
     fn id(&mut self) -> u64 {
         self.next_id += 1;
         self.next_id

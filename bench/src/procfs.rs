@@ -5,8 +5,26 @@ use serde::Serialize;
 
 /// Resident memory (`VmRSS`) of `pid` in KiB.
 pub fn rss_kib(pid: u32) -> Option<u64> {
+    status_kib(pid, "VmRSS:")
+}
+
+/// The kernel's high-water mark of `pid`'s resident memory (`VmHWM`) in
+/// KiB: the exact peak since start or since [`reset_peak_rss`], which no
+/// sampling can miss.
+pub fn peak_rss_kib(pid: u32) -> Option<u64> {
+    status_kib(pid, "VmHWM:")
+}
+
+/// Resets `pid`'s high-water mark to its current resident memory (writing
+/// `5` to `/proc/PID/clear_refs`, Linux 4.0 and later; allowed on our own
+/// children).
+pub fn reset_peak_rss(pid: u32) -> std::io::Result<()> {
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5")
+}
+
+fn status_kib(pid: u32, field: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
@@ -97,7 +115,10 @@ mod tests {
     }
 
     #[test]
-    fn this_process_has_a_resident_size() {
-        assert!(rss_kib(std::process::id()).is_some_and(|k| k > 0));
+    fn this_process_has_a_resident_size_and_a_peak() {
+        let pid = std::process::id();
+        let rss = rss_kib(pid).unwrap_or(0);
+        assert!(rss > 0);
+        assert!(peak_rss_kib(pid).is_some_and(|p| p >= rss));
     }
 }

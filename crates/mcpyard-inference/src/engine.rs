@@ -24,7 +24,13 @@ pub(crate) struct Inference {
     registry: Registry,
     show: ShowCache,
     files: Files,
+    /// The last listing, reused for a few seconds so that a burst of calls
+    /// does not ask every backend for its models each time.
+    recent: tokio::sync::Mutex<Option<(tokio::time::Instant, Listing)>>,
 }
+
+/// How long a listing is reused when every backend in it was healthy.
+const LISTING_TTL: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The models of every backend.
 #[derive(Debug, Clone, Serialize)]
@@ -119,6 +125,7 @@ impl Inference {
             config,
             show: ShowCache::default(),
             files,
+            recent: tokio::sync::Mutex::new(None),
         }
     }
 
@@ -140,14 +147,36 @@ impl Inference {
     /// Called with every backend failure: a server that stopped answering
     /// makes discovery probe again on the next call.
     pub(crate) async fn note_failure(&self, e: &BackendError) {
+        *self.recent.lock().await = None;
         if e.is_unreachable() {
             self.registry.invalidate().await;
         }
     }
 
+    /// Forgets the reused listing (a model was downloaded, a backend failed).
+    pub(crate) async fn forget_listing(&self) {
+        *self.recent.lock().await = None;
+    }
+
+    /// Every backend's models. A listing in which every backend was healthy
+    /// is reused for [`LISTING_TTL`] unless `refresh` asks for a new one.
+    pub(crate) async fn listing(&self, refresh: bool) -> Listing {
+        if !refresh {
+            if let Some((at, listing)) = self.recent.lock().await.as_ref() {
+                if at.elapsed() < LISTING_TTL {
+                    return listing.clone();
+                }
+            }
+        }
+        let listing = self.list_backends(refresh).await;
+        let healthy = !listing.backends.is_empty() && listing.backends.iter().all(|b| b.healthy);
+        *self.recent.lock().await = healthy.then(|| (tokio::time::Instant::now(), listing.clone()));
+        listing
+    }
+
     /// Every backend's models, asked concurrently. A backend that fails
     /// is listed as unhealthy with the reason.
-    pub(crate) async fn listing(&self, refresh: bool) -> Listing {
+    async fn list_backends(&self, refresh: bool) -> Listing {
         let backends = self.backends(refresh).await;
         let asked = futures::future::join_all(
             backends
@@ -285,6 +314,7 @@ impl Inference {
                 });
             };
             models::pull(&backend, name, &call.progress, &call.ctx.cancel).await?;
+            self.forget_listing().await;
             return Ok(Resolved {
                 backend,
                 model: name.to_owned(),
@@ -314,6 +344,7 @@ impl Inference {
             if let Some((b, s)) = candidate {
                 if let Some(backend) = by_name(&b.backend) {
                     models::pull(&backend, &s.id, &call.progress, &call.ctx.cancel).await?;
+                    self.forget_listing().await;
                     return Ok(Resolved {
                         backend,
                         model: s.id.clone(),

@@ -133,12 +133,12 @@ pub(crate) async fn post(
     match header_str(&headers, SESSION_HEADER) {
         Err(()) => bad_request("Mcp-Session-Id is not valid text"),
         Ok(Some(id)) => match lookup(&state.gateway, id) {
-            Ok(session) => post_in_session(&state, session, accepts, &body).await,
+            Ok(session) => post_in_session(&state, session, accepts, body).await,
             Err(r) => *r,
         },
         Ok(None) => {
             let stateless_hint = version.is_some_and(stateless::is_stateless_version);
-            post_without_session(&state, &headers, accepts, &body, stateless_hint).await
+            post_without_session(&state, &headers, accepts, body, stateless_hint).await
         }
     }
 }
@@ -147,7 +147,7 @@ async fn post_without_session(
     state: &AppState,
     headers: &HeaderMap,
     accepts: Accepts,
-    body: &[u8],
+    body: Bytes,
     stateless_hint: bool,
 ) -> Response {
     // The stateless era answers a malformed body with 400; the session eras
@@ -157,7 +157,10 @@ async fn post_without_session(
     } else {
         StatusCode::OK
     };
-    match parse_body(body) {
+    // The raw body is not kept while the call runs (it can be megabytes).
+    let parsed = parse_body(&body);
+    drop(body);
+    match parsed {
         Err(e) | Ok(Body::Single(Err(e))) => parse_failure(&e, error_status),
         Ok(Body::Single(Ok(msg))) if stateless_hint || stateless::has_envelope(&msg) => {
             stateless::post(state, headers, accepts, msg).await
@@ -225,7 +228,7 @@ async fn post_in_session(
     state: &AppState,
     session: Arc<Session>,
     accepts: Accepts,
-    body: &[u8],
+    body: Bytes,
 ) -> Response {
     let plan = Plan {
         accepts,
@@ -235,7 +238,10 @@ async fn post_in_session(
         status_of: always_ok,
     };
     let gateway = state.gateway.clone();
-    match parse_body(body) {
+    // The raw body is not kept while the call runs (it can be megabytes).
+    let parsed = parse_body(&body);
+    drop(body);
+    match parsed {
         Err(e) | Ok(Body::Single(Err(e))) => parse_failure(&e, StatusCode::OK),
         Ok(Body::Single(Ok(msg))) if msg.is_request() => {
             reply::reply(plan, move |related| async move {

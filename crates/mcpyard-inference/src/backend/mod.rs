@@ -192,7 +192,8 @@ impl Backend {
         let rb = self
             .request(reqwest::Method::POST, path)
             .timeout(self.timeout)
-            .json(body);
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(json_body(body));
         let bytes = self.send(rb, path, self.timeout).await?;
         self.parse_json(path, &bytes)
     }
@@ -619,6 +620,27 @@ impl Backend {
             .map_err(|e| self.map_reqwest(e, path, self.timeout))?;
         Ok((bytes, ct))
     }
+}
+
+/// A JSON body in a buffer of exactly its size: requests carrying images
+/// are megabytes, and a growing buffer would hold up to twice that.
+fn json_body(body: &Value) -> Vec<u8> {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Serialising a `Value` cannot fail (its keys are strings).
+    let _ = serde_json::to_writer(&mut count, body);
+    let mut out = Vec::with_capacity(count.0);
+    let _ = serde_json::to_writer(&mut out, body);
+    out
 }
 
 #[cfg(test)]

@@ -399,6 +399,22 @@ async fn load(
 /// bytes base64-encoded, not re-encoded), then each variant as PNG.
 fn prepare(bytes: Vec<u8>, variants: &[Variant], keep_original: bool) -> Result<Prepared, String> {
     let mime = imaging::sniff(&bytes).unwrap_or("application/octet-stream");
+    if variants.is_empty() {
+        // Decoded only to check it is a whole image: the pixels are freed
+        // before the data URL is built, and the bytes go as they came.
+        let (width, height) = {
+            let img = imaging::decode(&bytes)?;
+            (img.width(), img.height())
+        };
+        let url = imaging::data_url(mime, &bytes);
+        drop(bytes);
+        return Ok(Prepared {
+            mime,
+            width,
+            height,
+            parts: vec![("original".to_owned(), url)],
+        });
+    }
     let img = imaging::decode(&bytes)?;
     let mut parts = Vec::with_capacity(variants.len() + 1);
     if keep_original {
