@@ -162,7 +162,7 @@ struct Prepared {
     parts: Vec<(String, String)>,
 }
 
-async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolError> {
+async fn run(inf: &Inference, mut args: Args, call: &Call) -> Result<Value, ToolError> {
     args.only(&[
         "task",
         "images",
@@ -183,7 +183,9 @@ async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolErro
             TASKS.join(", ")
         )));
     }
-    let items = match args.get("images") {
+    // Taken out of the arguments so that each image's base64 text is freed
+    // as soon as it is decoded (it can be megabytes).
+    let items = match args.take("images") {
         Some(Value::Array(a)) if !a.is_empty() && a.len() <= MAX_IMAGES => a,
         _ => {
             return Err(ToolError::InvalidArguments(format!(
@@ -229,10 +231,12 @@ async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolErro
 
     // Images are loaded and prepared one at a time, so at most one is
     // decoded in memory at once.
-    let mut prepared = Vec::with_capacity(items.len());
-    let mut names = Vec::with_capacity(items.len());
-    for (i, item) in items.iter().enumerate() {
-        let (bytes, name) = load(inf, i, item).await?;
+    let count = items.len();
+    let mut prepared = Vec::with_capacity(count);
+    let mut names = Vec::with_capacity(count);
+    for (i, item) in items.into_iter().enumerate() {
+        let (bytes, name) = load(inf, i, &item).await?;
+        drop(item);
         let label = describe(i, name.as_deref());
         // Decoding and encoding are CPU work: off the async threads.
         let vs = variants.clone();

@@ -44,6 +44,11 @@ impl Args {
         )))
     }
 
+    /// Removes an argument and returns it (to own a large value).
+    pub(crate) fn take(&mut self, key: &str) -> Option<Value> {
+        self.0.remove(key)
+    }
+
     pub(crate) fn get(&self, key: &str) -> Option<&Value> {
         self.0.get(key).filter(|v| !v.is_null())
     }
