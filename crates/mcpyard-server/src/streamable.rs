@@ -6,7 +6,6 @@
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
@@ -105,7 +104,7 @@ fn lookup(gateway: &Gateway, id: &str) -> Result<Arc<Session>, Box<Response>> {
 pub(crate) async fn post(
     State(state): State<AppState>,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: axum::body::Body,
 ) -> Response {
     let accepts = Accepts::from_headers(&headers);
     if !accepts.any() {
@@ -122,9 +121,9 @@ pub(crate) async fn post(
         )
             .into_response();
     }
-    let body = match body {
+    let body = match read_body(body, &headers, state.opts.max_body_bytes).await {
         Ok(b) => b,
-        Err(rejection) => return (rejection.status(), rejection.body_text()).into_response(),
+        Err(r) => return *r,
     };
     let version = match check_version_header(&headers) {
         Ok(v) => v,
@@ -141,6 +140,60 @@ pub(crate) async fn post(
             post_without_session(&state, &headers, accepts, body, stateless_hint).await
         }
     }
+}
+
+/// Reads the whole body into one buffer sized from `Content-Length`, so a
+/// large request is held once, not as received chunks plus a joined copy.
+async fn read_body(
+    body: axum::body::Body,
+    headers: &HeaderMap,
+    limit: usize,
+) -> Result<Bytes, Box<Response>> {
+    use futures::StreamExt;
+    let too_large = || {
+        Box::new(
+            (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("the request body is larger than {limit} bytes"),
+            )
+                .into_response(),
+        )
+    };
+    let hint = headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(0);
+    if hint > limit {
+        return Err(too_large());
+    }
+    let mut buf = Vec::with_capacity(hint);
+    let mut chunks = body.into_data_stream();
+    while let Some(chunk) = chunks.next().await {
+        match chunk {
+            Ok(c) if buf.len() + c.len() > limit => return Err(too_large()),
+            Ok(c) => buf.extend_from_slice(&c),
+            Err(e) => {
+                let inner = e.into_inner();
+                let over_limit = std::iter::successors(
+                    Some(inner.as_ref() as &(dyn std::error::Error + 'static)),
+                    |e| e.source(),
+                )
+                .any(|e| e.is::<http_body_util::LengthLimitError>());
+                if over_limit {
+                    return Err(too_large());
+                }
+                return Err(Box::new(
+                    (
+                        StatusCode::BAD_REQUEST,
+                        "the request body could not be read",
+                    )
+                        .into_response(),
+                ));
+            }
+        }
+    }
+    Ok(Bytes::from(buf))
 }
 
 async fn post_without_session(

@@ -327,6 +327,19 @@ async fn oversize_body_is_413() {
     );
     let a = c.post_json(&big).await;
     assert_eq!(a.status, StatusCode::PAYLOAD_TOO_LARGE);
+
+    // Streamed without a Content-Length: cut off while it is read.
+    let chunks: Vec<Result<String, std::io::Error>> = (0..8).map(|_| Ok("x".repeat(512))).collect();
+    let req = Client::post()
+        .body(Body::from_stream(futures::stream::iter(chunks)))
+        .expect("valid test request");
+    let resp = c
+        .app
+        .clone()
+        .oneshot(req)
+        .await
+        .expect("the router never fails");
+    assert_eq!(resp.status(), StatusCode::PAYLOAD_TOO_LARGE);
 }
 
 #[tokio::test]

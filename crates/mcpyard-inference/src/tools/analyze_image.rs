@@ -420,20 +420,24 @@ fn prepare(bytes: Vec<u8>, variants: &[Variant], keep_original: bool) -> Result<
         });
     }
     let img = imaging::decode(&bytes)?;
+    let (width, height) = (img.width(), img.height());
     let mut parts = Vec::with_capacity(variants.len() + 1);
-    if keep_original {
-        parts.push(("original".to_owned(), imaging::data_url(mime, &bytes)));
-    }
-    drop(bytes);
     for v in variants {
         let shown = v.apply(&img);
         let url = imaging::png_data_url(&shown)?;
         parts.push((v.label(), url));
     }
+    // The pixels go before the original's data URL is built, so the two
+    // are never in memory together; the original still comes first.
+    drop(img);
+    if keep_original {
+        parts.insert(0, ("original".to_owned(), imaging::data_url(mime, &bytes)));
+    }
+    drop(bytes);
     Ok(Prepared {
         mime,
-        width: img.width(),
-        height: img.height(),
+        width,
+        height,
         parts,
     })
 }
