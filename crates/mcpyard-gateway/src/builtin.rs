@@ -12,6 +12,7 @@ const PAGES: &[(&str, &str)] = &[
     ("overview", include_str!("../docs/overview.md")),
     ("configuration", include_str!("../docs/configuration.md")),
     ("clients", include_str!("../docs/clients.md")),
+    ("local-models", include_str!("../docs/local-models.md")),
     (
         "troubleshooting",
         include_str!("../docs/troubleshooting.md"),

@@ -61,6 +61,8 @@ pub(crate) struct Settings {
     /// Things that are allowed but probably not meant; shown by `check`
     /// and logged at start.
     pub(crate) warnings: Vec<String>,
+    /// One line on the local models source, for `check`.
+    pub(crate) inference: String,
 }
 
 // By hand: the derived form would print header values, environment values
@@ -286,6 +288,7 @@ fn from_text(
     // Local models as tools: on by default (it only looks on loopback, and
     // contacts nothing before the first call or status request).
     let inference = top.inference.clone().unwrap_or_default();
+    let inference_summary = describe_inference(&inference);
     if inference.enabled {
         let source = mcpyard_inference::InferenceSource::new(inference)
             .map_err(|e| ctx.error("inference", e.to_string()))?;
@@ -312,6 +315,7 @@ fn from_text(
         max_body_bytes,
         log_level,
         warnings,
+        inference: inference_summary,
     })
 }
 
@@ -360,6 +364,24 @@ fn check_log_level(level: &str) -> Result<(), String> {
 
 /// Warns about credentials written in the file itself rather than taken
 /// from the environment.
+/// `check`'s line on the local models source.
+fn describe_inference(c: &mcpyard_inference::InferenceConfig) -> String {
+    if !c.enabled {
+        return "off".into();
+    }
+    let mut parts = vec![format!("tools as `{}<tool>`", c.prefix)];
+    if !c.backends.is_empty() {
+        let names: Vec<&str> = c.backends.iter().map(|b| b.name.as_str()).collect();
+        parts.push(format!("backends {}", names.join(", ")));
+    }
+    if c.discovery_enabled() {
+        let ports: Vec<String> = c.discover_ports.iter().map(u16::to_string).collect();
+        parts.push(format!("discovery on 127.0.0.1 ports {}", ports.join(", ")));
+    }
+    parts.push(format!("output {}", c.effective_output_dir().display()));
+    format!("on ({})", parts.join("; "))
+}
+
 fn warn_about_clear_secrets(file: &str, key: &str, raw: &RawServer, warnings: &mut Vec<String>) {
     for (name, value) in raw.headers.iter().flatten() {
         let lower = name.to_ascii_lowercase();
