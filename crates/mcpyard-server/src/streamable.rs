@@ -167,12 +167,24 @@ async fn read_body(
     if hint > limit {
         return Err(too_large());
     }
-    let mut buf = Vec::with_capacity(hint);
+    let mut buf: Vec<u8> = Vec::new();
+    // A body that arrives in one piece (the usual small request) is used as
+    // it is, without a copy.
+    let mut first: Option<Bytes> = None;
     let mut chunks = body.into_data_stream();
     while let Some(chunk) = chunks.next().await {
         match chunk {
-            Ok(c) if buf.len() + c.len() > limit => return Err(too_large()),
-            Ok(c) => buf.extend_from_slice(&c),
+            Ok(c) if buf.len() + first.as_ref().map_or(0, Bytes::len) + c.len() > limit => {
+                return Err(too_large())
+            }
+            Ok(c) if first.is_none() && buf.is_empty() => first = Some(c),
+            Ok(c) => {
+                if let Some(f) = first.take() {
+                    buf.reserve_exact(hint.max(f.len() + c.len()));
+                    buf.extend_from_slice(&f);
+                }
+                buf.extend_from_slice(&c);
+            }
             Err(e) => {
                 let inner = e.into_inner();
                 let over_limit = std::iter::successors(
@@ -193,7 +205,7 @@ async fn read_body(
             }
         }
     }
-    Ok(Bytes::from(buf))
+    Ok(first.unwrap_or_else(|| Bytes::from(buf)))
 }
 
 async fn post_without_session(
