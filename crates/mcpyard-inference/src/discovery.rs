@@ -117,7 +117,8 @@ impl Registry {
 }
 
 /// What answers on `127.0.0.1:port`, if an inference server does. The
-/// order matters: Lemonade imitates Ollama's routes, so it is asked first.
+/// order matters: Lemonade and LocalAI imitate Ollama's routes, so they are
+/// asked first.
 pub async fn identify(client: &reqwest::Client, port: u16) -> Option<BackendKind> {
     let probe = Backend::from_spec(
         &BackendSpec {
@@ -137,6 +138,24 @@ pub async fn identify(client: &reqwest::Client, port: u16) -> Option<BackendKind
         Err(crate::BackendError::Timeout { .. }) => return None,
         _ => {}
     }
+    // LocalAI before Ollama: LocalAI can imitate Ollama's API and its
+    // "Ollama is running" root, but has no pull endpoint of Ollama's; real
+    // Ollama has neither of these routes.
+    // Its discovery document lists its endpoints (LM Studio answers unknown
+    // routes with 200 and an `error` object, so any JSON is not enough).
+    if let Ok(v) = probe
+        .get_json_within("/.well-known/localai.json", PROBE_TIMEOUT)
+        .await
+    {
+        if v.get("endpoints").is_some() || v.get("endpoint_groups").is_some() {
+            return Some(BackendKind::Localai);
+        }
+    }
+    if let Ok(v) = probe.get_json_within("/system", PROBE_TIMEOUT).await {
+        if v.get("loaded_models").is_some() {
+            return Some(BackendKind::Localai);
+        }
+    }
     if let Ok(text) = probe.get_text_within("/", PROBE_TIMEOUT).await {
         if text.contains("Ollama is running") {
             return Some(BackendKind::Ollama);
@@ -154,18 +173,6 @@ pub async fn identify(client: &reqwest::Client, port: u16) -> Option<BackendKind
             .and_then(Value::as_array);
         if entries.is_some_and(|e| e.iter().any(|m| m.get("loaded_instances").is_some())) {
             return Some(BackendKind::Lmstudio);
-        }
-    }
-    if probe
-        .get_json_within("/.well-known/localai.json", PROBE_TIMEOUT)
-        .await
-        .is_ok()
-    {
-        return Some(BackendKind::Localai);
-    }
-    if let Ok(v) = probe.get_json_within("/system", PROBE_TIMEOUT).await {
-        if v.get("loaded_models").is_some() {
-            return Some(BackendKind::Localai);
         }
     }
     let models = probe

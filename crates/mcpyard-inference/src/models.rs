@@ -716,11 +716,31 @@ pub(crate) async fn pull(
                 .ok_or_else(|| backend.malformed("/models/apply", "no `uuid` in the answer"))?
                 .to_owned();
             let path = format!("/models/jobs/{uuid}");
+            // Older LocalAI answers the first polls with an error until the
+            // job has a status: a few of those are waited out.
+            let mut not_started = 0;
             loop {
-                let status = backend.get_json(&path).await?;
+                let status = match backend.get_json(&path).await {
+                    Ok(s) => s,
+                    Err(e) if not_started < 5 && !e.is_unreachable() => {
+                        not_started += 1;
+                        tracing::debug!(error = %e, "LocalAI job has no status yet");
+                        tokio::select! {
+                            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+                            _ = cancel.cancelled() => return Err(ToolError::Cancelled),
+                        }
+                        continue;
+                    }
+                    Err(e) => return Err(e.into()),
+                };
+                not_started = 5;
                 if let Some(err) = status.get("error").filter(|e| !e.is_null()) {
+                    // Older versions send a failure as `error: {}` (a Go
+                    // error marshalled) with the reason in `message`.
                     let reason = err
                         .as_str()
+                        .filter(|r| !r.is_empty())
+                        .or_else(|| status.get("message").and_then(Value::as_str))
                         .map(str::to_owned)
                         .unwrap_or_else(|| err.to_string());
                     return Err(fail(reason));

@@ -947,3 +947,79 @@ async fn several_servers_discovered_at_once() {
     );
     h.gateway.shutdown().await;
 }
+
+/// LocalAI serving Ollama's routes, root text included (a LocalAI option).
+fn localai_with_ollama_root(f: &Fixture, m: &str, p: &str, b: &Value) -> Response {
+    match (m, p) {
+        ("GET", "/") => raw(200, "text/plain; charset=UTF-8", "Ollama is running"),
+        ("GET", "/api/tags") => json_response(
+            200,
+            json!({"models": [{"name": "qwen3-0.6b:latest", "model": "qwen3-0.6b:latest", "digest": "sha256:00"}]}),
+        ),
+        ("GET", "/api/ps") => json_response(
+            200,
+            json!({"models": [{"name": "qwen3-0.6b:latest", "model": "qwen3-0.6b:latest"}]}),
+        ),
+        _ => localai(f, m, p, b),
+    }
+}
+
+#[tokio::test]
+async fn localai_imitating_ollama_is_still_localai() {
+    let (f, port) = serve(localai_with_ollama_root).await;
+    let client = mcpyard_inference::http_client();
+    assert_eq!(
+        identify(&client, port).await,
+        Some(BackendKind::Localai),
+        "{:?}",
+        f.paths()
+    );
+}
+
+/// An older LocalAI: a job has no status for its first poll (500), then
+/// fails the way Go marshals an error (`error: {}`, the reason in `message`).
+fn localai_older_jobs(f: &Fixture, m: &str, p: &str, b: &Value) -> Response {
+    if m == "GET" && p.starts_with("/models/jobs/") {
+        let polls = f.requests("GET", p).len();
+        if polls <= 1 {
+            return json_response(
+                500,
+                json!({"error": {"code": 500, "message": "could not find any status for ID", "type": ""}}),
+            );
+        }
+        return json_response(
+            200,
+            json!({"deletion": false, "processed": true, "progress": 0.0,
+                   "message": "error: no model found with name \"gone-model\"", "error": {}}),
+        );
+    }
+    localai(f, m, p, b)
+}
+
+#[tokio::test]
+async fn an_older_localai_job_is_waited_for_and_its_failure_explained() {
+    let (f, port) = serve(localai_older_jobs).await;
+    let h = Harness::new(InferenceConfig {
+        discover_ports: vec![port],
+        ..InferenceConfig::default()
+    })
+    .await;
+    let r = h
+        .call(
+            "chat",
+            json!({"model": "gone-model", "allow_download": true, "messages": user_says("hi")}),
+        )
+        .await;
+    assert!(is_error(&r), "{r}");
+    let t = text(&r);
+    assert!(
+        t.contains("no model found with name") && t.contains("gone-model"),
+        "{t}"
+    );
+    let polls: Vec<String> = f
+        .paths()
+        .into_iter()
+        .filter(|p| p.contains("/models/jobs/"))
+        .collect();
+    assert_eq!(polls.len(), 2, "the early 500 was waited out: {polls:?}");
+}
