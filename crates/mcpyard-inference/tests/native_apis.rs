@@ -4,160 +4,18 @@
 
 mod support;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::extract::State;
-use axum::http::{HeaderMap, Method, Uri};
 use axum::response::Response;
 use serde_json::{json, Value};
+use support::recording_fixture::{
+    completion, embeddings, json_response, not_found, raw, serve, Fixture,
+};
 use support::{config_with, is_error, text, Harness};
 
 use mcpyard_inference::{identify, BackendKind, BackendSpec, InferenceConfig};
-
-/// One request a fixture received.
-#[derive(Debug, Clone)]
-struct Seen {
-    method: String,
-    path: String,
-    body: Value,
-    auth: Option<String>,
-}
-
-type Handler = fn(&Fixture, &str, &str, &Value) -> Response;
-
-#[derive(Clone)]
-struct Fixture {
-    seen: Arc<Mutex<Vec<Seen>>>,
-    /// Models pulled so far (they then show as downloaded).
-    pulled: Arc<Mutex<Vec<String>>>,
-    /// Set when a streamed answer's connection was dropped by the client.
-    closed: Arc<std::sync::atomic::AtomicBool>,
-    handler: Handler,
-}
-
-impl Fixture {
-    fn requests(&self, method: &str, path: &str) -> Vec<Seen> {
-        self.seen
-            .lock()
-            .expect("lock")
-            .iter()
-            .filter(|s| s.method == method && s.path == path)
-            .cloned()
-            .collect()
-    }
-}
-
-async fn dispatch(
-    State(f): State<Fixture>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    f.seen.lock().expect("lock").push(Seen {
-        method: method.to_string(),
-        path: uri.path().to_owned(),
-        body: body.clone(),
-        auth: headers
-            .get("authorization")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned),
-    });
-    (f.handler)(&f, method.as_str(), uri.path(), &body)
-}
-
-/// Serves `handler` on a fresh loopback port; the task ends with the test.
-async fn serve(handler: Handler) -> (Fixture, u16) {
-    let f = Fixture {
-        seen: Arc::default(),
-        pulled: Arc::default(),
-        closed: Arc::default(),
-        handler,
-    };
-    let app = axum::Router::new().fallback(dispatch).with_state(f.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    (f, port)
-}
-
-fn json_response(status: u16, v: Value) -> Response {
-    Response::builder()
-        .status(status)
-        .header("content-type", "application/json")
-        .body(Body::from(v.to_string()))
-        .expect("response")
-}
-
-fn raw(status: u16, content_type: &str, body: impl Into<String>) -> Response {
-    Response::builder()
-        .status(status)
-        .header("content-type", content_type)
-        .body(Body::from(body.into()))
-        .expect("response")
-}
-
-fn not_found() -> Response {
-    raw(404, "text/plain", "404 page not found")
-}
-
-/// An OpenAI chat completion answer, checking the request is one: model
-/// and messages present, `max_tokens` (never `max_completion_tokens`).
-fn completion(body: &Value) -> Response {
-    if body["model"].as_str().is_none() || !body["messages"].is_array() {
-        return json_response(400, json!({"error": "model and messages are required"}));
-    }
-    if body.get("max_completion_tokens").is_some() {
-        return json_response(
-            400,
-            json!({"error": "max_completion_tokens is not supported"}),
-        );
-    }
-    if body["stream"] == json!(true) {
-        let chunk = |delta: Value, finish: Value| {
-            format!(
-                "data: {}\n\n",
-                json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": body["model"],
-                       "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
-            )
-        };
-        let sse = [
-            chunk(json!({"role": "assistant"}), Value::Null),
-            chunk(json!({"content": "Hello from "}), Value::Null),
-            chunk(json!({"content": "the fixture."}), Value::Null),
-            chunk(json!({}), json!("stop")),
-            "data: [DONE]\n\n".to_owned(),
-        ]
-        .concat();
-        return raw(200, "text/event-stream", sse);
-    }
-    json_response(
-        200,
-        json!({
-            "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": body["model"],
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hello from the fixture."}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 5, "completion_tokens": 4, "total_tokens": 9}
-        }),
-    )
-}
-
-fn embeddings(body: &Value) -> Response {
-    let n = body["input"].as_array().map_or(1, Vec::len);
-    let data: Vec<Value> = (0..n)
-        .map(|i| json!({"object": "embedding", "index": i, "embedding": [0.1, 0.2, 0.3]}))
-        .collect();
-    json_response(
-        200,
-        json!({"object": "list", "model": body["model"], "data": data}),
-    )
-}
 
 // ---------------------------------------------------------------- Ollama
 
@@ -174,7 +32,7 @@ fn ollama(f: &Fixture, method: &str, path: &str, body: &Value) -> Response {
                 tag("qwen3:0.6b", 523000000),
                 tag("nomic-embed-text:latest", 274302450),
             ];
-            for p in f.pulled.lock().expect("lock").iter() {
+            for p in f.downloaded.lock().expect("lock").iter() {
                 models.push(tag(p, 2019393189));
             }
             json_response(200, json!({"models": models}))
@@ -198,7 +56,10 @@ fn ollama(f: &Fixture, method: &str, path: &str, body: &Value) -> Response {
                     json!({"error": format!("unexpected pull body {body}")}),
                 );
             }
-            f.pulled.lock().expect("lock").push("llama3.2:3b".into());
+            f.downloaded
+                .lock()
+                .expect("lock")
+                .push("llama3.2:3b".into());
             let lines = [
                 json!({"status": "pulling manifest"}),
                 json!({"status": "pulling dde5aa3fc5ff", "digest": "sha256:dde5", "total": 2000, "completed": 500}),
@@ -346,7 +207,7 @@ fn lemonade(f: &Fixture, method: &str, path: &str, body: &Value) -> Response {
                 json!({"id": "Qwen3-0.6B-GGUF", "object": "model", "owned_by": "lemonade", "checkpoint": "unsloth/Qwen3-0.6B-GGUF:Q4_0", "recipe": "llamacpp", "labels": ["reasoning", "tool-calling"], "downloaded": true}),
                 json!({"id": "Whisper-Tiny", "object": "model", "owned_by": "lemonade", "checkpoint": "ggerganov/whisper.cpp:ggml-tiny.bin", "recipe": "whispercpp", "labels": ["audio", "transcription"], "downloaded": true}),
             ];
-            for p in f.pulled.lock().expect("lock").iter() {
+            for p in f.downloaded.lock().expect("lock").iter() {
                 data.push(json!({"id": p, "object": "model", "owned_by": "lemonade", "recipe": "llamacpp", "labels": ["vision"], "downloaded": true}));
             }
             json_response(200, json!({"object": "list", "data": data}))
@@ -362,7 +223,7 @@ fn lemonade(f: &Fixture, method: &str, path: &str, body: &Value) -> Response {
             if name == "Broken-Model" {
                 return raw(200, "text/event-stream", "event: error\ndata: {\"error\":\"Model Broken-Model not found in the registry\"}\n\n");
             }
-            f.pulled.lock().expect("lock").push(name.to_owned());
+            f.downloaded.lock().expect("lock").push(name.to_owned());
             let events = "event: progress\ndata: {\"file\":\"model.gguf\",\"file_index\":1,\"total_files\":2,\"bytes_downloaded\":1073741824,\"bytes_total\":2684354560,\"percent\":40}\n\n\
                           event: progress\ndata: {\"file\":\"model.gguf\",\"file_index\":1,\"total_files\":2,\"bytes_downloaded\":2684354560,\"bytes_total\":2684354560,\"percent\":100}\n\n\
                           event: progress\ndata: {\"file\":\"mmproj.gguf\",\"file_index\":2,\"total_files\":2,\"bytes_downloaded\":1024,\"bytes_total\":1024,\"percent\":100}\n\n\

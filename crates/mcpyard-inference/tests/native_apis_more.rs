@@ -5,161 +5,14 @@
 
 mod support;
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
 
-use axum::body::{Body, Bytes};
-use axum::extract::State;
-use axum::http::{Method, Uri};
 use axum::response::Response;
 use serde_json::{json, Value};
+use support::recording_fixture::{completion, embeddings, json_response, raw, serve, Fixture};
 use support::{config_with, is_error, text, Harness};
 
 use mcpyard_inference::{identify, BackendKind, InferenceConfig};
-
-/// One request a fixture received.
-#[derive(Debug, Clone)]
-struct Seen {
-    method: String,
-    path: String,
-    body: Value,
-}
-
-type Handler = fn(&Fixture, &str, &str, &Value) -> Response;
-
-#[derive(Clone)]
-struct Fixture {
-    seen: Arc<Mutex<Vec<Seen>>>,
-    /// Models installed by a download, listed after the built-in ones.
-    installed: Arc<Mutex<Vec<String>>>,
-    /// Download jobs: uuid → (model, times polled).
-    jobs: Arc<Mutex<HashMap<String, (String, u32)>>>,
-    /// Whether the server finished loading its model (llama-server).
-    ready: Arc<AtomicBool>,
-    /// What a generic server puts in `owned_by`.
-    owner: Arc<Mutex<Option<String>>>,
-    handler: Handler,
-}
-
-impl Fixture {
-    fn requests(&self, method: &str, path: &str) -> Vec<Seen> {
-        self.seen
-            .lock()
-            .expect("lock")
-            .iter()
-            .filter(|s| s.method == method && s.path == path)
-            .cloned()
-            .collect()
-    }
-
-    fn paths(&self) -> Vec<String> {
-        self.seen
-            .lock()
-            .expect("lock")
-            .iter()
-            .map(|s| format!("{} {}", s.method, s.path))
-            .collect()
-    }
-}
-
-async fn dispatch(State(f): State<Fixture>, method: Method, uri: Uri, body: Bytes) -> Response {
-    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    f.seen.lock().expect("lock").push(Seen {
-        method: method.to_string(),
-        path: uri.path().to_owned(),
-        body: body.clone(),
-    });
-    (f.handler)(&f, method.as_str(), uri.path(), &body)
-}
-
-/// Serves `handler` on a fresh loopback port; the task ends with the test.
-async fn serve(handler: Handler) -> (Fixture, u16) {
-    let f = Fixture {
-        seen: Arc::default(),
-        installed: Arc::default(),
-        jobs: Arc::default(),
-        ready: Arc::new(AtomicBool::new(true)),
-        owner: Arc::default(),
-        handler,
-    };
-    let app = axum::Router::new().fallback(dispatch).with_state(f.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    (f, port)
-}
-
-fn json_response(status: u16, v: Value) -> Response {
-    Response::builder()
-        .status(status)
-        .header("content-type", "application/json")
-        .body(Body::from(v.to_string()))
-        .expect("response")
-}
-
-fn raw(status: u16, content_type: &str, body: impl Into<String>) -> Response {
-    Response::builder()
-        .status(status)
-        .header("content-type", content_type)
-        .body(Body::from(body.into()))
-        .expect("response")
-}
-
-/// An OpenAI chat completion answer, checking the request is one: model
-/// and messages present, `max_tokens` (never `max_completion_tokens`), and
-/// none of mcpyard's own arguments.
-fn completion(body: &Value) -> Response {
-    if body["model"].as_str().is_none() || !body["messages"].is_array() {
-        return json_response(400, json!({"error": "model and messages are required"}));
-    }
-    for key in ["max_completion_tokens", "allow_download"] {
-        if body.get(key).is_some() {
-            return json_response(400, json!({"error": format!("unknown field {key}")}));
-        }
-    }
-    if body["stream"] == json!(true) {
-        let chunk = |delta: Value, finish: Value| {
-            format!(
-                "data: {}\n\n",
-                json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": body["model"],
-                       "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
-            )
-        };
-        let sse = [
-            chunk(json!({"role": "assistant"}), Value::Null),
-            chunk(json!({"content": "Hello from "}), Value::Null),
-            chunk(json!({"content": "the fixture."}), Value::Null),
-            chunk(json!({}), json!("stop")),
-            "data: [DONE]\n\n".to_owned(),
-        ]
-        .concat();
-        return raw(200, "text/event-stream", sse);
-    }
-    json_response(
-        200,
-        json!({
-            "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": body["model"],
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hello from the fixture."}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 5, "completion_tokens": 4, "total_tokens": 9}
-        }),
-    )
-}
-
-fn embeddings(body: &Value) -> Response {
-    let n = body["input"].as_array().map_or(1, Vec::len);
-    let data: Vec<Value> = (0..n)
-        .map(|i| json!({"object": "embedding", "index": i, "embedding": [0.1, 0.2, 0.3]}))
-        .collect();
-    json_response(
-        200,
-        json!({"object": "list", "model": body["model"], "data": data}),
-    )
-}
 
 fn user_says(text: &str) -> Value {
     json!([{"role": "user", "content": text}])
@@ -191,7 +44,7 @@ const LOCALAI_GALLERY: [&str; 3] = [
 
 fn localai_installed(f: &Fixture) -> Vec<String> {
     let mut all: Vec<String> = LOCALAI_INSTALLED.iter().map(|s| (*s).to_owned()).collect();
-    all.extend(f.installed.lock().expect("lock").iter().cloned());
+    all.extend(f.downloaded.lock().expect("lock").iter().cloned());
     all
 }
 
@@ -282,7 +135,7 @@ fn localai(f: &Fixture, method: &str, path: &str, body: &Value) -> Response {
                 2 => localai_status(&model, false, "processing", 37.5),
                 3 => localai_status(&model, false, "processing", 81.2),
                 _ => {
-                    let mut installed = f.installed.lock().expect("lock");
+                    let mut installed = f.downloaded.lock().expect("lock");
                     if !installed.contains(&model) {
                         installed.push(model.clone());
                     }

@@ -3,6 +3,8 @@
 //! `Gateway::handle` like a transport would.
 #![allow(dead_code)] // each test file uses a part
 
+pub(crate) mod recording_fixture;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
