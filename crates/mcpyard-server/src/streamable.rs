@@ -142,8 +142,12 @@ pub(crate) async fn post(
     }
 }
 
-/// Reads the whole body into one buffer sized from `Content-Length`, so a
-/// large request is held once, not as received chunks plus a joined copy.
+/// Bodies up to this size (by `Content-Length`) are collected the usual way.
+const SMALL_BODY: usize = 64 * 1024;
+
+/// Reads the whole body; a large one into one buffer sized from
+/// `Content-Length`, so it is held once, not as received chunks plus a
+/// joined copy.
 async fn read_body(
     body: axum::body::Body,
     headers: &HeaderMap,
@@ -166,6 +170,27 @@ async fn read_body(
         .unwrap_or(0);
     if hint > limit {
         return Err(too_large());
+    }
+    // Small bodies: axum's own collection is the cheapest path.
+    if hint <= SMALL_BODY {
+        return axum::body::to_bytes(body, limit).await.map_err(|e| {
+            let over_limit =
+                std::iter::successors(Some(&e as &(dyn std::error::Error + 'static)), |e| {
+                    e.source()
+                })
+                .any(|e| e.is::<http_body_util::LengthLimitError>());
+            if over_limit {
+                too_large()
+            } else {
+                Box::new(
+                    (
+                        StatusCode::BAD_REQUEST,
+                        "the request body could not be read",
+                    )
+                        .into_response(),
+                )
+            }
+        });
     }
     let mut buf: Vec<u8> = Vec::new();
     // A body that arrives in one piece (the usual small request) is used as
