@@ -184,7 +184,7 @@ impl Gateway {
                 }
                 let cancel = session.begin_request(&id);
                 let mut outcome = self
-                    .dispatch(session, &id, &method, params, related, cancel)
+                    .dispatch(session, &method, params, related, cancel)
                     .await;
                 session.finish_request(&id);
                 if session.is_stateless() {
@@ -222,13 +222,11 @@ impl Gateway {
     async fn dispatch(
         &self,
         session: &Arc<Session>,
-        id: &RequestId,
         method: &str,
         params: Option<Value>,
         related: Option<Outbound>,
         cancel: CancellationToken,
     ) -> Outcome {
-        let _ = id;
         let params = params.unwrap_or_else(|| json!({}));
         let cursor = || params.get("cursor").and_then(Value::as_str);
         match method {
