@@ -269,6 +269,40 @@ async fn poll_task(client: &mcpyard_client::McpClient, task_id: &str) -> serde_j
     }
 }
 
+/// Calls a tool as a task, polls it to `completed` and returns its id and
+/// `tasks/result`.
+async fn run_as_task(
+    client: &mcpyard_client::McpClient,
+    name: &str,
+    arguments: serde_json::Value,
+) -> (String, serde_json::Value) {
+    let created = client
+        .request(
+            "tools/call",
+            Some(json!({"name": name, "arguments": arguments, "task": {"ttl": 60000}})),
+            RequestOptions::default(),
+        )
+        .await
+        .unwrap();
+    let task_id = created["task"]["taskId"]
+        .as_str()
+        .expect("a CreateTaskResult")
+        .to_owned();
+    assert_eq!(
+        poll_task(client, &task_id).await["status"],
+        json!("completed")
+    );
+    let result = client
+        .request(
+            "tasks/result",
+            Some(json!({"taskId": task_id})),
+            RequestOptions::default(),
+        )
+        .await
+        .unwrap();
+    (task_id, result)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn task_augmented_calls_run_in_the_gateway_or_pass_through_to_a_task_capable_upstream() {
     let dir = scratch();
@@ -296,30 +330,7 @@ async fn task_augmented_calls_run_in_the_gateway_or_pass_through_to_a_task_capab
     );
 
     // A server without tasks: the gateway runs the call as its own task.
-    let created = client
-        .request(
-            "tools/call",
-            Some(json!({"name": "plain__echo", "arguments": {"said": "in a task"}, "task": {"ttl": 60000}})),
-            RequestOptions::default(),
-        )
-        .await
-        .unwrap();
-    let task_id = created["task"]["taskId"]
-        .as_str()
-        .expect("a CreateTaskResult")
-        .to_owned();
-    assert_eq!(
-        poll_task(&client, &task_id).await["status"],
-        json!("completed")
-    );
-    let result = client
-        .request(
-            "tasks/result",
-            Some(json!({"taskId": task_id})),
-            RequestOptions::default(),
-        )
-        .await
-        .unwrap();
+    let (task_id, result) = run_as_task(&client, "plain__echo", json!({"said": "in a task"})).await;
     assert!(text(&result).contains("in a task"), "{result}");
     let listed = client
         .request("tasks/list", None, RequestOptions::default())
@@ -335,30 +346,12 @@ async fn task_augmented_calls_run_in_the_gateway_or_pass_through_to_a_task_capab
     );
 
     // server-everything runs tasks itself: the gateway routes them by id.
-    let created = client
-        .request(
-            "tools/call",
-            Some(json!({"name": "every__simulate-research-query", "arguments": {"topic": "gateways"}, "task": {"ttl": 60000}})),
-            RequestOptions::default(),
-        )
-        .await
-        .unwrap();
-    let task_id = created["task"]["taskId"]
-        .as_str()
-        .expect("a CreateTaskResult")
-        .to_owned();
-    assert_eq!(
-        poll_task(&client, &task_id).await["status"],
-        json!("completed")
-    );
-    let result = client
-        .request(
-            "tasks/result",
-            Some(json!({"taskId": task_id})),
-            RequestOptions::default(),
-        )
-        .await
-        .unwrap();
+    let (_, result) = run_as_task(
+        &client,
+        "every__simulate-research-query",
+        json!({"topic": "gateways"}),
+    )
+    .await;
     assert!(
         serde_json::to_string(&result).unwrap().contains("gateways"),
         "{result}"

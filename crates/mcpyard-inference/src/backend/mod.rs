@@ -222,18 +222,9 @@ impl Backend {
         let rb = self
             .request(reqwest::Method::POST, path)
             .timeout(self.timeout)
-            .json(body);
-        let resp = self.start(rb, path, self.timeout).await?;
-        let ct = resp
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        let bytes = resp
-            .bytes()
-            .await
-            .map_err(|e| self.map_reqwest(e, path, self.timeout))?;
-        Ok((bytes, ct))
+            .header(CONTENT_TYPE, "application/json")
+            .body(json_body(body));
+        self.body_and_type(rb, path).await
     }
 
     /// `POST path` answered with Server-Sent Events. `timeout` bounds the
