@@ -2,7 +2,9 @@
 //! method to the catalog, the built-in tools or the owning upstream.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use mcpyard_proto::{codes, methods, ErrorObject, Message, RequestId};
 use serde_json::{json, Value};
@@ -42,8 +44,18 @@ pub(crate) struct Inner {
     tasks: Mutex<HashMap<String, usize>>,
     /// Tasks the gateway runs itself (tools/call with `task`).
     own_tasks: TaskStore,
+    /// Requests that need the catalogue wait, until this instant, for every
+    /// upstream's first connection attempt, so that the first `tools/list`
+    /// is whole and the first call finds its tool.
+    startup_deadline: tokio::time::Instant,
+    /// Set once every first attempt has ended (or the deadline passed).
+    started: AtomicBool,
     stop: CancellationToken,
 }
+
+/// How long requests wait at most for upstreams still making their first
+/// connection; one that takes longer joins later with a `list_changed`.
+const STARTUP_GRACE: Duration = Duration::from_secs(15);
 
 type Outcome = Result<Value, ErrorObject>;
 
@@ -117,6 +129,8 @@ impl Gateway {
                 upstreams,
                 locals,
                 tasks: Mutex::default(),
+                startup_deadline: tokio::time::Instant::now() + STARTUP_GRACE,
+                started: AtomicBool::new(false),
                 stop,
             }),
         };
@@ -161,10 +175,24 @@ impl Gateway {
         }
     }
 
-    /// Whether every upstream has finished its first connection attempt
-    /// (connected or failed). Useful to wait for before listing.
-    pub fn settled(&self) -> bool {
-        self.inner.upstreams.iter().all(|u| !u.is_connecting())
+    /// Waits until every upstream has ended its first connection attempt
+    /// (connected or failed), at most until the startup deadline or until
+    /// `cancel` fires. Free once that has happened.
+    pub async fn wait_for_startup(&self, cancel: &CancellationToken) {
+        let inner = &self.inner;
+        if inner.started.load(Ordering::Acquire) {
+            return;
+        }
+        let all_attempted = async {
+            for upstream in &inner.upstreams {
+                upstream.first_attempt_ended().await;
+            }
+        };
+        tokio::select! {
+            () = all_attempted => inner.started.store(true, Ordering::Release),
+            () = tokio::time::sleep_until(inner.startup_deadline) => inner.started.store(true, Ordering::Release),
+            () = cancel.cancelled() => {}
+        }
     }
 
     /// Handles one message from a client. Returns the response for a
@@ -228,6 +256,12 @@ impl Gateway {
         cancel: CancellationToken,
     ) -> Outcome {
         let params = params.unwrap_or_else(|| json!({}));
+        if !matches!(
+            method,
+            methods::INITIALIZE | methods::SERVER_DISCOVER | methods::PING
+        ) {
+            self.wait_for_startup(&cancel).await;
+        }
         let cursor = || params.get("cursor").and_then(Value::as_str);
         match method {
             methods::INITIALIZE => Ok(self.initialize(session, &params)),

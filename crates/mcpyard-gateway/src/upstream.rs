@@ -41,6 +41,8 @@ pub(crate) struct Upstream {
     health: Mutex<Health>,
     relay: Arc<Relay>,
     stop: CancellationToken,
+    /// Cancelled when the first connection attempt has ended (up or down).
+    first_attempt: CancellationToken,
     /// Cancelled when the supervisor has stopped and the client is shut down.
     done: CancellationToken,
 }
@@ -100,6 +102,7 @@ impl Upstream {
             }),
             relay,
             stop,
+            first_attempt: CancellationToken::new(),
             done: CancellationToken::new(),
         });
         tokio::spawn(upstream.clone().supervise(catalog, sessions, events_rx));
@@ -107,9 +110,20 @@ impl Upstream {
     }
 
     fn set_state(&self, state: State) {
+        let settled = !matches!(state, State::Connecting);
         let mut h = self.health.lock().expect("health lock poisoned");
         h.state = state;
         h.since = Instant::now();
+        drop(h);
+        if settled {
+            self.first_attempt.cancel();
+        }
+    }
+
+    /// Resolves once the first connection attempt has ended, connected (its
+    /// lists are in the catalog by then) or failed.
+    pub(crate) async fn first_attempt_ended(&self) {
+        self.first_attempt.cancelled().await
     }
 
     pub(crate) fn client(&self) -> Option<McpClient> {
@@ -246,13 +260,6 @@ impl Upstream {
                 .and_then(|caps| caps.pointer(pointer))
                 .is_some_and(|v| !v.is_null() && v != &Value::Bool(false))
         })
-    }
-
-    pub(crate) fn is_connecting(&self) -> bool {
-        matches!(
-            self.health.lock().expect("health lock poisoned").state,
-            State::Connecting
-        )
     }
 
     fn publish(&self, catalog: &Catalog, sessions: &Sessions, lists: Option<SourceLists>) {

@@ -213,3 +213,31 @@ async fn no_child_process_survives_the_gateway() {
     assert!(alive.is_empty(), "processes left behind: {alive:?}");
     gw.proc.stop();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_made_while_an_upstream_is_still_starting_wait_for_it() {
+    let dir = scratch();
+    let config = format!(
+        "[servers.late]\n{}",
+        misbehaving("slowstart", &dir.path().join("x"))
+    );
+    let gw = Gateway::start(&config, dir.path()).await;
+    // No waiting for the tools: the first list and the first call are made
+    // while the upstream is still asleep, as a client launched with the
+    // gateway does.
+    let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
+    let listed = client
+        .request("tools/list", None, RequestOptions::default())
+        .await
+        .expect("tools/list");
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .expect("tools array")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(names.contains(&"late__echo"), "first list: {names:?}");
+    let r = call(&client, "late__echo", json!({"first": "call"})).await;
+    assert!(text(&r).contains("first"), "{r}");
+    client.shutdown().await;
+}

@@ -6,9 +6,12 @@ Modes (argv[1]):
   garbage  writes non-JSON lines around every answer; otherwise well behaved.
   changing a call to `grow` adds a tool `extra` and announces it with
            notifications/tools/list_changed.
+  slowstart  sleeps 3 s before reading anything (a cold interpreter or a
+           package being fetched); otherwise well behaved.
 """
 import json
 import sys
+import time
 
 MODE = sys.argv[1]
 LOG = sys.argv[2] if len(sys.argv) > 2 else None
@@ -26,6 +29,9 @@ TOOLS = [
     {"name": "grow", "description": "adds a tool", "inputSchema": {"type": "object"}},
     {"name": "echo", "description": "echoes", "inputSchema": {"type": "object"}},
 ]
+
+if MODE == "slowstart":
+    time.sleep(3)
 
 for line in sys.stdin:
     line = line.strip()
