@@ -140,11 +140,13 @@ async fn a_hanging_upstream_times_out_and_is_told_to_cancel() {
         "timeout took {elapsed:?}"
     );
     // The upstream was told to stop working on it.
+    // The file appears before its line is written: wait for the line itself.
     let deadline = Instant::now() + Duration::from_secs(5);
-    while !cancels.exists() && Instant::now() < deadline {
+    let mut logged = String::new();
+    while !logged.contains("requestId") && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
+        logged = std::fs::read_to_string(&cancels).unwrap_or_default();
     }
-    let logged = std::fs::read_to_string(&cancels).unwrap_or_default();
     assert!(
         logged.contains("requestId"),
         "no notifications/cancelled reached the upstream"
