@@ -14,7 +14,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
-use common::{first_text, names, start_everything, Recorder};
+use common::{first_text, names, start_everything, start_everything_on, Recorder};
 use mcpyard_client::{ClientError, ConnectOptions, McpClient, RequestOptions, TransportSpec};
 use serde_json::{json, Value};
 
@@ -322,6 +322,42 @@ async fn a_forgotten_session_is_reinitialised_and_the_call_resent() {
         }
     }
     server.abort();
+}
+
+/// server-everything (TypeScript SDK) answers a session it does not know
+/// with 400 rather than 404; a restarted one must still be picked up again
+/// without failing the call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_typescript_server_gets_a_new_session_without_a_failed_call() {
+    let server = start_everything("streamableHttp");
+    let port = server.port;
+    let spec = TransportSpec::StreamableHttp {
+        url: format!("http://127.0.0.1:{port}/mcp"),
+        headers: vec![],
+    };
+    let client = McpClient::connect(spec, Recorder::new(), options())
+        .await
+        .expect("connect");
+    let echo = |message: &'static str| {
+        let client = client.clone();
+        async move {
+            client
+                .request(
+                    "tools/call",
+                    Some(json!({"name": "echo", "arguments": {"message": message}})),
+                    RequestOptions::default(),
+                )
+                .await
+        }
+    };
+    let before = echo("before").await.expect("call before the restart");
+    assert!(first_text(&before).contains("before"), "{before}");
+
+    drop(server);
+    let _restarted = start_everything_on("streamableHttp", port);
+    let after = echo("after").await.expect("call after the restart");
+    assert!(first_text(&after).contains("after"), "{after}");
+    client.shutdown().await;
 }
 
 #[tokio::test]

@@ -5,8 +5,8 @@
 //! Messages that arrive on the response of a POST that carried our request
 //! are tagged with that request's id (`related`), so the caller can route
 //! progress and server-to-client requests back to the right place.
-//! A session the server forgot (404 on a POST that carried it) is
-//! re-initialised once, transparently, with the `initialize` params first
+//! A session the server forgot (404 on a POST that carried it, or the 400
+//! that servers built on the TypeScript SDK send) is re-initialised once, transparently, with the `initialize` params first
 //! used, and the message is sent again.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -164,11 +164,10 @@ impl StreamableHttpTransport {
         }
         let session = self.core.session();
         let mut resp = self.core.post(message).await?;
-        if resp.status() == StatusCode::NOT_FOUND && session.is_some() && !is_initialize {
-            // The server forgot the session (restart, expiry): the spec says
-            // start a new one with a fresh initialize.
-            self.reinitialize(session.as_deref()).await?;
-            resp = self.core.post(message).await?;
+        if session.is_some() && !is_initialize {
+            resp = self
+                .resend_if_session_lost(resp, session.as_deref(), message)
+                .await?;
         }
         if is_initialize && resp.status().is_success() {
             self.core.capture_session(&resp);
@@ -226,6 +225,27 @@ impl StreamableHttpTransport {
         self.core.link.end("shut down").await;
     }
 
+    /// When the server forgot the session (restart, expiry), starts a new
+    /// one and sends `message` again. The spec says 404; servers built on the
+    /// TypeScript SDK answer 400 and say why in the body.
+    async fn resend_if_session_lost(
+        &self,
+        resp: reqwest::Response,
+        stale: Option<&str>,
+        message: &Message,
+    ) -> Result<reqwest::Response, ClientError> {
+        match resp.status() {
+            StatusCode::NOT_FOUND => {}
+            StatusCode::BAD_REQUEST => match status_error(resp).await {
+                ClientError::Http { body, .. } if names_a_lost_session(&body) => {}
+                other => return Err(other),
+            },
+            _ => return Ok(resp),
+        }
+        self.reinitialize(stale).await?;
+        self.core.post(message).await
+    }
+
     /// Starts a new session after `stale` was refused, unless a concurrent
     /// caller already did.
     async fn reinitialize(&self, stale: Option<&str>) -> Result<(), ClientError> {
@@ -266,6 +286,14 @@ impl StreamableHttpTransport {
         }
         Ok(())
     }
+}
+
+/// Whether a 400 body says the session is unknown rather than the request
+/// bad: the TypeScript SDK's "No valid session ID provided" and "Server not
+/// initialized" (a restarted single-session server).
+fn names_a_lost_session(body: &str) -> bool {
+    let body = body.to_ascii_lowercase();
+    body.contains("session id") || body.contains("not initialized")
 }
 
 /// Handles the answer to a POST: a JSON body that is exactly the answer to
@@ -505,5 +533,23 @@ async fn listen(core: Arc<Core>) {
             () = tokio::time::sleep(delay) => {}
             () = stop.cancelled() => return,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::names_a_lost_session;
+
+    #[test]
+    fn lost_sessions_are_told_from_bad_requests() {
+        assert!(names_a_lost_session(
+            r#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}"#
+        ));
+        assert!(names_a_lost_session(
+            r#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: Server not initialized"},"id":null}"#
+        ));
+        assert!(!names_a_lost_session(
+            r#"{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"},"id":null}"#
+        ));
     }
 }

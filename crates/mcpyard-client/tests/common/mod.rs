@@ -84,6 +84,11 @@ impl Drop for ServerGuard {
 /// Starts server-everything with an HTTP transport (`streamableHttp` or
 /// `sse`) on a free loopback port.
 pub fn start_everything(mode: &str) -> ServerGuard {
+    start_everything_on(mode, 0)
+}
+
+/// Starts server-everything on a given loopback port (0: any free one).
+pub fn start_everything_on(mode: &str, port: u16) -> ServerGuard {
     let js = everything_js();
     let dir = tempfile::tempdir().expect("a temp dir");
     let preload = dir.path().join("loopback.cjs");
@@ -93,7 +98,7 @@ pub fn start_everything(mode: &str) -> ServerGuard {
         .arg(&preload)
         .arg(&js)
         .arg(mode)
-        .env("PORT", "0")
+        .env("PORT", port.to_string())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
