@@ -497,6 +497,12 @@ async fn dispatch(mut rx: mpsc::Receiver<Inbound>, shared: Arc<Shared>, inner: W
                 }
             },
             Inbound::Fail { id, error } => shared.resolve(&id, Err(error)),
+            Inbound::SessionRestarted => {
+                tokio::select! {
+                    () = shared.handler.on_session_restarted() => {}
+                    () = shared.closed.cancelled() => break,
+                }
+            }
             Inbound::Closed { reason } => {
                 tracing::info!(target: "mcpyard::upstream", server = %shared.label, "connection closed: {reason}");
                 break;

@@ -31,6 +31,11 @@ pub trait ClientHandler: Send + Sync + 'static {
         params: Option<Value>,
         related: Option<RequestId>,
     );
+
+    /// The server forgot our session (it restarted, or the session expired)
+    /// and the client started a new one. Whatever was learned in the old
+    /// session (its lists, subscriptions) may be stale now.
+    async fn on_session_restarted(&self) {}
 }
 
 /// Answers pings, refuses every other request, drops notifications.

@@ -33,6 +33,8 @@ pub(crate) enum Inbound {
     /// Our request `id` cannot get an answer (its stream broke, its answer
     /// was too large...).
     Fail { id: RequestId, error: ClientError },
+    /// The server forgot the session and a new one was started.
+    SessionRestarted,
     /// The transport is gone; nothing more will arrive.
     Closed { reason: String },
 }
@@ -77,6 +79,11 @@ impl Link {
     /// Fails one of our requests.
     pub(crate) async fn fail(&self, id: RequestId, error: ClientError) {
         self.push(Inbound::Fail { id, error }).await;
+    }
+
+    /// Says a new session replaced one the server forgot.
+    pub(crate) async fn session_restarted(&self) {
+        self.push(Inbound::SessionRestarted).await;
     }
 
     /// Says the transport is gone. Queued behind what was already read, so

@@ -335,7 +335,8 @@ async fn a_restarted_typescript_server_gets_a_new_session_without_a_failed_call(
         url: format!("http://127.0.0.1:{port}/mcp"),
         headers: vec![],
     };
-    let client = McpClient::connect(spec, Recorder::new(), options())
+    let recorder = Recorder::new();
+    let client = McpClient::connect(spec, recorder.clone(), options())
         .await
         .expect("connect");
     let echo = |message: &'static str| {
@@ -357,6 +358,8 @@ async fn a_restarted_typescript_server_gets_a_new_session_without_a_failed_call(
     let _restarted = start_everything_on("streamableHttp", port);
     let after = echo("after").await.expect("call after the restart");
     assert!(first_text(&after).contains("after"), "{after}");
+    // The handler hears of it: lists learned in the old session may be stale.
+    assert_eq!(recorder.session_restarts.load(Ordering::SeqCst), 1);
     client.shutdown().await;
 }
 

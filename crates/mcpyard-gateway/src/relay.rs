@@ -269,6 +269,11 @@ impl ClientHandler for Relay {
             .await
     }
 
+    /// A restarted server may offer other tools than before: list again.
+    async fn on_session_restarted(&self) {
+        let _ = self.events.send(UpstreamEvent::Refresh(&ListKind::ALL));
+    }
+
     async fn on_notification(
         &self,
         method: &str,

@@ -243,3 +243,26 @@ async fn requests_made_while_an_upstream_is_still_starting_wait_for_it() {
     assert!(text(&r).contains("first"), "{r}");
     client.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_http_upstream_is_picked_up_again_without_a_failed_call() {
+    let dir = scratch();
+    let (mut server, port) = start_everything("streamableHttp", dir.path()).await;
+    let config = format!("[servers.every]\nurl = \"http://127.0.0.1:{port}/mcp\"\n");
+    let gw = Gateway::start(&config, dir.path()).await;
+    let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
+    wait_for_tools(&client, &["every__echo"], Duration::from_secs(30)).await;
+    let r = call(&client, "every__echo", json!({"message": "before"})).await;
+    assert!(text(&r).contains("before"), "{r}");
+
+    // A restart in place: the new process knows nothing of the old session.
+    server.stop();
+    let _server = start_everything_on("streamableHttp", dir.path(), port).await;
+    let r = call(&client, "every__echo", json!({"message": "after"})).await;
+    assert!(text(&r).contains("after"), "{r}");
+    assert!(
+        gw.proc.log_text().contains("session expired"),
+        "the gateway says it started a new session"
+    );
+    client.shutdown().await;
+}

@@ -284,6 +284,7 @@ impl StreamableHttpTransport {
         if !resp.status().is_success() {
             return Err(status_error(resp).await);
         }
+        self.core.link.session_restarted().await;
         Ok(())
     }
 }

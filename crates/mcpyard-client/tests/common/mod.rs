@@ -142,6 +142,8 @@ pub struct Seen {
 pub struct Recorder {
     pub notifications: Mutex<Vec<Seen>>,
     pub requests: Mutex<Vec<Seen>>,
+    /// How many times a forgotten session was replaced.
+    pub session_restarts: std::sync::atomic::AtomicUsize,
 }
 
 impl Recorder {
@@ -191,6 +193,11 @@ impl ClientHandler for Recorder {
             params,
             related,
         });
+    }
+
+    async fn on_session_restarted(&self) {
+        self.session_restarts
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
 }
 

@@ -203,6 +203,11 @@ pub fn scratch() -> tempfile::TempDir {
 /// legacy SSE (`mode` = "sse") on a free loopback port.
 pub async fn start_everything(mode: &str, dir: &Path) -> (Proc, u16) {
     let port = free_port();
+    (start_everything_on(mode, dir, port).await, port)
+}
+
+/// server-everything on a given loopback port (to restart one in place).
+pub async fn start_everything_on(mode: &str, dir: &Path, port: u16) -> Proc {
     let mut cmd = Command::new(node());
     cmd.arg("--require")
         .arg(loopback_preload())
@@ -215,7 +220,7 @@ pub async fn start_everything(mode: &str, dir: &Path) -> (Proc, u16) {
         &dir.join(format!("everything-{mode}.log")),
     );
     wait_port(port, Duration::from_secs(30)).await;
-    (p, port)
+    p
 }
 
 /// The gateway binary serving HTTP with `config` (TOML text).
