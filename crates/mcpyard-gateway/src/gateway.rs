@@ -330,7 +330,7 @@ impl Gateway {
                         "tasks/get" => own.get(task_id, owner).map_err(Into::into),
                         "tasks/cancel" => own.cancel(task_id, owner).map_err(Into::into),
                         _ => tokio::select! {
-                            r = own.result(task_id, owner) => r,
+                            r = own.result(task_id, owner, related) => r,
                             _ = cancel.cancelled() => Err(ErrorObject::new(codes::REQUEST_TIMEOUT, "the request was cancelled")),
                         },
                     };
@@ -694,11 +694,12 @@ impl Gateway {
         let session = session.clone();
         tokio::spawn(async move {
             let cancel = handle.cancellation();
+            let signal = handle.signal();
             // No `related` stream: the POST that created the task has been
-            // answered; progress and requests go to the session stream.
-            handle
-                .run(gateway.call_tool(&session, params, None, cancel))
-                .await;
+            // answered; progress goes to the session stream, and requests
+            // for the client to the stream of its `tasks/result`.
+            let call = gateway.call_tool(&session, params, None, cancel);
+            tasks::CURRENT_TASK.scope(signal, handle.run(call)).await;
         });
         Ok(created)
     }

@@ -22,6 +22,7 @@ use tokio::sync::mpsc;
 
 use crate::catalog::ListKind;
 use crate::sessions::Sessions;
+use crate::tasks::{with_related_task, TaskSignal, CURRENT_TASK};
 use crate::{Outbound, Session};
 use crate::{Sampler, SamplingPolicy};
 
@@ -32,6 +33,8 @@ pub(crate) struct CallContext {
     pub(crate) related: Option<Outbound>,
     /// The client's own progress token, to put back on progress it gets.
     pub(crate) progress_token: Option<Value>,
+    /// The gateway-owned task the call serves, if any.
+    task: Option<TaskSignal>,
     seq: u64,
 }
 
@@ -137,6 +140,7 @@ impl Relay {
             session: session.clone(),
             related,
             progress_token: progress_token.clone(),
+            task: CURRENT_TASK.try_with(Clone::clone).ok(),
             seq,
         });
         let token = progress_token.map(|_| {
@@ -153,6 +157,37 @@ impl Relay {
             request: Mutex::new(None),
         };
         (ctx, guard)
+    }
+
+    /// A request the upstream makes while serving a gateway-owned task: it
+    /// is tagged with the task, the task shows `input_required` until the
+    /// client answers, and it travels on the stream of the client's
+    /// `tasks/result`, which the spec tells the client to call on seeing
+    /// that status.
+    async fn request_for_task(
+        &self,
+        task: &TaskSignal,
+        ctx: &CallContext,
+        method: &str,
+        params: Option<Value>,
+    ) -> Result<Value, ErrorObject> {
+        let params = with_related_task(params.unwrap_or_else(|| json!({})), task.task_id());
+        let _awaiting = task.awaiting_input(format!("Waiting for the client to answer {method}"));
+        let Some(waiter) = task.result_waiter(self.client_timeout).await else {
+            return Err(ErrorObject::internal(format!(
+                "the client did not call tasks/result for task {} within {:?} to receive {method}",
+                task.task_id(),
+                self.client_timeout
+            )));
+        };
+        ctx.session
+            .request_client(
+                method,
+                Some(params),
+                waiter.stream.as_ref(),
+                self.client_timeout,
+            )
+            .await
     }
 
     fn context_for(&self, related: Option<&RequestId>) -> Option<Arc<CallContext>> {
@@ -264,9 +299,14 @@ impl ClientHandler for Relay {
             })));
         };
         tracing::debug!(server = %self.server, method, "relaying request to the client");
-        ctx.session
-            .request_client(method, params, ctx.related.as_ref(), self.client_timeout)
-            .await
+        match &ctx.task {
+            Some(task) => self.request_for_task(task, &ctx, method, params).await,
+            None => {
+                ctx.session
+                    .request_client(method, params, ctx.related.as_ref(), self.client_timeout)
+                    .await
+            }
+        }
     }
 
     /// A restarted server may offer other tools than before: list again.
@@ -295,6 +335,9 @@ impl ClientHandler for Relay {
                 };
                 if let Some(original) = &ctx.progress_token {
                     params["progressToken"] = original.clone();
+                }
+                if let Some(task) = &ctx.task {
+                    params = with_related_task(params, task.task_id());
                 }
                 let msg = Message::notification(method, Some(params));
                 ctx.session.send(msg, ctx.related.as_ref()).await;

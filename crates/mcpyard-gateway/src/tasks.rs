@@ -25,10 +25,16 @@
 //! Deletion is lazy (every store operation first drops what has expired) and
 //! prompt where it matters: a running task's [`TaskHandle::run`] and every
 //! `tasks/result` waiter wake at the deadline themselves.
+//!
+//! Input: when the call behind a task needs the requestor (an upstream asks
+//! for elicitation or sampling), the task shows `input_required` and the
+//! request, tagged with the task, travels on the stream of the requestor's
+//! `tasks/result`, which the spec tells it to call on seeing that status.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
 
@@ -37,6 +43,14 @@ use serde_json::{json, Map, Value};
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+
+use crate::Outbound;
+
+tokio::task_local! {
+    /// The gateway-owned task the running call serves, so that requests an
+    /// upstream makes on its behalf are tied to it (see [`TaskSignal`]).
+    pub(crate) static CURRENT_TASK: TaskSignal;
+}
 
 /// The `_meta` key that ties a message to its task.
 pub(crate) const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
@@ -67,6 +81,14 @@ pub(crate) fn advertise(tool: &mut Value) {
             execution.insert("taskSupport".into(), Value::String("optional".into()));
         }
     }
+}
+
+/// A `tasks/result` waiting on a task: requests made on the task's behalf
+/// go on its stream (`None`: the waiter has none, use the session's).
+#[derive(Debug, Clone)]
+pub(crate) struct ResultWaiter {
+    id: u64,
+    pub(crate) stream: Option<Outbound>,
 }
 
 /// Adds `_meta["io.modelcontextprotocol/related-task"]` to a result, as
@@ -262,6 +284,8 @@ impl fmt::Debug for TaskStore {
 
 struct Shared {
     limits: TaskLimits,
+    /// Numbers `tasks/result` waiters, so one leaving clears only itself.
+    next_waiter: AtomicU64,
     state: Mutex<State>,
     listener: Listener,
 }
@@ -287,6 +311,8 @@ struct Entry {
     cancel: CancellationToken,
     /// `tasks/result` waiters watch this; dropping the entry wakes them.
     status_tx: watch::Sender<TaskStatus>,
+    /// The latest `tasks/result` still waiting, if any.
+    result_waiter: watch::Sender<Option<ResultWaiter>>,
 }
 
 impl Entry {
@@ -428,6 +454,7 @@ impl TaskStore {
         Self {
             shared: Arc::new(Shared {
                 limits,
+                next_waiter: AtomicU64::new(0),
                 state: Mutex::default(),
                 listener: Arc::new(on_status),
             }),
@@ -483,6 +510,7 @@ impl TaskStore {
             outcome: None,
             cancel: cancel.clone(),
             status_tx: watch::Sender::new(TaskStatus::Working),
+            result_waiter: watch::Sender::new(None),
         };
         let task = entry.to_json(&task_id, limits);
         state.tasks.insert(task_id.clone(), entry);
@@ -515,19 +543,32 @@ impl TaskStore {
     /// `tasks/result`: waits until the task is terminal (at most until it
     /// expires), then returns exactly what the call returned, a result
     /// stamped with the related-task `_meta`, or its JSON-RPC error.
+    /// While it waits, requests the task makes of the requestor go on
+    /// `stream` (the stream of this `tasks/result`).
     /// Cancel-safe: dropping the future just stops waiting.
     pub(crate) async fn result(
         &self,
         task_id: &str,
         owner: Option<&str>,
+        stream: Option<Outbound>,
     ) -> Result<Value, ErrorObject> {
+        let waiter_id = self.shared.next_waiter.fetch_add(1, Ordering::Relaxed);
         let (mut status, expires_at) = {
             let mut state = self.shared.state();
             let entry = lookup(&mut state, task_id, owner)?;
             if let Some(outcome) = &entry.outcome {
                 return stamped(outcome.clone(), task_id);
             }
+            entry.result_waiter.send_replace(Some(ResultWaiter {
+                id: waiter_id,
+                stream,
+            }));
             (entry.status_tx.subscribe(), entry.expires_at)
+        };
+        let _leaving = WaiterGuard {
+            shared: &self.shared,
+            task_id,
+            waiter_id,
         };
         tokio::select! {
             r = status.wait_for(|s| s.is_terminal()) => if r.is_err() {
@@ -641,6 +682,28 @@ impl TaskStore {
     }
 }
 
+/// Withdraws a `tasks/result` waiter's stream when it stops waiting, unless
+/// a later waiter replaced it.
+struct WaiterGuard<'a> {
+    shared: &'a Shared,
+    task_id: &'a str,
+    waiter_id: u64,
+}
+
+impl Drop for WaiterGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(entry) = self.shared.state().tasks.get(self.task_id) {
+            entry.result_waiter.send_if_modified(|w| {
+                let ours = w.as_ref().is_some_and(|w| w.id == self.waiter_id);
+                if ours {
+                    *w = None;
+                }
+                ours
+            });
+        }
+    }
+}
+
 fn stamped(outcome: Outcome, task_id: &str) -> Outcome {
     outcome.map(|result| with_related_task(result, task_id))
 }
@@ -700,12 +763,12 @@ impl TaskHandle {
         self.cancel.clone()
     }
 
-    /// What the call uses to report that it waits on the requestor.
-    #[allow(dead_code)] // see `TaskSignal`
+    /// What the call uses to ask the requestor for input.
     pub(crate) fn signal(&self) -> TaskSignal {
         TaskSignal {
             shared: self.shared.clone(),
             task_id: self.task_id.clone(),
+            awaiting: Arc::new(AtomicUsize::new(0)),
         }
     }
 
@@ -754,13 +817,16 @@ impl TaskHandle {
     }
 }
 
-/// Moves a running task between `working` and `input_required`; cloned
-/// into whatever sends the requestor a request on the task's behalf
-/// (elicitation, sampling). Does nothing once the task is terminal or gone.
+/// What a running call uses to ask its requestor for input on the task's
+/// behalf (elicitation, sampling): it moves the task between `working` and
+/// `input_required` and finds the `tasks/result` stream to ask on. Clones
+/// share one count of requests awaiting an answer. Does nothing once the
+/// task is terminal or gone.
 #[derive(Clone)]
 pub(crate) struct TaskSignal {
     shared: Arc<Shared>,
     task_id: String,
+    awaiting: Arc<AtomicUsize>,
 }
 
 impl fmt::Debug for TaskSignal {
@@ -771,21 +837,59 @@ impl fmt::Debug for TaskSignal {
     }
 }
 
-// The relay of server-to-client requests is what marks a task as waiting;
-// until it does, only the tests drive these.
-#[allow(dead_code)]
 impl TaskSignal {
-    /// The call waits for the requestor (a request it sent tagged with this
-    /// task).
-    pub(crate) fn input_required(&self, message: Option<String>) {
-        self.shared
-            .transition(&self.task_id, TaskStatus::InputRequired, message, None);
+    pub(crate) fn task_id(&self) -> &str {
+        &self.task_id
     }
 
-    /// The requestor answered; the call goes on.
-    pub(crate) fn working(&self, message: Option<String>) {
-        self.shared
-            .transition(&self.task_id, TaskStatus::Working, message, None);
+    /// The task shows `input_required` (with `message`) until the returned
+    /// guard is dropped, then `working` again once no other request of it
+    /// awaits an answer.
+    pub(crate) fn awaiting_input(&self, message: String) -> AwaitingInput {
+        if self.awaiting.fetch_add(1, Ordering::SeqCst) == 0 {
+            self.shared.transition(
+                &self.task_id,
+                TaskStatus::InputRequired,
+                Some(message),
+                None,
+            );
+        }
+        AwaitingInput {
+            signal: self.clone(),
+        }
+    }
+
+    /// Waits, at most `timeout`, until a `tasks/result` of this task is
+    /// waiting, and returns it. `None` when none came or the task is gone.
+    pub(crate) async fn result_waiter(&self, timeout: Duration) -> Option<ResultWaiter> {
+        let mut waiter = self
+            .shared
+            .state()
+            .tasks
+            .get(&self.task_id)?
+            .result_waiter
+            .subscribe();
+        let found = tokio::time::timeout(timeout, waiter.wait_for(Option::is_some)).await;
+        match found {
+            Ok(Ok(w)) => w.clone(),
+            _ => None,
+        }
+    }
+}
+
+/// Held while a request of the task awaits the requestor's answer.
+pub(crate) struct AwaitingInput {
+    signal: TaskSignal,
+}
+
+impl Drop for AwaitingInput {
+    fn drop(&mut self) {
+        let signal = &self.signal;
+        if signal.awaiting.fetch_sub(1, Ordering::SeqCst) == 1 {
+            signal
+                .shared
+                .transition(&signal.task_id, TaskStatus::Working, None, None);
+        }
     }
 }
 
@@ -925,7 +1029,7 @@ mod tests {
             store.get(&id, Some("s1")).expect("get")["status"],
             "completed"
         );
-        let result = store.result(&id, Some("s1")).await.expect("result");
+        let result = store.result(&id, Some("s1"), None).await.expect("result");
         assert_eq!(result["content"][0]["text"], "done");
         assert_eq!(result["_meta"][RELATED_TASK]["taskId"], id.as_str());
         assert_eq!(statuses(&events), ["completed"]);
@@ -951,7 +1055,7 @@ mod tests {
             "Tool execution failed: city not found"
         );
         let result = store
-            .result(&id, Some("s1"))
+            .result(&id, Some("s1"), None)
             .await
             .expect("isError is a result");
         assert_eq!(result["isError"], true);
@@ -965,7 +1069,10 @@ mod tests {
         let task = store.get(&id, Some("s1")).expect("get");
         assert_eq!(task["status"], "failed");
         assert_eq!(task["statusMessage"], "upstream server `x` is unavailable");
-        let err = store.result(&id, Some("s1")).await.expect_err("error");
+        let err = store
+            .result(&id, Some("s1"), None)
+            .await
+            .expect_err("error");
         assert_eq!(
             err,
             ErrorObject::internal("upstream server `x` is unavailable")
@@ -979,15 +1086,14 @@ mod tests {
         let waiter = tokio::spawn({
             let store = store.clone();
             let id = id.clone();
-            async move { store.result(&id, Some("s1")).await }
+            async move { store.result(&id, Some("s1"), None).await }
         });
         tokio::time::sleep(Duration::from_secs(30)).await;
         assert!(!waiter.is_finished(), "still working");
-        let signal = handle.signal();
-        signal.input_required(Some("needs an answer".into()));
+        let asking = handle.signal().awaiting_input("needs an answer".into());
         tokio::time::sleep(Duration::from_secs(1)).await;
         assert!(!waiter.is_finished(), "input_required is not terminal");
-        signal.working(None);
+        drop(asking);
         handle.complete(text_result("late"));
         let result = waiter.await.expect("joined").expect("result");
         assert_eq!(result["content"][0]["text"], "late");
@@ -1001,7 +1107,7 @@ mod tests {
         let waiter = tokio::spawn({
             let store = store.clone();
             let id = id.clone();
-            async move { store.result(&id, Some("s1")).await }
+            async move { store.result(&id, Some("s1"), None).await }
         });
         tokio::time::sleep(Duration::from_millis(5_001)).await;
         let err = waiter.await.expect("joined").expect_err("expired");
@@ -1022,7 +1128,7 @@ mod tests {
         let (id, handle) = create(&store, Some("s1"), Some(60_000));
         handle.complete(text_result("ok"));
         tokio::time::sleep(Duration::from_secs(59)).await;
-        assert!(store.result(&id, Some("s1")).await.is_ok());
+        assert!(store.result(&id, Some("s1"), None).await.is_ok());
         tokio::time::sleep(Duration::from_secs(2)).await;
         let err = store.get(&id, Some("s1")).expect_err("expired");
         assert_eq!(
@@ -1065,7 +1171,10 @@ mod tests {
             err.message,
             "Cannot cancel task: already in terminal status 'cancelled'"
         );
-        let result = store.result(&id, Some("s1")).await.expect_err("no result");
+        let result = store
+            .result(&id, Some("s1"), None)
+            .await
+            .expect_err("no result");
         assert_eq!(result.code, codes::REQUEST_TIMEOUT);
         assert_eq!(statuses(&events), ["cancelled"]);
     }
@@ -1094,7 +1203,7 @@ mod tests {
                 store.cancel(id, owner),
                 Err(TaskError::NotFound { .. })
             ));
-            let err = store.result(id, owner).await.expect_err("not found");
+            let err = store.result(id, owner, None).await.expect_err("not found");
             assert_eq!(err.code, codes::INVALID_PARAMS);
         }
         assert_eq!(
@@ -1190,7 +1299,10 @@ mod tests {
         handle
             .run(async { Err(ErrorObject::invalid_params("Unknown tool: x")) })
             .await;
-        let err = store.result(&failed, Some("s1")).await.expect_err("error");
+        let err = store
+            .result(&failed, Some("s1"), None)
+            .await
+            .expect_err("error");
         assert_eq!(err.message, "Unknown tool: x");
         assert_eq!(statuses(&events), ["completed", "failed"]);
     }
@@ -1238,7 +1350,7 @@ mod tests {
         drop(handle);
         let task = store.get(&lost, Some("s1")).expect("get");
         assert_eq!(task["status"], "failed");
-        assert!(store.result(&lost, Some("s1")).await.is_err());
+        assert!(store.result(&lost, Some("s1"), None).await.is_err());
 
         let parent = CancellationToken::new();
         let (created, handle) = store.create(Some("s1"), None, &parent).expect("created");
@@ -1252,17 +1364,63 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn input_is_asked_on_the_stream_of_a_waiting_tasks_result() {
+        let (store, _) = store();
+        let (id, handle) = create(&store, Some("s1"), None);
+        let signal = handle.signal();
+        assert!(
+            signal
+                .result_waiter(Duration::from_millis(20))
+                .await
+                .is_none(),
+            "nobody waits yet"
+        );
+        let (tx, mut rx) = tokio::sync::mpsc::channel(1);
+        let waiting = tokio::spawn({
+            let store = store.clone();
+            let id = id.clone();
+            async move { store.result(&id, Some("s1"), Some(tx)).await }
+        });
+        let waiter = signal
+            .result_waiter(Duration::from_secs(5))
+            .await
+            .expect("the tasks/result waiter");
+        let stream = waiter.stream.expect("its stream");
+        stream
+            .send(Message::notification("probe", None))
+            .await
+            .expect("open");
+        assert_eq!(
+            rx.recv().await.and_then(|m| m.method().map(str::to_owned)),
+            Some("probe".into())
+        );
+        waiting.abort();
+        let _ = waiting.await;
+        assert!(
+            signal
+                .result_waiter(Duration::from_millis(20))
+                .await
+                .is_none(),
+            "a waiter that left is forgotten"
+        );
+        handle.complete(text_result("done"));
+    }
+
+    #[tokio::test]
     async fn status_changes_are_reported_and_stop_at_a_terminal_status() {
         let (store, events) = store();
         let (_id, handle) = create(&store, Some("s1"), None);
         let signal = handle.signal();
-        signal.input_required(Some("waiting for the user".into()));
-        signal.working(None);
+        let first = signal.awaiting_input("waiting for the user".into());
+        let second = signal.awaiting_input("waiting for the user".into());
+        drop(first); // still waiting on the second
+        drop(second);
+        let late = signal.awaiting_input("too late".into());
         handle.complete(text_result("ok"));
-        signal.working(None); // terminal is final
+        drop(late); // terminal is final
         assert_eq!(
             statuses(&events),
-            ["input_required", "working", "completed"]
+            ["input_required", "working", "input_required", "completed"]
         );
         let first = events.lock().expect("events")[0].task.clone();
         assert_eq!(first["statusMessage"], "waiting for the user");

@@ -1,6 +1,7 @@
 //! Real clients through the gateway: the Python SDK 2.x (auto mode, which
 //! speaks the 2026-07-28 stateless era, and legacy mode), the Python SDK 1.x
-//! and the MCP Inspector CLI.
+//! and the MCP Inspector CLI; the Python SDK 1.x following tasks that need
+//! the user's input.
 
 mod support;
 
@@ -10,34 +11,6 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use support::*;
-
-/// Runs a command with a deadline, returning (success, stdout, stderr).
-fn run(mut cmd: Command, timeout: Duration) -> (bool, String, String) {
-    use std::os::unix::process::CommandExt;
-    cmd.stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .process_group(0);
-    let child = cmd.spawn().expect("start the client");
-    let pid = child.id() as i32;
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    let out = match rx.recv_timeout(timeout) {
-        Ok(out) => out.expect("wait for the client"),
-        Err(_) => {
-            // SAFETY: killpg of the group this test started.
-            unsafe { libc::killpg(pid, libc::SIGKILL) };
-            panic!("the client did not finish within {timeout:?}");
-        }
-    };
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 async fn fleet() -> (tempfile::TempDir, Gateway) {
     let dir = scratch();
@@ -140,4 +113,62 @@ async fn mcp_inspector_cli_lists_and_calls_tools() {
     let (ok, stdout, stderr) = run(cmd, Duration::from_secs(90));
     assert!(ok, "inspector tools/call failed:\n{stdout}\n{stderr}");
     assert!(stdout.contains('5'), "{stdout}");
+}
+
+/// Runs `tool` as a task with the Python SDK 1.x (tests/support/py_task_check.py).
+fn python_task(url: &str, name: &str, arguments: Value) -> Value {
+    run_python(
+        &tool("venv1/bin/python"),
+        &[
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/support/py_task_check.py")
+                .display()
+                .to_string(),
+            url.to_owned(),
+            name.to_owned(),
+            arguments.to_string(),
+        ],
+        Duration::from_secs(120),
+    )
+}
+
+/// A task whose call needs the user: the task shows `input_required`, the
+/// elicitation (tagged with the task) reaches the client on its
+/// `tasks/result`, and the answer reaches the tool. Both for a task the
+/// gateway runs (an upstream without tasks) and one it passes through
+/// (server-everything's own tasks).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_sdk_answers_the_elicitation_a_task_waits_on() {
+    let dir = scratch();
+    let config = format!(
+        "[servers.asker]\n{}\n{}",
+        misbehaving("asking", &dir.path().join("x")),
+        everything_stdio("every"),
+    );
+    let gw = Gateway::start(&config, dir.path()).await;
+
+    let own = python_task(&gw.url(), "asker__ask", json!({}));
+    let statuses = own["statuses"].as_array().expect("statuses");
+    assert!(statuses.contains(&json!("input_required")), "{own}");
+    assert_eq!(statuses.last(), Some(&json!("completed")), "{own}");
+    let asked = &own["elicitations"][0];
+    assert_eq!(asked["message"], json!("Which colour?"), "{own}");
+    assert_eq!(asked["relatedTask"]["taskId"], own["taskId"], "{own}");
+    let answer = own["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(answer.contains("\"colour\": \"blue\""), "{own}");
+
+    let passed = python_task(
+        &gw.url(),
+        "every__simulate-research-query",
+        json!({"topic": "rust", "ambiguous": true}),
+    );
+    let statuses = passed["statuses"].as_array().expect("statuses");
+    assert!(statuses.contains(&json!("input_required")), "{passed}");
+    assert_eq!(statuses.last(), Some(&json!("completed")), "{passed}");
+    assert_eq!(
+        passed["elicitations"][0]["relatedTask"]["taskId"], passed["taskId"],
+        "{passed}"
+    );
 }

@@ -6,30 +6,15 @@
 
 mod support;
 
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::json;
 use support::*;
 
 /// A 1×1 PNG.
 const PIXEL_PNG: &str =
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
-
-fn run_python(python: &std::path::Path, args: &[String]) -> Value {
-    let out = Command::new(python)
-        .args(args)
-        .output()
-        .expect("run the python client");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "python client failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_local_model_answers_sampling_for_a_client_that_cannot_and_chats_for_python() {
@@ -98,6 +83,7 @@ async fn a_local_model_answers_sampling_for_a_client_that_cannot_and_chats_for_p
             "--expect-tool".into(),
             "local__chat".into(),
         ],
+        Duration::from_secs(120),
     );
     let call = &summary["call"];
     assert_eq!(
@@ -138,6 +124,7 @@ async fn a_task_augmented_analyze_image_is_polled_to_its_result_by_the_python_sd
             })
             .to_string(),
         ],
+        Duration::from_secs(120),
     );
     assert_eq!(summary["tasksCapability"], json!(true), "{summary}");
     let statuses = summary["statuses"].as_array().unwrap();

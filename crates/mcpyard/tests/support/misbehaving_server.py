@@ -6,9 +6,12 @@ Modes (argv[1]):
   garbage  writes non-JSON lines around every answer; otherwise well behaved.
   changing a call to `grow` adds a tool `extra` and announces it with
            notifications/tools/list_changed.
+  asking   a call to `ask` asks the client (elicitation/create) for a colour
+           and answers with what the client said.
   slowstart  sleeps 3 s before reading anything (a cold interpreter or a
            package being fetched); otherwise well behaved.
 """
+import itertools
 import json
 import sys
 import time
@@ -28,7 +31,11 @@ TOOLS = [
     {"name": "slow", "description": "never answers", "inputSchema": {"type": "object"}},
     {"name": "grow", "description": "adds a tool", "inputSchema": {"type": "object"}},
     {"name": "echo", "description": "echoes", "inputSchema": {"type": "object"}},
+    {"name": "ask", "description": "asks the user", "inputSchema": {"type": "object"}},
 ]
+# Calls waiting on the client's answer: our request id -> the call's id.
+ASKED = {}
+ASK_IDS = itertools.count()
 
 if MODE == "slowstart":
     time.sleep(3)
@@ -39,13 +46,24 @@ for line in sys.stdin:
         continue
     msg = json.loads(line)
     method, mid = msg.get("method"), msg.get("id")
-    if method == "initialize":
+    if method is None and mid in ASKED:
+        answer = msg.get("result") or {"error": msg.get("error")}
+        send({"jsonrpc": "2.0", "id": ASKED.pop(mid), "result": {
+            "content": [{"type": "text", "text": json.dumps(answer)}]}})
+    elif method == "initialize":
         send({"jsonrpc": "2.0", "id": mid, "result": {
             "protocolVersion": msg["params"]["protocolVersion"],
             "capabilities": {"tools": {}},
             "serverInfo": {"name": "misbehaving-" + MODE, "version": "1"}}})
     elif method == "tools/list":
         send({"jsonrpc": "2.0", "id": mid, "result": {"tools": TOOLS}})
+    elif method == "tools/call" and msg["params"]["name"] == "ask" and MODE == "asking":
+        ask_id = "ask-%d" % next(ASK_IDS)
+        ASKED[ask_id] = mid
+        send({"jsonrpc": "2.0", "id": ask_id, "method": "elicitation/create", "params": {
+            "message": "Which colour?",
+            "requestedSchema": {"type": "object", "properties": {"colour": {"type": "string"}},
+                                "required": ["colour"]}}})
     elif method == "tools/call":
         if msg["params"]["name"] == "slow" and MODE == "hang":
             continue

@@ -480,3 +480,39 @@ pub async fn start_vision_fixture(dir: &Path) -> (Proc, u16) {
     wait_port(port, Duration::from_secs(30)).await;
     (p, port)
 }
+
+/// Runs a command with a deadline, returning (success, stdout, stderr).
+pub fn run(mut cmd: Command, timeout: Duration) -> (bool, String, String) {
+    cmd.stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0);
+    let child = cmd.spawn().expect("start the client");
+    let pid = child.id() as i32;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let out = match rx.recv_timeout(timeout) {
+        Ok(out) => out.expect("wait for the client"),
+        Err(_) => {
+            // SAFETY: killpg of the group this test started.
+            unsafe { libc::killpg(pid, libc::SIGKILL) };
+            panic!("the client did not finish within {timeout:?}");
+        }
+    };
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Runs a Python client script that prints one JSON summary on stdout.
+pub fn run_python(python: &Path, args: &[String], timeout: Duration) -> Value {
+    let mut cmd = Command::new(python);
+    cmd.args(args);
+    let (ok, stdout, stderr) = run(cmd, timeout);
+    assert!(ok, "python client failed:\n{stdout}\n{stderr}");
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
