@@ -7,7 +7,7 @@
 //! to (Streamable HTTP upstreams answer on the call's own stream), from the
 //! progress token (rewritten per call so tokens of different clients never
 //! clash), or, for stdio upstreams, which cannot say, from the most recent
-//! call in flight to that upstream.
+//! call in flight to that upstream whose client can answer the request.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -190,12 +190,28 @@ impl Relay {
             .await
     }
 
-    fn context_for(&self, related: Option<&RequestId>) -> Option<Arc<CallContext>> {
+    /// The call a message from the upstream belongs to: the one the
+    /// transport names (Streamable HTTP), else, as stdio cannot say, the
+    /// latest call in flight whose client can answer `capability`, else the
+    /// latest call in flight.
+    fn context_for(
+        &self,
+        related: Option<&RequestId>,
+        capability: Option<&str>,
+    ) -> Option<Arc<CallContext>> {
         let calls = self.by_request.lock().expect("relay lock poisoned");
         if let Some(ctx) = related.and_then(|id| calls.get(id)) {
             return Some(ctx.clone());
         }
-        calls.values().max_by_key(|c| c.seq).cloned()
+        let latest_capable = capability.and_then(|capability| {
+            calls
+                .values()
+                .filter(|c| c.session.has_capability(capability))
+                .max_by_key(|c| c.seq)
+        });
+        latest_capable
+            .or_else(|| calls.values().max_by_key(|c| c.seq))
+            .cloned()
     }
 
     fn context_for_token(&self, token: &Value) -> Option<Arc<CallContext>> {
@@ -279,7 +295,7 @@ impl ClientHandler for Relay {
         let Some(capability) = required_capability(method) else {
             return Err(ErrorObject::method_not_found(method));
         };
-        let ctx = self.context_for(related.as_ref());
+        let ctx = self.context_for(related.as_ref(), Some(capability));
         if method == methods::SAMPLING_CREATE_MESSAGE {
             if let Some(local) = &self.local_sampling {
                 let client_can = ctx
@@ -350,7 +366,7 @@ impl ClientHandler for Relay {
                     .unwrap_or("info")
                     .to_owned();
                 let msg = Message::notification(method, params);
-                match related.and_then(|id| self.context_for(Some(&id))) {
+                match related.and_then(|id| self.context_for(Some(&id), None)) {
                     Some(ctx) if ctx.session.wants_log(&level) => {
                         ctx.session.send(msg, ctx.related.as_ref()).await;
                     }

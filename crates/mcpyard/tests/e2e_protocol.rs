@@ -139,6 +139,54 @@ async fn a_client_cancellation_reaches_the_upstream() {
     client.shutdown().await;
 }
 
+/// stdio cannot say which call a server request belongs to: with calls of
+/// two clients in flight, the elicitation goes to the one that can answer
+/// it, even when the other called last.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stdio_elicitation_goes_to_the_caller_that_can_answer_it() {
+    let dir = scratch();
+    let config = format!(
+        "[servers.asker]\n{}",
+        misbehaving("asking", &dir.path().join("x"))
+    );
+    let gw = Gateway::start(&config, dir.path()).await;
+    let can_answer = gw
+        .client(Arc::new(Recorder::default()), json!({"elicitation": {}}))
+        .await;
+    let cannot = gw.client(Arc::new(Recorder::default()), json!({})).await;
+    wait_for_tools(&can_answer, &["asker__ask"], Duration::from_secs(30)).await;
+
+    let asking =
+        tokio::spawn(async move { call(&can_answer, "asker__ask", json!({"delay": 1.0})).await });
+    // A later call of the other client is in flight when the question comes.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let stop_waiting = CancellationToken::new();
+    let waiting = tokio::spawn({
+        let stop = stop_waiting.clone();
+        async move {
+            let options = RequestOptions {
+                timeout: None,
+                cancel: Some(stop),
+            };
+            let _ = cannot
+                .request(
+                    "tools/call",
+                    Some(json!({"name": "asker__slow", "arguments": {}})),
+                    options,
+                )
+                .await;
+            cannot.shutdown().await;
+        }
+    });
+    let answered = asking.await.expect("joined");
+    assert!(
+        text(&answered).contains(ELICITED_NAME),
+        "the elicitation did not reach the client that can answer it: {answered}"
+    );
+    stop_waiting.cancel();
+    waiting.await.expect("joined");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn elicitation_and_completion_are_relayed() {
     let dir = scratch();

@@ -6,25 +6,31 @@ Modes (argv[1]):
   garbage  writes non-JSON lines around every answer; otherwise well behaved.
   changing a call to `grow` adds a tool `extra` and announces it with
            notifications/tools/list_changed.
-  asking   a call to `ask` asks the client (elicitation/create) for a colour
-           and answers with what the client said.
+  asking   a call to `ask` asks the client (elicitation/create) for a colour,
+           after `delay` seconds when the arguments say so, and answers with
+           what the client said; `slow` never answers.
   slowstart  sleeps 3 s before reading anything (a cold interpreter or a
            package being fetched); otherwise well behaved.
 """
 import itertools
 import json
 import sys
+import threading
 import time
 
 MODE = sys.argv[1]
 LOG = sys.argv[2] if len(sys.argv) > 2 else None
 
 
+STDOUT = threading.Lock()
+
+
 def send(msg):
-    if MODE == "garbage":
-        sys.stdout.write("this is not json\n{\"half\": \n\n")
-    sys.stdout.write(json.dumps(msg) + "\n")
-    sys.stdout.flush()
+    with STDOUT:
+        if MODE == "garbage":
+            sys.stdout.write("this is not json\n{\"half\": \n\n")
+        sys.stdout.write(json.dumps(msg) + "\n")
+        sys.stdout.flush()
 
 
 TOOLS = [
@@ -60,12 +66,17 @@ for line in sys.stdin:
     elif method == "tools/call" and msg["params"]["name"] == "ask" and MODE == "asking":
         ask_id = "ask-%d" % next(ASK_IDS)
         ASKED[ask_id] = mid
-        send({"jsonrpc": "2.0", "id": ask_id, "method": "elicitation/create", "params": {
+        request = {"jsonrpc": "2.0", "id": ask_id, "method": "elicitation/create", "params": {
             "message": "Which colour?",
             "requestedSchema": {"type": "object", "properties": {"colour": {"type": "string"}},
-                                "required": ["colour"]}}})
+                                "required": ["colour"]}}}
+        delay = (msg["params"].get("arguments") or {}).get("delay")
+        if delay:
+            threading.Timer(delay, send, [request]).start()
+        else:
+            send(request)
     elif method == "tools/call":
-        if msg["params"]["name"] == "slow" and MODE == "hang":
+        if msg["params"]["name"] == "slow" and MODE in ("hang", "asking"):
             continue
         if msg["params"]["name"] == "grow" and MODE == "changing":
             TOOLS.append({"name": "extra", "description": "added later", "inputSchema": {"type": "object"}})
