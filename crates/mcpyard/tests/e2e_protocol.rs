@@ -25,7 +25,7 @@ async fn stdio_front_door_serves_the_aggregated_catalogue() {
             cwd: None,
         },
         Arc::new(Recorder::default()),
-        json!({}),
+        json!({"elicitation": {}}),
     )
     .await;
     wait_for_tools(
@@ -36,6 +36,13 @@ async fn stdio_front_door_serves_the_aggregated_catalogue() {
     .await;
     let r = call(&client, "every__echo", json!({"message": "over stdio"})).await;
     assert!(text(&r).contains("over stdio"), "{r}");
+    // A request from the upstream reaches a stdio client too, and its answer
+    // comes back.
+    let r = call(&client, "every__trigger-elicitation-request", json!({})).await;
+    assert!(
+        serde_json::to_string(&r).unwrap().contains(ELICITED_NAME),
+        "the elicitation answer did not reach the upstream: {r}"
+    );
     let pid = client.process_id().expect("a stdio client has a pid") as i32;
     client.shutdown().await;
     assert!(
@@ -54,13 +61,24 @@ async fn legacy_sse_front_door_lists_and_calls() {
             headers: vec![],
         },
         Arc::new(Recorder::default()),
-        json!({}),
+        json!({"sampling": {}}),
     )
     .await;
     assert_eq!(client.protocol_version(), "2024-11-05");
     wait_for_tools(&client, &["every__echo"], Duration::from_secs(60)).await;
     let r = call(&client, "every__echo", json!({"message": "over sse"})).await;
     assert!(text(&r).contains("over sse"), "{r}");
+    // Sampling (already in 2024-11-05) reaches the client on its SSE stream.
+    let r = call(
+        &client,
+        "every__trigger-sampling-request",
+        json!({"prompt": "say hi", "maxTokens": 10}),
+    )
+    .await;
+    assert!(
+        serde_json::to_string(&r).unwrap().contains(SAMPLED_TEXT),
+        "sampling over the legacy front door not answered: {r}"
+    );
     client.shutdown().await;
 }
 
