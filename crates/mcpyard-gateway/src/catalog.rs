@@ -11,6 +11,7 @@ use std::sync::{Arc, RwLock};
 use base64::Engine;
 use mcpyard_proto::{methods, ErrorObject};
 use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
 
 /// The four kinds of list a source can offer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -259,7 +260,7 @@ fn build_view(entries: &[Entry]) -> View {
             for kind in [ListKind::Tools, ListKind::Prompts] {
                 for name in src.get(kind).iter().filter_map(|i| i.get("name")?.as_str()) {
                     view.unavailable
-                        .insert(format!("{}{name}", entry.prefix), source);
+                        .insert(exposed_name(kind, &entry.prefix, name), source);
                 }
             }
             continue;
@@ -272,7 +273,7 @@ fn build_view(entries: &[Entry]) -> View {
                 let Some(name) = item.get("name").and_then(Value::as_str) else {
                     continue;
                 };
-                let exposed = format!("{}{name}", entry.prefix);
+                let exposed = exposed_name(kind, &entry.prefix, name);
                 if routes.contains_key(&exposed) {
                     view.collisions
                         .push(format!("{exposed} (also offered by {})", entry.name));
@@ -315,9 +316,45 @@ fn build_view(entries: &[Entry]) -> View {
     view
 }
 
+/// The name an item is listed under: the source's prefix and its own name.
+/// Tool names are made to follow the spec's rule, as some clients refuse a
+/// whole list over one bad name: other characters become `_`, and a name
+/// past 128 characters is cut to end in 8 hex digits of a hash of the whole,
+/// which keeps it unique. Calls are routed by the original name.
+fn exposed_name(kind: ListKind, prefix: &str, name: &str) -> String {
+    let joined = format!("{prefix}{name}");
+    if kind != ListKind::Tools || is_valid_tool_name(&joined) {
+        return joined;
+    }
+    let mut safe: String = joined
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if safe.is_empty() {
+        safe.push('_');
+    }
+    if safe.len() > MAX_TOOL_NAME {
+        let digest = Sha256::digest(joined.as_bytes());
+        safe.truncate(MAX_TOOL_NAME - 9);
+        safe.push('_');
+        for byte in &digest[..4] {
+            safe.push_str(&format!("{byte:02x}"));
+        }
+    }
+    safe
+}
+
+const MAX_TOOL_NAME: usize = 128;
+
 /// The spec's rule for tool names: 1 to 128 of `A-Z a-z 0-9 _ - .`.
 pub(crate) fn is_valid_tool_name(name: &str) -> bool {
-    (1..=128).contains(&name.len())
+    (1..=MAX_TOOL_NAME).contains(&name.len())
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
@@ -399,6 +436,42 @@ mod tests {
             vec![ListKind::Tools]
         );
         assert!(c.set_lists(0, Some(lists(&["echo"]))).is_empty());
+    }
+
+    #[test]
+    fn tool_names_outside_the_spec_rule_are_made_valid_and_route_back() {
+        let long = "x".repeat(130);
+        let c = catalog(100);
+        c.set_lists(0, Some(lists(&["has space", "café", &long])));
+        let view = c.view();
+        let names: Vec<String> = view
+            .list(ListKind::Tools)
+            .iter()
+            .map(|t| t["name"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        assert_eq!(names[0], "a__has_space");
+        assert_eq!(names[1], "a__caf_");
+        assert_eq!(names[2].len(), 128);
+        assert!(names.iter().all(|n| is_valid_tool_name(n)), "{names:?}");
+        assert_eq!(
+            view.tool("a__has_space").map(|r| r.name.as_str()),
+            Some("has space")
+        );
+        assert_eq!(
+            view.tool(&names[2]).map(|r| r.name.as_str()),
+            Some(long.as_str())
+        );
+        // Two long names that differ only past the cut stay apart.
+        let other = format!("{}y", "x".repeat(129));
+        assert_ne!(
+            exposed_name(ListKind::Tools, "a__", &long),
+            exposed_name(ListKind::Tools, "a__", &other)
+        );
+        // Prompt names have no such rule and are left alone.
+        assert_eq!(
+            exposed_name(ListKind::Prompts, "a__", "has space"),
+            "a__has space"
+        );
     }
 
     #[test]
