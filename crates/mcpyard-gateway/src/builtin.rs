@@ -6,6 +6,8 @@ use serde_json::{json, Value};
 /// The name of the built-in source and its prefix.
 pub(crate) const SOURCE_NAME: &str = "mcpyard";
 pub(crate) const PREFIX: &str = "mcpyard__";
+/// The status tool's listed name: answered even while upstreams still start.
+pub(crate) const STATUS_TOOL: &str = "mcpyard__status";
 
 /// The bundled reference pages: (name, text).
 const PAGES: &[(&str, &str)] = &[

@@ -256,10 +256,7 @@ impl Gateway {
         cancel: CancellationToken,
     ) -> Outcome {
         let params = params.unwrap_or_else(|| json!({}));
-        if !matches!(
-            method,
-            methods::INITIALIZE | methods::SERVER_DISCOVER | methods::PING
-        ) {
+        if needs_upstreams(method, &params) {
             self.wait_for_startup(&cancel).await;
         }
         let cursor = || params.get("cursor").and_then(Value::as_str);
@@ -729,6 +726,19 @@ impl Gateway {
         for u in &self.inner.upstreams {
             u.stopped().await;
         }
+    }
+}
+
+/// Whether a request's answer depends on the upstreams, and so waits for
+/// their first connection at start. The status tool does not: it is how one
+/// sees which of them are still connecting.
+fn needs_upstreams(method: &str, params: &Value) -> bool {
+    match method {
+        methods::INITIALIZE | methods::SERVER_DISCOVER | methods::PING => false,
+        methods::TOOLS_CALL => {
+            params.get("name").and_then(Value::as_str) != Some(builtin::STATUS_TOOL)
+        }
+        _ => true,
     }
 }
 

@@ -228,6 +228,14 @@ async fn requests_made_while_an_upstream_is_still_starting_wait_for_it() {
     // while the upstream is still asleep, as a client launched with the
     // gateway does.
     let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
+    // The status tool answers at once, and shows it still connecting.
+    let status = call(&client, "mcpyard__status", json!({})).await;
+    let late = status["structuredContent"]["sources"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["name"] == json!("late")))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(late["state"], json!("connecting"), "{status}");
     let listed = client
         .request("tools/list", None, RequestOptions::default())
         .await
