@@ -170,7 +170,7 @@ impl CatalogCaller {
 }
 
 /// Answers an upstream's `sampling/createMessage` with a local model, for
-/// the upstreams whose [`SamplingPolicy`] allows it.
+/// the upstreams whose [`SamplingPolicy`](crate::SamplingPolicy) allows it.
 #[async_trait]
 pub trait Sampler: Send + Sync + std::fmt::Debug + 'static {
     /// Serves the request's `params` within the policy (allowed models,

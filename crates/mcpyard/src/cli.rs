@@ -110,7 +110,7 @@ pub(crate) struct CallArgs {
     pub(crate) tool: String,
 
     /// An argument as KEY=VALUE; VALUE is read as JSON when it parses
-    /// (42, true, [1,2], {"a":1}, "quoted"), else taken as a string.
+    /// (`42`, `true`, `[1,2]`, `{"a":1}`, `"quoted"`), else taken as a string.
     /// Repeat for several.
     #[arg(long = "arg", short = 'a', value_name = "KEY=VALUE", value_parser = parse_key_value)]
     pub(crate) args: Vec<(String, String)>,
