@@ -169,9 +169,30 @@ impl Gateway {
             Some(s) => {
                 s.end();
                 self.inner.own_tasks.end_owner(id);
+                self.unsubscribe_orphans(id);
                 true
             }
             None => false,
+        }
+    }
+
+    /// Tells upstreams about the resources that only an ended session
+    /// watched, in the background.
+    fn unsubscribe_orphans(&self, session_id: &str) {
+        let orphaned = self.inner.sessions.subscriptions.remove_session(session_id);
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        for (source, uri) in orphaned {
+            let Some(upstream) = self.upstream(source).cloned() else {
+                continue;
+            };
+            runtime.spawn(async move {
+                let params = json!({ "uri": uri });
+                if let Err(e) = upstream.request(methods::RESOURCES_UNSUBSCRIBE, params).await {
+                    tracing::debug!(server = %upstream.spec.name, error = %e, "unsubscribe after the session ended failed");
+                }
+            });
         }
     }
 
@@ -283,19 +304,21 @@ impl Gateway {
                     .forward(method, params, session, related, cancel)
                     .await
             }
-            methods::RESOURCES_READ
-            | methods::RESOURCES_SUBSCRIBE
-            | methods::RESOURCES_UNSUBSCRIBE => match self.route_resource(&params) {
+            methods::RESOURCES_READ => match self.route_resource(&params) {
                 Ok(upstream) => {
                     upstream
                         .forward(method, params, session, related, cancel)
                         .await
                 }
                 Err(not_found) => {
-                    self.unlisted_resource(method, params, session, related, cancel, not_found)
+                    self.read_unlisted_resource(params, session, related, cancel, not_found)
                         .await
                 }
             },
+            methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
+                self.change_subscription(method, params, session, related, cancel)
+                    .await
+            }
             methods::COMPLETION_COMPLETE => {
                 let (upstream, params) = self.route_completion(params)?;
                 upstream
@@ -550,45 +573,108 @@ impl Gateway {
     }
 
     /// A URI no source lists (a resource that does not exist yet, or one a
-    /// template does not describe) goes to every upstream that offers
-    /// resources: a read returns the first that has it; a subscription
-    /// succeeds when any upstream accepts it.
-    async fn unlisted_resource(
+    /// template does not describe) is read from every upstream that offers
+    /// resources, and the first that has it answers.
+    async fn read_unlisted_resource(
         &self,
-        method: &str,
         params: Value,
         session: &Arc<Session>,
         related: Option<Outbound>,
         cancel: CancellationToken,
         not_found: ErrorObject,
     ) -> Outcome {
-        let capability = if method == methods::RESOURCES_READ {
-            "/resources"
-        } else {
-            "/resources/subscribe"
-        };
-        let mut accepted = None;
         for upstream in &self.inner.upstreams {
-            if !upstream.has_capability(capability) {
+            if !upstream.has_capability("/resources") {
                 continue;
             }
             let outcome = upstream
                 .forward(
-                    method,
+                    methods::RESOURCES_READ,
                     params.clone(),
                     session,
                     related.clone(),
                     cancel.clone(),
                 )
                 .await;
-            if let Ok(result) = outcome {
-                if method == methods::RESOURCES_READ {
-                    return Ok(result);
-                }
-                accepted = Some(result);
+            if outcome.is_ok() {
+                return outcome;
             }
         }
-        accepted.ok_or(not_found)
+        Err(not_found)
+    }
+
+    /// `resources/subscribe` and `unsubscribe`. Several clients share one
+    /// upstream connection, so the upstream is asked only for a URI's first
+    /// subscriber and told only after its last (see `subscriptions`). A URI
+    /// no source lists goes to every upstream that offers subscriptions, and
+    /// succeeds when any accepts. Stateless requests, which have no stream
+    /// to receive updates on, are passed on as they are.
+    async fn change_subscription(
+        &self,
+        method: &str,
+        params: Value,
+        session: &Arc<Session>,
+        related: Option<Outbound>,
+        cancel: CancellationToken,
+    ) -> Outcome {
+        let uri = params
+            .get("uri")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ErrorObject::invalid_params("`uri` must be a string"))?
+            .to_owned();
+        let (targets, not_found) = match self.route_resource(&params) {
+            Ok(upstream) => (vec![upstream], None),
+            Err(not_found) => (
+                self.inner
+                    .upstreams
+                    .iter()
+                    .filter(|u| u.has_capability("/resources/subscribe"))
+                    .collect(),
+                Some(not_found),
+            ),
+        };
+        let subscriptions = &self.inner.sessions.subscriptions;
+        let tracked = !session.is_stateless();
+        let subscribe = method == methods::RESOURCES_SUBSCRIBE;
+        let mut accepted = None;
+        let mut refused = None;
+        for upstream in targets {
+            let source = upstream.index();
+            let ask = !tracked
+                || if subscribe {
+                    subscriptions.add(source, &uri, session.id())
+                } else {
+                    subscriptions.remove(source, &uri, session.id())
+                };
+            let outcome = if ask {
+                upstream
+                    .forward(
+                        method,
+                        params.clone(),
+                        session,
+                        related.clone(),
+                        cancel.clone(),
+                    )
+                    .await
+            } else {
+                Ok(json!({}))
+            };
+            match outcome {
+                Ok(result) => accepted = Some(result),
+                Err(e) => {
+                    if tracked && subscribe {
+                        subscriptions.remove(source, &uri, session.id());
+                    }
+                    refused.get_or_insert(e);
+                }
+            }
+        }
+        match (accepted, not_found, refused) {
+            (Some(result), _, _) => Ok(result),
+            (None, Some(not_found), _) => Err(not_found),
+            (None, None, Some(e)) => Err(e),
+            (None, None, None) => Err(ErrorObject::internal("no upstream to subscribe at")),
+        }
     }
 
     fn route_completion(&self, mut params: Value) -> Result<(&Arc<Upstream>, Value), ErrorObject> {

@@ -12,6 +12,7 @@ mod local;
 mod relay;
 mod session;
 mod sessions;
+mod subscriptions;
 mod tasks;
 mod upstream;
 

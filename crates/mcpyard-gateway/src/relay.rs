@@ -43,6 +43,9 @@ pub(crate) struct CallContext {
 pub(crate) enum UpstreamEvent {
     /// The upstream said one of its lists changed: fetch it again.
     Refresh(&'static [ListKind]),
+    /// The upstream forgot our session and a new one began: it may offer
+    /// other things than before, and has no subscriptions.
+    SessionRenewed,
 }
 
 /// A local model standing in for clients that cannot sample.
@@ -55,6 +58,8 @@ pub(crate) struct LocalSampling {
 #[derive(Debug)]
 pub(crate) struct Relay {
     server: String,
+    /// The upstream's catalogue source index.
+    source: usize,
     local_sampling: Option<LocalSampling>,
     sessions: Arc<Sessions>,
     events: mpsc::UnboundedSender<UpstreamEvent>,
@@ -106,6 +111,7 @@ impl Drop for CallGuard {
 impl Relay {
     pub(crate) fn new(
         server: String,
+        source: usize,
         local_sampling: Option<LocalSampling>,
         sessions: Arc<Sessions>,
         events: mpsc::UnboundedSender<UpstreamEvent>,
@@ -113,6 +119,7 @@ impl Relay {
     ) -> Self {
         Self {
             server,
+            source,
             local_sampling,
             sessions,
             events,
@@ -325,9 +332,8 @@ impl ClientHandler for Relay {
         }
     }
 
-    /// A restarted server may offer other tools than before: list again.
     async fn on_session_restarted(&self) {
-        let _ = self.events.send(UpstreamEvent::Refresh(&ListKind::ALL));
+        let _ = self.events.send(UpstreamEvent::SessionRenewed);
     }
 
     async fn on_notification(
@@ -375,8 +381,16 @@ impl ClientHandler for Relay {
                 }
             }
             methods::NOTIFICATION_RESOURCES_UPDATED => {
-                self.sessions
-                    .broadcast(&Message::notification(method, params));
+                let Some(uri) = params
+                    .as_ref()
+                    .and_then(|p| p.get("uri"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+                else {
+                    return;
+                };
+                let msg = Message::notification(method, params);
+                self.sessions.notify_subscribers(self.source, &uri, &msg);
             }
             _ => {
                 tracing::debug!(server = %self.server, method, "notification from upstream not relayed");

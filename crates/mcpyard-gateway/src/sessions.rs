@@ -6,11 +6,14 @@ use std::sync::{Arc, RwLock};
 
 use mcpyard_proto::Message;
 
+use crate::subscriptions::Subscriptions;
 use crate::Session;
 
 #[derive(Debug, Default)]
 pub(crate) struct Sessions {
     map: RwLock<HashMap<String, Arc<Session>>>,
+    /// Which sessions watch which upstream resources.
+    pub(crate) subscriptions: Subscriptions,
 }
 
 impl Sessions {
@@ -64,6 +67,16 @@ impl Sessions {
 }
 
 impl Sessions {
+    /// Sends a `notifications/resources/updated` of `source` to the sessions
+    /// subscribed to its URI, without waiting.
+    pub(crate) fn notify_subscribers(&self, source: usize, uri: &str, msg: &Message) {
+        for id in self.subscriptions.subscribers(source, uri) {
+            if let Some(session) = self.get(&id) {
+                session.try_notify(msg.clone());
+            }
+        }
+    }
+
     /// Sends a log notification to every session whose level admits it.
     pub(crate) fn broadcast_log(&self, msg: &Message, level: &str) {
         let sessions: Vec<_> = self

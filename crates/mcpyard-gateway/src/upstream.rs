@@ -86,6 +86,7 @@ impl Upstream {
         };
         let relay = Arc::new(Relay::new(
             spec.name.clone(),
+            index,
             local_sampling,
             sessions.clone(),
             events_tx,
@@ -197,6 +198,7 @@ impl Upstream {
             let up_since = Instant::now();
             let lists = fetch_lists(&client, &ListKind::ALL, SourceLists::default()).await;
             self.publish(&catalog, &sessions, Some(lists.clone()));
+            self.resubscribe(&client, &sessions).await;
             self.set_state(State::Up);
             let mut lists = lists;
             let mut health_check = tokio::time::interval(HEALTH_CHECK_EVERY);
@@ -211,10 +213,17 @@ impl Upstream {
                         }
                     }
                     _ = self.stop.cancelled() => break,
-                    Some(UpstreamEvent::Refresh(kinds)) = events.recv() => {
-                        lists = fetch_lists(&client, kinds, lists).await;
-                        self.publish(&catalog, &sessions, Some(lists.clone()));
-                    }
+                    Some(event) = events.recv() => match event {
+                        UpstreamEvent::Refresh(kinds) => {
+                            lists = fetch_lists(&client, kinds, lists).await;
+                            self.publish(&catalog, &sessions, Some(lists.clone()));
+                        }
+                        UpstreamEvent::SessionRenewed => {
+                            lists = fetch_lists(&client, &ListKind::ALL, lists).await;
+                            self.publish(&catalog, &sessions, Some(lists.clone()));
+                            self.resubscribe(&client, &sessions).await;
+                        }
+                    },
                 }
             }
             *self.client.write().expect("client lock poisoned") = None;
@@ -244,6 +253,33 @@ impl Upstream {
             c.shutdown().await;
         }
         self.done.cancel();
+    }
+
+    /// Subscribes a new connection or session to what clients watch: the
+    /// server forgot the old one's subscriptions.
+    async fn resubscribe(&self, client: &McpClient, sessions: &Sessions) {
+        for uri in sessions.subscriptions.uris(self.index) {
+            let options = RequestOptions {
+                timeout: Some(self.spec.timeout),
+                cancel: None,
+            };
+            let params = json!({ "uri": uri });
+            if let Err(e) = client
+                .request(
+                    mcpyard_proto::methods::RESOURCES_SUBSCRIBE,
+                    Some(params),
+                    options,
+                )
+                .await
+            {
+                tracing::warn!(server = %self.spec.name, %uri, error = %e, "could not subscribe again");
+            }
+        }
+    }
+
+    /// The upstream's catalogue source index.
+    pub(crate) fn index(&self) -> usize {
+        self.index
     }
 
     /// Resolves once the supervisor has stopped (after `stop` is cancelled).

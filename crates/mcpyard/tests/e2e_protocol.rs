@@ -433,3 +433,113 @@ async fn task_augmented_calls_run_in_the_gateway_or_pass_through_to_a_task_capab
     assert!(matches!(unknown, Err(ClientError::Rpc(e)) if e.code == -32602));
     client.shutdown().await;
 }
+
+/// Waits until `recorder` holds at least `n` resources/updated notifications.
+async fn wait_for_updates(recorder: &Recorder, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while recorder
+        .notifications_named("notifications/resources/updated")
+        .len()
+        < n
+    {
+        assert!(Instant::now() < deadline, "no resources/updated arrived");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The upstream's own view of its subscriptions, from its `touch` tool
+/// (which also sends an update for each).
+async fn upstream_subscriptions(client: &mcpyard_client::McpClient) -> Vec<String> {
+    let r = call(client, "watch__touch", json!({})).await;
+    serde_json::from_str(&text(&r)).unwrap_or_else(|e| panic!("not a list ({e}): {r}"))
+}
+
+/// Several clients share one upstream connection: the upstream stays
+/// subscribed while any client is, updates go only to subscribed clients,
+/// a restarted upstream is subscribed again, and a session that ends
+/// leaves nothing subscribed behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resource_subscriptions_are_shared_counted_and_renewed() {
+    let dir = scratch();
+    let config = format!(
+        "[servers.watch]\n{}",
+        misbehaving("watching", &dir.path().join("x"))
+    );
+    let gw = Gateway::start(&config, dir.path()).await;
+    let (a_seen, b_seen, c_seen) = (
+        Arc::new(Recorder::default()),
+        Arc::new(Recorder::default()),
+        Arc::new(Recorder::default()),
+    );
+    let a = gw.client(a_seen.clone(), json!({})).await;
+    let b = gw.client(b_seen.clone(), json!({})).await;
+    let c = gw.client(c_seen.clone(), json!({})).await;
+    wait_for_tools(&a, &["watch__touch"], Duration::from_secs(30)).await;
+    let subscribe = |client: &mcpyard_client::McpClient, method: &'static str| {
+        let client = client.clone();
+        async move {
+            client
+                .request(
+                    method,
+                    Some(json!({"uri": "mem://a"})),
+                    RequestOptions::default(),
+                )
+                .await
+                .unwrap_or_else(|e| panic!("{method}: {e}"))
+        }
+    };
+    subscribe(&a, "resources/subscribe").await;
+    subscribe(&b, "resources/subscribe").await;
+    subscribe(&b, "resources/unsubscribe").await;
+    // B leaving did not unsubscribe the upstream: A still watches.
+    assert_eq!(upstream_subscriptions(&c).await, ["mem://a"]);
+    wait_for_updates(&a_seen, 1).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    for (who, seen) in [("b", &b_seen), ("c", &c_seen)] {
+        assert!(
+            seen.notifications_named("notifications/resources/updated")
+                .is_empty(),
+            "{who} is not subscribed but got an update"
+        );
+    }
+
+    // A restarted upstream has forgotten the subscription: it is renewed.
+    let pids = descendants(gw.proc.pid());
+    assert!(!pids.is_empty(), "the upstream runs under the gateway");
+    for p in &pids {
+        // SAFETY: plain kill(2) of a process this test owns.
+        unsafe { libc::kill(*p, libc::SIGKILL) };
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let r = c
+            .request(
+                "tools/call",
+                Some(json!({"name": "watch__touch", "arguments": {}})),
+                RequestOptions::default(),
+            )
+            .await;
+        if let Ok(r) = r {
+            if r["isError"] != json!(true) {
+                assert_eq!(text(&r), r#"["mem://a"]"#, "renewed after the restart");
+                break;
+            }
+        }
+        assert!(Instant::now() < deadline, "the upstream did not come back");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    wait_for_updates(&a_seen, 2).await;
+
+    // A's session ends: nobody watches, so the upstream is told.
+    a.shutdown().await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !upstream_subscriptions(&c).await.is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "still subscribed after the last session ended"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    b.shutdown().await;
+    c.shutdown().await;
+}

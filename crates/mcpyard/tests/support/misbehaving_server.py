@@ -9,6 +9,9 @@ Modes (argv[1]):
   asking   a call to `ask` asks the client (elicitation/create) for a colour,
            after `delay` seconds when the arguments say so, and answers with
            what the client said; `slow` never answers.
+  watching offers resource `mem://a` with subscriptions; a call to `touch`
+           sends notifications/resources/updated for each subscribed URI and
+           answers with the list of subscribed URIs.
   slowstart  sleeps 3 s before reading anything (a cold interpreter or a
            package being fetched); otherwise well behaved.
 """
@@ -38,7 +41,10 @@ TOOLS = [
     {"name": "grow", "description": "adds a tool", "inputSchema": {"type": "object"}},
     {"name": "echo", "description": "echoes", "inputSchema": {"type": "object"}},
     {"name": "ask", "description": "asks the user", "inputSchema": {"type": "object"}},
+    {"name": "touch", "description": "updates subscribed resources", "inputSchema": {"type": "object"}},
 ]
+# URIs the client (the gateway) is subscribed to, in `watching` mode.
+SUBSCRIBED = set()
 # Calls waiting on the client's answer: our request id -> the call's id.
 ASKED = {}
 ASK_IDS = itertools.count()
@@ -57,12 +63,28 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": ASKED.pop(mid), "result": {
             "content": [{"type": "text", "text": json.dumps(answer)}]}})
     elif method == "initialize":
+        capabilities = {"tools": {}}
+        if MODE == "watching":
+            capabilities["resources"] = {"subscribe": True}
         send({"jsonrpc": "2.0", "id": mid, "result": {
             "protocolVersion": msg["params"]["protocolVersion"],
-            "capabilities": {"tools": {}},
+            "capabilities": capabilities,
             "serverInfo": {"name": "misbehaving-" + MODE, "version": "1"}}})
     elif method == "tools/list":
         send({"jsonrpc": "2.0", "id": mid, "result": {"tools": TOOLS}})
+    elif method == "resources/list":
+        send({"jsonrpc": "2.0", "id": mid, "result": {"resources": [{"uri": "mem://a", "name": "a"}]}})
+    elif method == "resources/subscribe":
+        SUBSCRIBED.add(msg["params"]["uri"])
+        send({"jsonrpc": "2.0", "id": mid, "result": {}})
+    elif method == "resources/unsubscribe":
+        SUBSCRIBED.discard(msg["params"]["uri"])
+        send({"jsonrpc": "2.0", "id": mid, "result": {}})
+    elif method == "tools/call" and msg["params"]["name"] == "touch":
+        for uri in sorted(SUBSCRIBED):
+            send({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}})
+        send({"jsonrpc": "2.0", "id": mid, "result": {
+            "content": [{"type": "text", "text": json.dumps(sorted(SUBSCRIBED))}]}})
     elif method == "tools/call" and msg["params"]["name"] == "ask" and MODE == "asking":
         ask_id = "ask-%d" % next(ASK_IDS)
         ASKED[ask_id] = mid
