@@ -2,6 +2,14 @@
 //! process), Streamable HTTP or legacy HTTP+SSE. The gateway uses it for its
 //! upstreams; it is also usable on its own.
 //!
+//! One `initialize` per connection. Over Streamable HTTP, a server that
+//! forgot the session (it restarted: 404, or the 400 of servers built on the
+//! TypeScript SDK) gets a new one transparently and the request is sent
+//! again; [`ClientHandler::on_session_restarted`] tells the application,
+//! since what it learned in the old session may be stale. Requests take a
+//! timeout and a cancellation token; a request given up on is cancelled at
+//! the server with `notifications/cancelled`.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), mcpyard_client::ClientError> {
 //! use mcpyard_client::{McpClient, TransportSpec, ConnectOptions, NoopHandler};
