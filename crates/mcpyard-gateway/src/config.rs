@@ -18,6 +18,13 @@ pub struct GatewayConfig {
     pub locals: Vec<LocalSpec>,
     /// Answers sampling requests of upstreams that allow it.
     pub sampler: Option<std::sync::Arc<dyn crate::Sampler>>,
+    /// A session with no open stream and nothing in flight is ended after
+    /// this long without a request (its client gets 404 and initializes
+    /// again): clients that vanish without DELETE would pile up otherwise.
+    pub session_idle_timeout: Duration,
+    /// Live sessions at most; past it the least recently active idle one
+    /// makes room, and a new session is refused when none is idle.
+    pub max_sessions: usize,
 }
 
 /// A local source and its exposure settings.
@@ -36,6 +43,8 @@ impl Default for GatewayConfig {
             page_size: 200,
             locals: Vec::new(),
             sampler: None,
+            session_idle_timeout: Duration::from_secs(60 * 60),
+            max_sessions: 10_000,
         }
     }
 }

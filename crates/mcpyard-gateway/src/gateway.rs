@@ -48,6 +48,8 @@ pub(crate) struct Inner {
     /// upstream's first connection attempt, so that the first `tools/list`
     /// is whole and the first call finds its tool.
     startup_deadline: tokio::time::Instant,
+    session_idle_timeout: Duration,
+    max_sessions: usize,
     /// Set once every first attempt has ended (or the deadline passed).
     started: AtomicBool,
     stop: CancellationToken,
@@ -130,11 +132,14 @@ impl Gateway {
                 locals,
                 tasks: Mutex::default(),
                 startup_deadline: tokio::time::Instant::now() + STARTUP_GRACE,
+                session_idle_timeout: config.session_idle_timeout,
+                max_sessions: config.max_sessions,
                 started: AtomicBool::new(false),
                 stop,
             }),
         };
         tokio::spawn(refresh_locals(Arc::downgrade(&gateway.inner), refresh_rx));
+        tokio::spawn(expire_idle_sessions(Arc::downgrade(&gateway.inner)));
         Ok(gateway)
     }
 
@@ -153,14 +158,36 @@ impl Gateway {
     }
 
     /// Registers a session created by a transport, so later requests with
-    /// its id find it.
-    pub fn register_session(&self, session: Arc<Session>) {
-        self.inner.sessions.insert(session);
+    /// its id find it. At `max_sessions`, the idle session unused for
+    /// longest is ended to make room; when none is idle the session is
+    /// refused (false), and the transport should say so.
+    pub fn register_session(&self, session: Arc<Session>) -> bool {
+        let sessions = &self.inner.sessions;
+        if sessions.len() >= self.inner.max_sessions {
+            match sessions.most_idle() {
+                Some(oldest) => {
+                    tracing::info!(session = %oldest, "ended the least recently used idle session: at the session limit");
+                    self.end_session(&oldest);
+                }
+                None => {
+                    tracing::warn!(
+                        limit = self.inner.max_sessions,
+                        "refused a new session: every session is in use"
+                    );
+                    return false;
+                }
+            }
+        }
+        session.touch();
+        sessions.insert(session);
+        true
     }
 
-    /// The live session with this id.
+    /// The live session with this id; looking it up counts as using it.
     pub fn session(&self, id: &str) -> Option<Arc<Session>> {
-        self.inner.sessions.get(id)
+        let session = self.inner.sessions.get(id)?;
+        session.touch();
+        Some(session)
     }
 
     /// Ends and forgets a session. Returns false when it was unknown.
@@ -811,6 +838,28 @@ impl Gateway {
         self.inner.stop.cancel();
         for u in &self.inner.upstreams {
             u.stopped().await;
+        }
+    }
+}
+
+/// Ends sessions idle past the configured timeout, until the gateway goes.
+async fn expire_idle_sessions(inner: std::sync::Weak<Inner>) {
+    let (limit, stop) = match inner.upgrade() {
+        Some(i) => (i.session_idle_timeout, i.stop.clone()),
+        None => return,
+    };
+    let mut tick =
+        tokio::time::interval((limit / 4).clamp(Duration::from_secs(1), Duration::from_secs(60)));
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            () = stop.cancelled() => return,
+        }
+        let Some(inner) = inner.upgrade() else { return };
+        let gateway = Gateway::from_inner(inner);
+        for id in gateway.inner.sessions.idle_since(limit) {
+            tracing::info!(session = %id, "session ended after {limit:?} without use");
+            gateway.end_session(&id);
         }
     }
 }

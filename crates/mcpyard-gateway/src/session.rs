@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mcpyard_proto::{ErrorObject, Message, RequestId};
 use serde_json::Value;
@@ -33,6 +33,8 @@ pub struct Session {
     in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
     /// Ended by DELETE, by the stream closing (stdio / SSE) or by shutdown.
     ended: CancellationToken,
+    /// When the client last used the session (a request, or the end of one).
+    last_active: Mutex<Instant>,
 }
 
 /// What the client told us at `initialize` (or per request, stateless).
@@ -74,7 +76,30 @@ impl Session {
             next_id: AtomicI64::new(1),
             in_flight: Mutex::default(),
             ended: CancellationToken::new(),
+            last_active: Mutex::new(Instant::now()),
         }
+    }
+
+    /// Notes that the client used the session.
+    pub(crate) fn touch(&self) {
+        *self.last_active.lock().expect("session lock poisoned") = Instant::now();
+    }
+
+    /// How long the session has been idle: `None` while it is in use (a
+    /// stream open, a request in flight).
+    pub(crate) fn idle_for(&self) -> Option<std::time::Duration> {
+        let busy = self.has_stream()
+            || !self
+                .in_flight
+                .lock()
+                .expect("session lock poisoned")
+                .is_empty();
+        (!busy).then(|| {
+            self.last_active
+                .lock()
+                .expect("session lock poisoned")
+                .elapsed()
+        })
     }
 
     pub fn id(&self) -> &str {
@@ -237,6 +262,7 @@ impl Session {
     }
 
     pub(crate) fn finish_request(&self, id: &RequestId) {
+        self.touch();
         self.in_flight
             .lock()
             .expect("session lock poisoned")

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 use mcpyard_proto::Message;
 
@@ -47,6 +48,29 @@ impl Sessions {
 
     pub(crate) fn len(&self) -> usize {
         self.map.read().expect("sessions lock poisoned").len()
+    }
+
+    /// The sessions idle (no stream, nothing in flight) for `limit` or
+    /// longer.
+    pub(crate) fn idle_since(&self, limit: Duration) -> Vec<String> {
+        self.map
+            .read()
+            .expect("sessions lock poisoned")
+            .values()
+            .filter(|s| s.idle_for().is_some_and(|idle| idle >= limit))
+            .map(|s| s.id().to_owned())
+            .collect()
+    }
+
+    /// The idle session unused for longest, if any.
+    pub(crate) fn most_idle(&self) -> Option<String> {
+        self.map
+            .read()
+            .expect("sessions lock poisoned")
+            .values()
+            .filter_map(|s| Some((s.idle_for()?, s)))
+            .max_by_key(|(idle, _)| *idle)
+            .map(|(_, s)| s.id().to_owned())
     }
 
     /// Sends a notification to every session that has a stream, without

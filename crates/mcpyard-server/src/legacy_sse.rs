@@ -41,7 +41,9 @@ impl Drop for EndOnDrop {
 pub(crate) async fn open(State(state): State<AppState>) -> Response {
     let (tx, rx) = mpsc::channel(STREAM_CAPACITY);
     let session = Session::new(Some(tx));
-    state.gateway.register_session(session.clone());
+    if !state.gateway.register_session(session.clone()) {
+        return crate::streamable::too_many_sessions();
+    }
     let endpoint = Event::default()
         .event("endpoint")
         .data(format!("/messages?sessionId={}", session.id()));

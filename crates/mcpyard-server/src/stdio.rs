@@ -65,7 +65,11 @@ where
     let (tx, rx) = mpsc::channel(OUT_CAPACITY);
     let writer = tokio::spawn(write_lines(stdout, rx));
     let session = Session::new(Some(tx.clone()));
-    gateway.register_session(session.clone());
+    if !gateway.register_session(session.clone()) {
+        return Err(io::Error::other(
+            "the gateway refused the session: too many sessions",
+        ));
+    }
 
     let mut reader = BufReader::new(stdin);
     let mut line = Vec::new();

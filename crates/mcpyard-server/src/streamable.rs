@@ -44,6 +44,14 @@ fn bad_request(message: &str) -> Response {
     rpc_error_response(StatusCode::BAD_REQUEST, codes::INVALID_REQUEST, message)
 }
 
+pub(crate) fn too_many_sessions() -> Response {
+    rpc_error_response(
+        StatusCode::SERVICE_UNAVAILABLE,
+        codes::INTERNAL_ERROR,
+        "Too many sessions: every session of the gateway is in use; try again later",
+    )
+}
+
 fn session_not_found() -> Response {
     rpc_error_response(
         StatusCode::NOT_FOUND,
@@ -293,8 +301,9 @@ async fn initialize(state: &AppState, accepts: Accepts, msg: Message) -> Respons
         .await
         .unwrap_or_else(|| Message::error(id, ErrorObject::internal("no answer was produced")));
     let accepted = matches!(answer, Message::Response { .. });
-    if accepted {
-        state.gateway.register_session(session.clone());
+    if accepted && !state.gateway.register_session(session.clone()) {
+        session.end();
+        return too_many_sessions();
     }
     let mut response = if accepts.json {
         json_response(StatusCode::OK, &answer.to_value())

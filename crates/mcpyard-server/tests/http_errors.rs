@@ -37,7 +37,11 @@ struct Client {
 
 impl Client {
     async fn new(opts: HttpOptions) -> Self {
-        let gateway = Gateway::start(GatewayConfig::default())
+        Self::with_gateway(GatewayConfig::default(), opts).await
+    }
+
+    async fn with_gateway(config: GatewayConfig, opts: HttpOptions) -> Self {
+        let gateway = Gateway::start(config)
             .await
             .expect("gateway starts with an empty config");
         Self {
@@ -409,6 +413,44 @@ async fn delete_ends_the_session_then_it_is_404() {
     assert_eq!(c.send(del(), "").await.status, StatusCode::NOT_FOUND);
     let no_header = Client::request(Method::DELETE, "/mcp");
     assert_eq!(c.send(no_header, "").await.status, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn a_new_session_is_503_while_every_session_is_in_use() {
+    let c = Client::with_gateway(
+        GatewayConfig {
+            max_sessions: 1,
+            ..GatewayConfig::default()
+        },
+        HttpOptions::default(),
+    )
+    .await;
+    let first = c.initialize(INIT_2025_06).await;
+    // Its open GET stream keeps the first session in use.
+    let get = Client::request(Method::GET, "/mcp")
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &first)
+        .header("mcp-protocol-version", "2025-06-18")
+        .body(Body::empty())
+        .expect("valid test request");
+    let stream = c
+        .app
+        .clone()
+        .oneshot(get)
+        .await
+        .expect("the router never fails");
+    assert_eq!(stream.status(), StatusCode::OK);
+
+    let refused = c.post_json(INIT_2025_06).await;
+    assert_eq!(refused.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(refused.json()["error"]["code"], json!(-32603));
+    assert!(refused.header("mcp-session-id").is_none());
+
+    // Once the stream is gone the first session is idle and makes room.
+    drop(stream);
+    let second = c.post_json(INIT_2025_06).await;
+    assert_eq!(second.status, StatusCode::OK);
+    assert_eq!(c.post_in(&first, PING).await.status, StatusCode::NOT_FOUND);
 }
 
 #[tokio::test]

@@ -276,13 +276,26 @@ fn from_text(
         Some(0) => return Err(ctx.error("page_size", "must be at least 1")),
         Some(n) => usize::try_from(n).map_err(|_| ctx.error("page_size", "too large"))?,
     };
-    // `..defaults` while every field is set today: fields the gateway adds
-    // later get their defaults without a change here.
+    let session_idle_timeout = top
+        .session_idle_timeout
+        .as_ref()
+        .map(|t| server::duration(&ctx, "session_idle_timeout", t))
+        .transpose()?
+        .unwrap_or(defaults.session_idle_timeout);
+    let max_sessions = match top.max_sessions {
+        None => defaults.max_sessions,
+        Some(0) => return Err(ctx.error("max_sessions", "must be at least 1")),
+        Some(n) => usize::try_from(n).map_err(|_| ctx.error("max_sessions", "too large"))?,
+    };
+    // `..defaults`: fields the gateway adds later get their defaults
+    // without a change here.
     #[allow(clippy::needless_update)]
     let mut gateway = GatewayConfig {
         upstreams,
         client_request_timeout: client_request_timeout.unwrap_or(defaults.client_request_timeout),
         page_size,
+        session_idle_timeout,
+        max_sessions,
         ..defaults
     };
     // Local models as tools: on by default (it only looks on loopback, and

@@ -82,6 +82,8 @@ max_body_size = "1MiB"
 log_level = "mcpyard=debug,info"
 client_request_timeout = "2m"
 page_size = 50
+session_idle_timeout = "30m"
+max_sessions = 64
 
 [servers.everything]
 command = "npx"
@@ -112,6 +114,8 @@ enabled = false
     assert_eq!(s.log_level, "mcpyard=debug,info");
     assert_eq!(s.gateway.client_request_timeout, Duration::from_secs(120));
     assert_eq!(s.gateway.page_size, 50);
+    assert_eq!(s.gateway.session_idle_timeout, Duration::from_secs(30 * 60));
+    assert_eq!(s.gateway.max_sessions, 64);
     assert!(s.warnings.is_empty(), "{:?}", s.warnings);
 
     let names: Vec<_> = s
@@ -320,6 +324,8 @@ fn each_top_level_error_names_its_key() {
         ("[servers.x]", "`servers.x`", "missing `command`"),
         ("page_size = 0", "`page_size`", "at least 1"),
         ("page_size = \"many\"", "`page_size`", "invalid type"),
+        ("max_sessions = 0", "`max_sessions`", "at least 1"),
+        ("session_idle_timeout = \"0s\"", "`session_idle_timeout`", "more than zero"),
         ("[servers.mcpyard]\ncommand = \"a\"", "`servers.mcpyard`", "reserved"),
         ("[servers.a]\ncommand = \"a\"\nprefix = \"p_\"\n[servers.b]\ncommand = \"b\"\nprefix = \"p_\"", "`servers.b`", "name collision"),
     ];

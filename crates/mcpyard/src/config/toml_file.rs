@@ -19,6 +19,8 @@ pub(crate) struct TomlFile {
     pub(crate) log_level: Option<String>,
     pub(crate) client_request_timeout: Option<RawDuration>,
     pub(crate) page_size: Option<u64>,
+    pub(crate) session_idle_timeout: Option<RawDuration>,
+    pub(crate) max_sessions: Option<u64>,
     #[serde(default)]
     pub(crate) servers: OrderedMap<TomlServer>,
     /// `[inference]`: local models as tools (on, discovering, by default).
