@@ -18,9 +18,10 @@ pub struct GatewayConfig {
     pub locals: Vec<LocalSpec>,
     /// Answers sampling requests of upstreams that allow it.
     pub sampler: Option<std::sync::Arc<dyn crate::Sampler>>,
-    /// A session with no open stream and nothing in flight is ended after
-    /// this long without a request (its client gets 404 and initializes
-    /// again): clients that vanish without DELETE would pile up otherwise.
+    /// A session with no open stream, nothing in flight and no task left is
+    /// ended after this long without a request (its client gets 404 and
+    /// initializes again): clients that vanish without DELETE would pile up
+    /// otherwise.
     pub session_idle_timeout: Duration,
     /// Live sessions at most; past it the least recently active idle one
     /// makes room, and a new session is refused when none is idle.

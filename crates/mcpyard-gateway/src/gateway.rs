@@ -164,7 +164,7 @@ impl Gateway {
     pub fn register_session(&self, session: Arc<Session>) -> bool {
         let sessions = &self.inner.sessions;
         if sessions.len() >= self.inner.max_sessions {
-            match sessions.most_idle() {
+            match sessions.most_idle(|id| self.inner.own_tasks.has_tasks(id)) {
                 Some(oldest) => {
                     tracing::info!(session = %oldest, "ended the least recently used idle session: at the session limit");
                     self.end_session(&oldest);
@@ -857,7 +857,8 @@ async fn expire_idle_sessions(inner: std::sync::Weak<Inner>) {
         }
         let Some(inner) = inner.upgrade() else { return };
         let gateway = Gateway::from_inner(inner);
-        for id in gateway.inner.sessions.idle_since(limit) {
+        let owns_tasks = |id: &str| gateway.inner.own_tasks.has_tasks(id);
+        for id in gateway.inner.sessions.idle_since(limit, owns_tasks) {
             tracing::info!(session = %id, "session ended after {limit:?} without use");
             gateway.end_session(&id);
         }

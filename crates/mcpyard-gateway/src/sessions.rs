@@ -50,24 +50,25 @@ impl Sessions {
         self.map.read().expect("sessions lock poisoned").len()
     }
 
-    /// The sessions idle (no stream, nothing in flight) for `limit` or
-    /// longer.
-    pub(crate) fn idle_since(&self, limit: Duration) -> Vec<String> {
+    /// The sessions idle (no stream, nothing in flight, and not `in_use`
+    /// by the caller's own measure) for `limit` or longer.
+    pub(crate) fn idle_since(&self, limit: Duration, in_use: impl Fn(&str) -> bool) -> Vec<String> {
         self.map
             .read()
             .expect("sessions lock poisoned")
             .values()
-            .filter(|s| s.idle_for().is_some_and(|idle| idle >= limit))
+            .filter(|s| s.idle_for().is_some_and(|idle| idle >= limit) && !in_use(s.id()))
             .map(|s| s.id().to_owned())
             .collect()
     }
 
     /// The idle session unused for longest, if any.
-    pub(crate) fn most_idle(&self) -> Option<String> {
+    pub(crate) fn most_idle(&self, in_use: impl Fn(&str) -> bool) -> Option<String> {
         self.map
             .read()
             .expect("sessions lock poisoned")
             .values()
+            .filter(|s| !in_use(s.id()))
             .filter_map(|s| Some((s.idle_for()?, s)))
             .max_by_key(|(idle, _)| *idle)
             .map(|(_, s)| s.id().to_owned())

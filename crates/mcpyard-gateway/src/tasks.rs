@@ -533,6 +533,17 @@ impl TaskStore {
         self.shared.state().tasks.contains_key(task_id)
     }
 
+    /// Whether `owner` has tasks that have not expired: its session must
+    /// live on for them to be reachable until their `ttl` ends.
+    pub(crate) fn has_tasks(&self, owner: &str) -> bool {
+        let mut state = self.shared.state();
+        purge(&mut state, Instant::now());
+        state
+            .tasks
+            .values()
+            .any(|e| e.owner.as_deref() == Some(owner))
+    }
+
     /// `tasks/get`: the task's current state.
     pub(crate) fn get(&self, task_id: &str, owner: Option<&str>) -> Result<Value, TaskError> {
         let mut state = self.shared.state();

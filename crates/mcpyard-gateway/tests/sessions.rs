@@ -6,6 +6,8 @@
 use std::time::Duration;
 
 use mcpyard_gateway::{Gateway, GatewayConfig, Session};
+use mcpyard_proto::{Message, RequestId};
+use serde_json::json;
 use tokio::sync::mpsc;
 
 async fn gateway(idle: Duration, max_sessions: usize) -> Gateway {
@@ -37,6 +39,35 @@ async fn a_session_left_idle_is_ended_and_one_in_use_is_kept() {
     assert!(
         gw.session(listening.id()).is_some(),
         "a session with an open stream is in use"
+    );
+    gw.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_session_that_owns_tasks_outlives_the_idle_timeout() {
+    let gw = gateway(Duration::from_secs(1), 100).await;
+    let owner = Session::new(None);
+    assert!(gw.register_session(owner.clone()));
+    let created = gw
+        .handle(
+            &owner,
+            Message::request(
+                RequestId::Number(1),
+                "tools/call",
+                Some(json!({"name": "mcpyard__docs", "arguments": {}, "task": {"ttl": 60000}})),
+            ),
+            None,
+        )
+        .await
+        .expect("an answer");
+    let Message::Response { result, .. } = created else {
+        panic!("not a result: {created:?}")
+    };
+    assert!(result["task"]["taskId"].is_string(), "{result}");
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert!(
+        !owner.is_ended(),
+        "its task can still be fetched until its ttl ends"
     );
     gw.shutdown().await;
 }
