@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{Catalog, ListKind, SourceLists};
 use crate::config::ConfigError;
+use crate::listen::{ListenFilter, Listener, SUBSCRIPTION_ID};
 use crate::local::{CatalogCaller, LocalSource, Progress, SourceHandle, ToolContext};
 use crate::session::is_log_level;
 use crate::sessions::Sessions;
@@ -203,10 +204,10 @@ impl Gateway {
         }
     }
 
-    /// Tells upstreams about the resources that only an ended session
-    /// watched, in the background.
-    fn unsubscribe_orphans(&self, session_id: &str) {
-        let orphaned = self.inner.sessions.subscriptions.remove_session(session_id);
+    /// Tells upstreams about the resources that only an ended subscriber (a
+    /// session, or a listen stream) watched, in the background.
+    fn unsubscribe_orphans(&self, subscriber: &str) {
+        let orphaned = self.inner.sessions.subscriptions.remove_session(subscriber);
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
@@ -259,9 +260,12 @@ impl Gateway {
                     adopt_request_envelope(session, params.as_ref());
                 }
                 let cancel = session.begin_request(&id);
-                let mut outcome = self
-                    .dispatch(session, &method, params, related, cancel)
-                    .await;
+                let mut outcome = if method == methods::SUBSCRIPTIONS_LISTEN {
+                    self.listen(session, &id, params, related).await
+                } else {
+                    self.dispatch(session, &method, params, related, cancel)
+                        .await
+                };
                 session.finish_request(&id);
                 if session.is_stateless() {
                     if let Ok(result) = &mut outcome {
@@ -649,17 +653,7 @@ impl Gateway {
             .and_then(Value::as_str)
             .ok_or_else(|| ErrorObject::invalid_params("`uri` must be a string"))?
             .to_owned();
-        let (targets, not_found) = match self.route_resource(&params) {
-            Ok(upstream) => (vec![upstream], None),
-            Err(not_found) => (
-                self.inner
-                    .upstreams
-                    .iter()
-                    .filter(|u| u.has_capability("/resources/subscribe"))
-                    .collect(),
-                Some(not_found),
-            ),
-        };
+        let (targets, not_found) = self.subscription_targets(&params);
         let subscriptions = &self.inner.sessions.subscriptions;
         let tracked = !session.is_stateless();
         let subscribe = method == methods::RESOURCES_SUBSCRIBE;
@@ -701,6 +695,94 @@ impl Gateway {
             (None, Some(not_found), _) => Err(not_found),
             (None, None, Some(e)) => Err(e),
             (None, None, None) => Err(ErrorObject::internal("no upstream to subscribe at")),
+        }
+    }
+
+    /// Where a subscription to `params.uri` goes: the upstream that lists
+    /// it; for a URI no source lists, every upstream that offers
+    /// subscriptions, with the not-found error to answer if none accepts.
+    fn subscription_targets(&self, params: &Value) -> (Vec<&Arc<Upstream>>, Option<ErrorObject>) {
+        match self.route_resource(params) {
+            Ok(upstream) => (vec![upstream], None),
+            Err(not_found) => (
+                self.inner
+                    .upstreams
+                    .iter()
+                    .filter(|u| u.has_capability("/resources/subscribe"))
+                    .collect(),
+                Some(not_found),
+            ),
+        }
+    }
+
+    /// `subscriptions/listen` (2026-07-28; see `listen`): acknowledges on
+    /// the request's own stream, registers the stream for the changes it
+    /// asked for, subscribes the upstreams to its URIs, and answers once the
+    /// client has gone or the gateway stops. Everything is undone when the
+    /// call ends, however it ends.
+    async fn listen(
+        &self,
+        session: &Session,
+        id: &RequestId,
+        params: Option<Value>,
+        related: Option<Outbound>,
+    ) -> Outcome {
+        if !session.is_stateless() {
+            return Err(
+                ErrorObject::method_not_found(methods::SUBSCRIPTIONS_LISTEN).with_data(json!({
+                    "reason": "subscriptions/listen belongs to protocol 2026-07-28; in a session, changes come on the GET stream and resources/subscribe watches a resource"
+                })),
+            );
+        }
+        let filter = ListenFilter::from_params(params.as_ref().unwrap_or(&Value::Null))
+            .ok_or_else(|| ErrorObject::invalid_params("`notifications` must be an object"))?;
+        let Some(stream) = related else {
+            return Err(ErrorObject::new(
+                codes::INVALID_REQUEST,
+                "subscriptions/listen is answered with an event stream: accept text/event-stream",
+            ));
+        };
+        let listener = Arc::new(Listener {
+            filter,
+            stream: stream.clone(),
+            subscription_id: id.clone(),
+        });
+        stream
+            .send(listener.acknowledgment())
+            .await
+            .map_err(|_| ErrorObject::internal("the client went away"))?;
+        let key = format!("listen-{}", uuid::Uuid::new_v4().simple());
+        let _registered = ListenRegistration {
+            gateway: self.clone(),
+            key: key.clone(),
+        };
+        self.inner.sessions.add_listener(&key, listener.clone());
+        for uri in &listener.filter.resource_uris {
+            self.watch(uri, &key).await;
+        }
+        tokio::select! {
+            () = stream.closed() => {}
+            () = self.inner.stop.cancelled() => {}
+        }
+        Ok(json!({ "_meta": { SUBSCRIPTION_ID: id } }))
+    }
+
+    /// Subscribes the upstreams behind `uri` for subscriber `key`, asking an
+    /// upstream only when `key` is its first subscriber there.
+    async fn watch(&self, uri: &str, key: &str) {
+        let params = json!({ "uri": uri });
+        let subscriptions = &self.inner.sessions.subscriptions;
+        for upstream in self.subscription_targets(&params).0 {
+            if !subscriptions.add(upstream.index(), uri, key) {
+                continue;
+            }
+            if let Err(e) = upstream
+                .request(methods::RESOURCES_SUBSCRIBE, params.clone())
+                .await
+            {
+                subscriptions.remove(upstream.index(), uri, key);
+                tracing::debug!(server = %upstream.spec.name, %uri, error = %e, "listen: the upstream refused the subscription");
+            }
         }
     }
 
@@ -839,6 +921,20 @@ impl Gateway {
         for u in &self.inner.upstreams {
             u.stopped().await;
         }
+    }
+}
+
+/// Unregisters a listen stream when its call ends, however it ends (the
+/// client going away drops the call).
+struct ListenRegistration {
+    gateway: Gateway,
+    key: String,
+}
+
+impl Drop for ListenRegistration {
+    fn drop(&mut self) {
+        self.gateway.inner.sessions.remove_listener(&self.key);
+        self.gateway.unsubscribe_orphans(&self.key);
     }
 }
 

@@ -8,6 +8,7 @@ mod builtin;
 mod catalog;
 mod config;
 mod gateway;
+mod listen;
 mod local;
 mod relay;
 mod session;

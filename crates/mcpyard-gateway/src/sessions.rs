@@ -7,14 +7,17 @@ use std::time::Duration;
 
 use mcpyard_proto::Message;
 
+use crate::listen::Listener;
 use crate::subscriptions::Subscriptions;
 use crate::Session;
 
 #[derive(Debug, Default)]
 pub(crate) struct Sessions {
     map: RwLock<HashMap<String, Arc<Session>>>,
-    /// Which sessions watch which upstream resources.
+    /// Which sessions (and listen streams) watch which upstream resources.
     pub(crate) subscriptions: Subscriptions,
+    /// Open `subscriptions/listen` streams, by subscriber key.
+    listeners: RwLock<HashMap<String, Arc<Listener>>>,
 }
 
 impl Sessions {
@@ -74,9 +77,9 @@ impl Sessions {
             .map(|(_, s)| s.id().to_owned())
     }
 
-    /// Sends a notification to every session that has a stream, without
-    /// waiting: a client too slow to drain its stream misses it rather than
-    /// stalling the gateway.
+    /// Sends a notification to every session that has a stream, and to the
+    /// listen streams that asked for it, without waiting: a client too slow
+    /// to drain its stream misses it rather than stalling the gateway.
     pub(crate) fn broadcast(&self, msg: &Message) {
         let sessions: Vec<_> = self
             .map
@@ -88,6 +91,35 @@ impl Sessions {
         for s in sessions {
             s.try_notify(msg.clone());
         }
+        let method = msg.method().unwrap_or_default();
+        for listener in self.listeners() {
+            if listener.filter.wants_list_change(method) {
+                listener.deliver(msg);
+            }
+        }
+    }
+
+    fn listeners(&self) -> Vec<Arc<Listener>> {
+        self.listeners
+            .read()
+            .expect("sessions lock poisoned")
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    pub(crate) fn add_listener(&self, key: &str, listener: Arc<Listener>) {
+        self.listeners
+            .write()
+            .expect("sessions lock poisoned")
+            .insert(key.to_owned(), listener);
+    }
+
+    pub(crate) fn remove_listener(&self, key: &str) {
+        self.listeners
+            .write()
+            .expect("sessions lock poisoned")
+            .remove(key);
     }
 }
 
@@ -98,6 +130,13 @@ impl Sessions {
         for id in self.subscriptions.subscribers(source, uri) {
             if let Some(session) = self.get(&id) {
                 session.try_notify(msg.clone());
+            } else if let Some(listener) = self
+                .listeners
+                .read()
+                .expect("sessions lock poisoned")
+                .get(&id)
+            {
+                listener.deliver(msg);
             }
         }
     }

@@ -14,6 +14,8 @@ pub const PROMPTS_LIST: &str = "prompts/list";
 pub const PROMPTS_GET: &str = "prompts/get";
 pub const COMPLETION_COMPLETE: &str = "completion/complete";
 pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
+/// 2026-07-28: a request whose answer is a stream of change notifications.
+pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
 
 pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
 pub const ELICITATION_CREATE: &str = "elicitation/create";
@@ -28,3 +30,6 @@ pub const NOTIFICATION_TOOLS_LIST_CHANGED: &str = "notifications/tools/list_chan
 pub const NOTIFICATION_RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
 pub const NOTIFICATION_RESOURCES_UPDATED: &str = "notifications/resources/updated";
 pub const NOTIFICATION_PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
+/// The first frame of a `subscriptions/listen` stream: what it will carry.
+pub const NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED: &str =
+    "notifications/subscriptions/acknowledged";

@@ -512,6 +512,41 @@ async fn stateless_requests_are_served_without_a_session() {
 }
 
 #[tokio::test]
+async fn listen_needs_the_stateless_era_a_filter_and_an_event_stream() {
+    let c = Client::default().await;
+    // In a session of an earlier era the method does not exist.
+    let sid = c.initialize(INIT_2025_06).await;
+    let in_session = c
+        .post_in(&sid, r#"{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{}}}"#)
+        .await;
+    assert_eq!(error_code(&in_session.json()), -32601);
+
+    let body = |notifications: Value| {
+        let mut b: Value =
+            serde_json::from_str(&stateless_body(2, "subscriptions/listen", "2026-07-28")).unwrap();
+        b["params"]["notifications"] = notifications;
+        b.to_string()
+    };
+    let no_filter = c
+        .send(
+            stateless_post("subscriptions/listen", "2026-07-28"),
+            &body(json!("all")),
+        )
+        .await;
+    assert_eq!(error_code(&no_filter.json()), -32602);
+    // A client that takes JSON only cannot receive the stream.
+    let json_only = Client::request(Method::POST, "/mcp")
+        .header("content-type", "application/json")
+        .header("accept", "application/json")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "subscriptions/listen");
+    let a = c
+        .send(json_only, &body(json!({"toolsListChanged": true})))
+        .await;
+    assert_eq!(error_code(&a.json()), -32600, "{}", a.text);
+}
+
+#[tokio::test]
 async fn stateless_unknown_method_is_404_with_a_jsonrpc_body() {
     let c = Client::default().await;
     let body = stateless_body(12, "no/such", "2026-07-28");

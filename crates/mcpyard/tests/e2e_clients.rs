@@ -172,3 +172,67 @@ async fn python_sdk_answers_the_elicitation_a_task_waits_on() {
         "{passed}"
     );
 }
+
+/// The 2026-07-28 way to hear of changes: the Python SDK 2.x opens a
+/// `subscriptions/listen` stream, and gets the acknowledgment, a tool list
+/// change of one upstream and an update of a resource of another, for which
+/// the gateway subscribed that upstream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_sdk_listens_for_changes_in_the_stateless_era() {
+    let dir = scratch();
+    let config = format!(
+        "[servers.grow]\n{}\n[servers.watch]\n{}",
+        misbehaving("changing", &dir.path().join("x")),
+        misbehaving("watching", &dir.path().join("y")),
+    );
+    let gw = Gateway::start(&config, dir.path()).await;
+    let summary = run_python(
+        &tool("venv/bin/python"),
+        &[
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/support/py_listen_check.py")
+                .display()
+                .to_string(),
+            gw.url(),
+        ],
+        Duration::from_secs(120),
+    );
+    assert_eq!(summary["protocolVersion"], json!("2026-07-28"), "{summary}");
+    assert_eq!(
+        summary["honored"],
+        json!({"toolsListChanged": true, "resourceSubscriptions": ["mem://a"]}),
+        "{summary}"
+    );
+    assert_eq!(
+        summary["upstreamSubscribed"],
+        json!(["mem://a"]),
+        "{summary}"
+    );
+    let events = summary["events"].as_array().expect("events");
+    assert!(
+        events.contains(&json!({"kind": "resourceUpdated", "uri": "mem://a"})),
+        "{summary}"
+    );
+    assert!(
+        events.contains(&json!({"kind": "toolsListChanged"})),
+        "{summary}"
+    );
+    let tools = summary["tools"].as_array().expect("tools");
+    assert!(tools.contains(&json!("grow__extra")), "{summary}");
+
+    // The stream is gone with the client: the upstream is unsubscribed.
+    let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = call(&client, "watch__touch", json!({})).await;
+        if text(&r) == "[]" {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still subscribed after the listen stream ended: {r}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    client.shutdown().await;
+}
