@@ -757,6 +757,10 @@ impl Gateway {
             key: key.clone(),
         };
         self.inner.sessions.add_listener(&key, listener.clone());
+        if !listener.filter.resource_uris.is_empty() {
+            // Which upstream has a URI is known once they have connected.
+            self.wait_for_startup(&self.inner.stop).await;
+        }
         for uri in &listener.filter.resource_uris {
             self.watch(uri, &key).await;
         }
