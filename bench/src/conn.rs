@@ -51,21 +51,97 @@ impl CallError {
     }
 }
 
-/// A connected, initialised MCP session.
+/// One HTTP/1.1 keep-alive connection over hyper's low-level client (no
+/// pool, no redirects): what every benchmark client sends on.
 #[derive(Debug)]
-pub struct McpConn {
+pub(crate) struct Http1Conn {
     sender: SendRequest<Full<Bytes>>,
     host: HeaderValue,
-    session: Option<HeaderValue>,
-    next_id: u64,
     driver: JoinHandle<()>,
     timeout: Duration,
 }
 
-impl Drop for McpConn {
+impl Drop for Http1Conn {
     fn drop(&mut self) {
         self.driver.abort();
     }
+}
+
+impl Http1Conn {
+    /// Connects to `addr` (`TCP_NODELAY`); `timeout` bounds the connection
+    /// and, later, each exchange.
+    pub(crate) async fn open(addr: SocketAddr, timeout: Duration) -> Result<Self, CallError> {
+        let tcp = tokio::time::timeout(timeout, TcpStream::connect(addr))
+            .await
+            .map_err(|_| CallError::Transport("connect timed out".into()))?
+            .map_err(|e| CallError::Transport(format!("connect: {e}")))?;
+        tcp.set_nodelay(true)
+            .map_err(|e| CallError::Transport(format!("nodelay: {e}")))?;
+        let (sender, conn) = http1::handshake(TokioIo::new(tcp))
+            .await
+            .map_err(|e| CallError::Transport(format!("handshake: {e}")))?;
+        let driver = tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        let host = HeaderValue::from_str(&addr.to_string())
+            .map_err(|_| CallError::Transport("bad address".into()))?;
+        Ok(Self {
+            sender,
+            host,
+            driver,
+            timeout,
+        })
+    }
+
+    /// A JSON POST to `path` on this connection's host.
+    pub(crate) fn post_json(&self, path: &str) -> http::request::Builder {
+        Request::builder()
+            .method(Method::POST)
+            .uri(path)
+            .header(header::HOST, self.host.clone())
+            .header(header::CONTENT_TYPE, "application/json")
+    }
+
+    /// Sends `req` and reads the whole answer (at most 1 MiB), within the
+    /// timeout.
+    pub(crate) async fn exchange(
+        &mut self,
+        req: http::request::Builder,
+        body: Bytes,
+    ) -> Result<(StatusCode, http::HeaderMap, Bytes), CallError> {
+        let req = req
+            .body(Full::new(body))
+            .map_err(|e| CallError::Transport(format!("request: {e}")))?;
+        let exchange = async {
+            self.sender
+                .ready()
+                .await
+                .map_err(|e| CallError::Transport(format!("not ready: {e}")))?;
+            let resp = self
+                .sender
+                .send_request(req)
+                .await
+                .map_err(|e| CallError::Transport(format!("send: {e}")))?;
+            let (parts, body) = resp.into_parts();
+            let bytes = Limited::new(body, MAX_ANSWER)
+                .collect()
+                .await
+                .map_err(|e| CallError::Transport(format!("body: {e}")))?
+                .to_bytes();
+            Ok((parts.status, parts.headers, bytes))
+        };
+        tokio::time::timeout(self.timeout, exchange)
+            .await
+            .map_err(|_| CallError::Transport("timed out".into()))?
+    }
+}
+
+/// A connected, initialised MCP session.
+#[derive(Debug)]
+pub struct McpConn {
+    http: Http1Conn,
+    session: Option<HeaderValue>,
+    next_id: u64,
 }
 
 #[derive(Deserialize)]
@@ -113,27 +189,10 @@ impl McpConn {
     /// Connects and runs the MCP handshake: `initialize`, then
     /// `notifications/initialized`, keeping the session id.
     pub async fn open(addr: SocketAddr, timeout: Duration) -> Result<Self, CallError> {
-        let tcp = tokio::time::timeout(timeout, TcpStream::connect(addr))
-            .await
-            .map_err(|_| CallError::Transport("connect timed out".into()))?
-            .map_err(|e| CallError::Transport(format!("connect: {e}")))?;
-        tcp.set_nodelay(true)
-            .map_err(|e| CallError::Transport(format!("nodelay: {e}")))?;
-        let (sender, conn) = http1::handshake(TokioIo::new(tcp))
-            .await
-            .map_err(|e| CallError::Transport(format!("handshake: {e}")))?;
-        let driver = tokio::spawn(async move {
-            let _ = conn.await;
-        });
-        let host = HeaderValue::from_str(&addr.to_string())
-            .map_err(|_| CallError::Transport("bad address".into()))?;
         let mut c = McpConn {
-            sender,
-            host,
+            http: Http1Conn::open(addr, timeout).await?,
             session: None,
             next_id: 0,
-            driver,
-            timeout,
         };
         c.initialize().await?;
         Ok(c)
@@ -242,40 +301,15 @@ impl McpConn {
         &mut self,
         body: Bytes,
     ) -> Result<(StatusCode, http::HeaderMap, Bytes), CallError> {
-        let mut req = Request::builder()
-            .method(Method::POST)
-            .uri("/mcp")
-            .header(header::HOST, self.host.clone())
-            .header(header::CONTENT_TYPE, "application/json")
+        let mut req = self
+            .http
+            .post_json("/mcp")
             .header(header::ACCEPT, ACCEPT_BOTH)
             .header("mcp-protocol-version", PROTOCOL_VERSION);
         if let Some(s) = &self.session {
             req = req.header("mcp-session-id", s.clone());
         }
-        let req = req
-            .body(Full::new(body))
-            .map_err(|e| CallError::Transport(format!("request: {e}")))?;
-        let exchange = async {
-            self.sender
-                .ready()
-                .await
-                .map_err(|e| CallError::Transport(format!("not ready: {e}")))?;
-            let resp = self
-                .sender
-                .send_request(req)
-                .await
-                .map_err(|e| CallError::Transport(format!("send: {e}")))?;
-            let (parts, body) = resp.into_parts();
-            let bytes = Limited::new(body, MAX_ANSWER)
-                .collect()
-                .await
-                .map_err(|e| CallError::Transport(format!("body: {e}")))?
-                .to_bytes();
-            Ok((parts.status, parts.headers, bytes))
-        };
-        tokio::time::timeout(self.timeout, exchange)
-            .await
-            .map_err(|_| CallError::Transport("timed out".into()))?
+        self.http.exchange(req, body).await
     }
 }
 
