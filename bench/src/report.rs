@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use anyhow::Context as _;
 use serde::Serialize;
 
 use crate::load::{FixedRate, Saturation};
@@ -190,4 +191,16 @@ fn error_cell(errors: &BTreeMap<String, u64>) -> String {
 
 fn mib(kib: u64) -> String {
     format!("{:.1} MiB", kib as f64 / 1024.0)
+}
+
+/// Writes a run's results as pretty JSON to `out`, making its folder.
+pub fn write_json(out: &std::path::Path, run: &impl Serialize) -> anyhow::Result<()> {
+    if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create {}", parent.display()))?;
+    }
+    let json = serde_json::to_string_pretty(run).context("cannot encode the results")?;
+    std::fs::write(out, json + "\n").with_context(|| format!("cannot write {}", out.display()))?;
+    eprintln!("results written to {}", out.display());
+    Ok(())
 }

@@ -32,7 +32,7 @@ use mcpyard_bench::memtrace::RssTrace;
 use mcpyard_bench::openai::{content_of, OpenAiConn};
 use mcpyard_bench::procfs::{self, Machine};
 use mcpyard_bench::stats::Percentiles;
-use mcpyard_bench::{llama, testimage};
+use mcpyard_bench::{llama, report, testimage};
 use serde_json::{json, Value};
 
 /// How long mcpyard and the stand-in get to print their address.
@@ -140,14 +140,7 @@ fn main() -> anyhow::Result<()> {
 
     println!("{}", run.markdown());
     if let Some(out) = &args.out {
-        if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("cannot create {}", parent.display()))?;
-        }
-        let json = serde_json::to_string_pretty(&run).context("cannot encode the results")?;
-        std::fs::write(out, json + "\n")
-            .with_context(|| format!("cannot write {}", out.display()))?;
-        eprintln!("results written to {}", out.display());
+        report::write_json(out, &run)?;
     }
     Ok(())
 }

@@ -20,7 +20,7 @@ use mcpyard_bench::children::ChildGuard;
 use mcpyard_bench::conn::McpConn;
 use mcpyard_bench::load::{self, CALL_TIMEOUT};
 use mcpyard_bench::procfs::{self, Machine};
-use mcpyard_bench::report::{Comparison, Memory, Run, TargetRun};
+use mcpyard_bench::report::{self, Comparison, Memory, Run, TargetRun};
 use mcpyard_bench::sampler::Sampler;
 
 /// How long each child gets to print its address.
@@ -164,14 +164,7 @@ fn main() -> anyhow::Result<()> {
 
     println!("{}", run.markdown());
     if let Some(out) = &args.out {
-        if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("cannot create {}", parent.display()))?;
-        }
-        let json = serde_json::to_string_pretty(&run).context("cannot encode the results")?;
-        std::fs::write(out, json + "\n")
-            .with_context(|| format!("cannot write {}", out.display()))?;
-        eprintln!("results written to {}", out.display());
+        report::write_json(out, &run)?;
     }
     Ok(())
 }
