@@ -115,23 +115,6 @@ async fn mcp_inspector_cli_lists_and_calls_tools() {
     assert!(stdout.contains('5'), "{stdout}");
 }
 
-/// Runs `tool` as a task with the Python SDK 1.x (tests/support/py_task_check.py).
-fn python_task(url: &str, name: &str, arguments: Value) -> Value {
-    run_python(
-        &tool("venv1/bin/python"),
-        &[
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/support/py_task_check.py")
-                .display()
-                .to_string(),
-            url.to_owned(),
-            name.to_owned(),
-            arguments.to_string(),
-        ],
-        Duration::from_secs(120),
-    )
-}
-
 /// A task whose call needs the user: the task shows `input_required`, the
 /// elicitation (tagged with the task) reaches the client on its
 /// `tasks/result`, and the answer reaches the tool. Both for a task the
@@ -147,7 +130,7 @@ async fn python_sdk_answers_the_elicitation_a_task_waits_on() {
     );
     let gw = Gateway::start(&config, dir.path()).await;
 
-    let own = python_task(&gw.url(), "asker__ask", json!({}));
+    let own = python_task(&gw.url(), "asker__ask", &json!({}));
     let statuses = own["statuses"].as_array().expect("statuses");
     assert!(statuses.contains(&json!("input_required")), "{own}");
     assert_eq!(statuses.last(), Some(&json!("completed")), "{own}");
@@ -162,7 +145,7 @@ async fn python_sdk_answers_the_elicitation_a_task_waits_on() {
     let passed = python_task(
         &gw.url(),
         "every__simulate-research-query",
-        json!({"topic": "rust", "ambiguous": true}),
+        &json!({"topic": "rust", "ambiguous": true}),
     );
     let statuses = passed["statuses"].as_array().expect("statuses");
     assert!(statuses.contains(&json!("input_required")), "{passed}");
@@ -189,10 +172,7 @@ async fn python_sdk_listens_for_changes_in_the_stateless_era() {
     let summary = run_python(
         &tool("venv/bin/python"),
         &[
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/support/py_listen_check.py")
-                .display()
-                .to_string(),
+            support_file("py_listen_check.py").display().to_string(),
             gw.url(),
         ],
         Duration::from_secs(120),

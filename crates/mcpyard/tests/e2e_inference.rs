@@ -108,23 +108,14 @@ async fn a_task_augmented_analyze_image_is_polled_to_its_result_by_the_python_sd
         "[inference]\nbackends = [{{ name = \"vision\", kind = \"openai\", url = \"http://127.0.0.1:{port}\" }}]\n"
     );
     let gw = Gateway::start(&config, dir.path()).await;
-    let summary = run_python(
-        &tool("venv1/bin/python"),
-        &[
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/support/py_task_check.py")
-                .display()
-                .to_string(),
-            gw.url(),
-            "local__analyze_image".into(),
-            json!({
-                "task": "describe",
-                "images": [{"data": PIXEL_PNG, "mimeType": "image/png", "name": "pixel.png"}],
-                "preprocess": ["grayscale"],
-            })
-            .to_string(),
-        ],
-        Duration::from_secs(120),
+    let summary = python_task(
+        &gw.url(),
+        "local__analyze_image",
+        &json!({
+            "task": "describe",
+            "images": [{"data": PIXEL_PNG, "mimeType": "image/png", "name": "pixel.png"}],
+            "preprocess": ["grayscale"],
+        }),
     );
     assert_eq!(summary["tasksCapability"], json!(true), "{summary}");
     let statuses = summary["statuses"].as_array().unwrap();

@@ -50,7 +50,7 @@ pub fn filesystem_js() -> PathBuf {
 }
 
 pub fn loopback_preload() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/loopback-listen.cjs")
+    support_file("loopback-listen.cjs")
 }
 
 /// A port free on 127.0.0.1 right now.
@@ -346,9 +346,7 @@ pub const ELICITED_NAME: &str = "Ada Lovelace";
 pub fn misbehaving(mode: &str, log: &Path) -> String {
     format!(
         "command = \"python3\"\nargs = [{}, \"{mode}\", {}]\n",
-        path_str(
-            &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/misbehaving_server.py")
-        ),
+        path_str(&support_file("misbehaving_server.py")),
         path_str(log),
     )
 }
@@ -474,7 +472,7 @@ pub async fn start_llama(dir: &Path) -> (Proc, u16) {
 pub async fn start_vision_fixture(dir: &Path) -> (Proc, u16) {
     let port = free_port();
     let mut cmd = Command::new("python3");
-    cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/vision_fixture.py"))
+    cmd.arg(support_file("vision_fixture.py"))
         .arg(port.to_string());
     let p = Proc::spawn("vision fixture", cmd, &dir.join("vision.log"));
     wait_port(port, Duration::from_secs(30)).await;
@@ -515,4 +513,26 @@ pub fn run_python(python: &Path, args: &[String], timeout: Duration) -> Value {
     let (ok, stdout, stderr) = run(cmd, timeout);
     assert!(ok, "python client failed:\n{stdout}\n{stderr}");
     serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
+/// A file of this crate's tests/support folder.
+pub fn support_file(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/support")
+        .join(name)
+}
+
+/// Runs `tool` through the gateway at `url` as an MCP task with the Python
+/// SDK 1.x (support/py_task_check.py) and returns its summary.
+pub fn python_task(url: &str, tool_name: &str, arguments: &Value) -> Value {
+    run_python(
+        &tool("venv1/bin/python"),
+        &[
+            support_file("py_task_check.py").display().to_string(),
+            url.to_owned(),
+            tool_name.to_owned(),
+            arguments.to_string(),
+        ],
+        Duration::from_secs(120),
+    )
 }
