@@ -522,6 +522,7 @@ impl TaskStore {
             cancel,
             expires_at: now + ttl,
             finished: false,
+            awaiting_input: Arc::default(),
         };
         Ok((json!({ "task": task }), handle))
     }
@@ -756,6 +757,9 @@ pub(crate) struct TaskHandle {
     cancel: CancellationToken,
     expires_at: Instant,
     finished: bool,
+    /// Requests of the call awaiting the requestor, shared by every
+    /// [`TaskSignal`] of the task.
+    awaiting_input: Arc<AtomicUsize>,
 }
 
 impl fmt::Debug for TaskHandle {
@@ -779,7 +783,7 @@ impl TaskHandle {
         TaskSignal {
             shared: self.shared.clone(),
             task_id: self.task_id.clone(),
-            awaiting: Arc::new(AtomicUsize::new(0)),
+            awaiting: self.awaiting_input.clone(),
         }
     }
 
@@ -830,9 +834,9 @@ impl TaskHandle {
 
 /// What a running call uses to ask its requestor for input on the task's
 /// behalf (elicitation, sampling): it moves the task between `working` and
-/// `input_required` and finds the `tasks/result` stream to ask on. Clones
-/// share one count of requests awaiting an answer. Does nothing once the
-/// task is terminal or gone.
+/// `input_required` and finds the `tasks/result` stream to ask on. Every
+/// signal of a task shares one count of requests awaiting an answer. Does
+/// nothing once the task is terminal or gone.
 #[derive(Clone)]
 pub(crate) struct TaskSignal {
     shared: Arc<Shared>,
