@@ -196,11 +196,8 @@ impl Upstream {
             tracing::info!(server = %self.spec.name, "upstream connected");
             *self.client.write().expect("client lock poisoned") = Some(client.clone());
             let up_since = Instant::now();
-            let lists = fetch_lists(&client, &ListKind::ALL, SourceLists::default()).await;
-            self.publish(&catalog, &sessions, Some(lists.clone()));
-            self.resubscribe(&client, &sessions).await;
+            let mut lists = self.start_session(&client, &catalog, &sessions).await;
             self.set_state(State::Up);
-            let mut lists = lists;
             let mut health_check = tokio::time::interval(HEALTH_CHECK_EVERY);
             health_check.reset();
             loop {
@@ -219,9 +216,7 @@ impl Upstream {
                             self.publish(&catalog, &sessions, Some(lists.clone()));
                         }
                         UpstreamEvent::SessionRenewed => {
-                            lists = fetch_lists(&client, &ListKind::ALL, lists).await;
-                            self.publish(&catalog, &sessions, Some(lists.clone()));
-                            self.resubscribe(&client, &sessions).await;
+                            lists = self.start_session(&client, &catalog, &sessions).await;
                         }
                     },
                 }
@@ -255,8 +250,22 @@ impl Upstream {
         self.done.cancel();
     }
 
-    /// Subscribes a new connection or session to what clients watch: the
-    /// server forgot the old one's subscriptions.
+    /// What a new connection or session needs: every list fetched again
+    /// and published, and what clients watch subscribed again (the server
+    /// forgot the old session's subscriptions). Returns the lists.
+    async fn start_session(
+        &self,
+        client: &McpClient,
+        catalog: &Catalog,
+        sessions: &Sessions,
+    ) -> SourceLists {
+        let lists = fetch_lists(client, &ListKind::ALL, SourceLists::default()).await;
+        self.publish(catalog, sessions, Some(lists.clone()));
+        self.resubscribe(client, sessions).await;
+        lists
+    }
+
+    /// Subscribes a new connection or session to what clients watch.
     async fn resubscribe(&self, client: &McpClient, sessions: &Sessions) {
         for uri in sessions.subscriptions.uris(self.index) {
             let options = RequestOptions {
