@@ -73,7 +73,10 @@ impl LocalSource for InferenceSource {
         let def = tools::find(tool)
             .filter(|_| self.inner.config().enabled)
             .ok_or_else(|| ErrorObject::invalid_params(format!("Unknown tool: {tool}")))?;
-        let outcome = match Args::new(arguments) {
+        let outcome = match Args::new(arguments).and_then(|args| {
+            args.declared_in(&(def.definition)())?;
+            Ok(args)
+        }) {
             Ok(args) => {
                 let call = tools::Call::new(ctx);
                 (def.call)(&self.inner, args, &call).await

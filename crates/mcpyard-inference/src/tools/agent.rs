@@ -78,18 +78,6 @@ fn stop_text(reason: &str) -> &'static str {
 }
 
 async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolError> {
-    args.only(&[
-        "prompt",
-        "messages",
-        "system",
-        "tools",
-        "max_iterations",
-        "max_seconds",
-        "max_tokens",
-        "save_media",
-        "model",
-        "allow_download",
-    ])?;
     let max_iterations = bounded(&args, "max_iterations", DEFAULT_ITERATIONS, MAX_ITERATIONS)?;
     let max_seconds = bounded(&args, "max_seconds", DEFAULT_SECONDS, MAX_SECONDS)?;
     let max_tokens = bounded(&args, "max_tokens", DEFAULT_TOKENS, i64::MAX)?;

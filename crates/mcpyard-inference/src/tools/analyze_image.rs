@@ -163,19 +163,6 @@ struct Prepared {
 }
 
 async fn run(inf: &Inference, mut args: Args, call: &Call) -> Result<Value, ToolError> {
-    args.only(&[
-        "task",
-        "images",
-        "prompt",
-        "messages",
-        "messages_position",
-        "preprocess",
-        "keep_original",
-        "max_tokens",
-        "temperature",
-        "model",
-        "allow_download",
-    ])?;
     let task = args.string("task")?.unwrap_or_else(|| "describe".into());
     if !TASKS.contains(&task.as_str()) {
         return Err(ToolError::InvalidArguments(format!(

@@ -22,8 +22,14 @@ impl Args {
         }
     }
 
-    /// Refuses keys outside `allowed` (typos would otherwise be ignored).
-    pub(crate) fn only(&self, allowed: &[&str]) -> Result<(), ToolError> {
+    /// Refuses keys that the tool's `inputSchema` does not declare (typos
+    /// would otherwise be ignored).
+    pub(crate) fn declared_in(&self, definition: &Value) -> Result<(), ToolError> {
+        let allowed: Vec<&str> = definition
+            .pointer("/inputSchema/properties")
+            .and_then(Value::as_object)
+            .map(|p| p.keys().map(String::as_str).collect())
+            .unwrap_or_default();
         let unknown: Vec<&str> = self
             .0
             .keys()
@@ -110,5 +116,21 @@ impl Args {
             model: self.string("model")?,
             allow_download: self.bool("allow_download")?,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Args;
+    use serde_json::json;
+
+    #[test]
+    fn arguments_the_schema_does_not_declare_are_refused() {
+        let tool = json!({"inputSchema": {"properties": {"prompt": {}, "model": {}}}});
+        let fine = Args::new(json!({"prompt": "hi"})).expect("an object");
+        assert!(fine.declared_in(&tool).is_ok());
+        let typo = Args::new(json!({"promt": "hi"})).expect("an object");
+        let err = typo.declared_in(&tool).expect_err("refused").to_string();
+        assert!(err.contains("`promt`") && err.contains("prompt"), "{err}");
     }
 }

@@ -109,9 +109,6 @@ struct Answer {
 }
 
 pub(crate) async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolError> {
-    let mut allowed = vec!["messages", "model", "allow_download"];
-    allowed.extend(PASSTHROUGH);
-    args.only(&allowed)?;
     let messages = check_messages(args.get("messages"))?;
     let mut body = Map::new();
     for key in PASSTHROUGH {

@@ -63,7 +63,6 @@ fn definition() -> Value {
 
 fn call<'a>(inf: &'a Inference, args: Args, call: &'a Call) -> ToolFuture<'a> {
     Box::pin(async move {
-        args.only(&["input", "model", "allow_download"])?;
         let input = check_input(args.get("input"))?;
         let count = input.as_array().map_or(1, Vec::len);
         let req = args.model_request()?;

@@ -95,19 +95,6 @@ struct Generated {
 }
 
 async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolError> {
-    args.only(&[
-        "prompt",
-        "negative_prompt",
-        "n",
-        "size",
-        "steps",
-        "cfg_scale",
-        "seed",
-        "output_path",
-        "output_dir",
-        "model",
-        "allow_download",
-    ])?;
     let prompt = args.string("prompt")?.ok_or_else(|| {
         ToolError::InvalidArguments("`prompt` is required: describe the image".into())
     })?;

@@ -75,7 +75,6 @@ fn definition() -> Value {
 
 fn call<'a>(inf: &'a Inference, args: Args, _call: &'a Call) -> ToolFuture<'a> {
     Box::pin(async move {
-        args.only(&["refresh"])?;
         let refresh = args.bool("refresh")?;
         let listing = inf.listing(refresh).await;
         let text = summary(inf, &listing);

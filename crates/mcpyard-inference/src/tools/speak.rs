@@ -72,15 +72,6 @@ fn call<'a>(inf: &'a Inference, args: Args, call: &'a Call) -> ToolFuture<'a> {
 }
 
 async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolError> {
-    args.only(&[
-        "input",
-        "voice",
-        "response_format",
-        "speed",
-        "output_path",
-        "model",
-        "allow_download",
-    ])?;
     let input = args.string("input")?.ok_or_else(|| {
         ToolError::InvalidArguments("`input` is required: the text to speak".into())
     })?;

@@ -82,17 +82,6 @@ fn call<'a>(inf: &'a Inference, args: Args, call: &'a Call) -> ToolFuture<'a> {
 }
 
 async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolError> {
-    args.only(&[
-        "audio_path",
-        "audio_base64",
-        "filename",
-        "language",
-        "prompt",
-        "response_format",
-        "temperature",
-        "model",
-        "allow_download",
-    ])?;
     let format = args
         .string("response_format")?
         .unwrap_or_else(|| "json".into());
