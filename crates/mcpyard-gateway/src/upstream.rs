@@ -196,7 +196,9 @@ impl Upstream {
             tracing::info!(server = %self.spec.name, "upstream connected");
             *self.client.write().expect("client lock poisoned") = Some(client.clone());
             let up_since = Instant::now();
-            let mut lists = self.start_session(&client, &catalog, &sessions).await;
+            let mut lists = self
+                .start_session(&client, &catalog, &sessions, SourceLists::default())
+                .await;
             self.set_state(State::Up);
             let mut health_check = tokio::time::interval(HEALTH_CHECK_EVERY);
             health_check.reset();
@@ -216,7 +218,7 @@ impl Upstream {
                             self.publish(&catalog, &sessions, Some(lists.clone()));
                         }
                         UpstreamEvent::SessionRenewed => {
-                            lists = self.start_session(&client, &catalog, &sessions).await;
+                            lists = self.start_session(&client, &catalog, &sessions, lists).await;
                         }
                     },
                 }
@@ -258,8 +260,9 @@ impl Upstream {
         client: &McpClient,
         catalog: &Catalog,
         sessions: &Sessions,
+        previous: SourceLists,
     ) -> SourceLists {
-        let lists = fetch_lists(client, &ListKind::ALL, SourceLists::default()).await;
+        let lists = fetch_lists(client, &ListKind::ALL, previous).await;
         self.publish(catalog, sessions, Some(lists.clone()));
         self.resubscribe(client, sessions).await;
         lists
@@ -413,7 +416,9 @@ async fn ping(client: &McpClient) -> Result<(), ClientError> {
 }
 
 /// Fetches the given lists, keeping the others from `lists`. A list the
-/// upstream does not offer (no capability, or -32601) is empty.
+/// upstream does not offer (no capability, or an error answer) is empty; one
+/// that could not be fetched (the connection failed) stays as it was, so a
+/// server restarting in place does not lose its tools meanwhile.
 async fn fetch_lists(
     client: &McpClient,
     kinds: &[ListKind],
@@ -433,9 +438,13 @@ async fn fetch_lists(
         let mut items = if caps.get(capability).is_some() {
             match client.list_all(kind.list_method(), kind.key()).await {
                 Ok(items) => items,
-                Err(e) => {
-                    tracing::warn!(method = kind.list_method(), error = %e, "listing failed");
+                Err(e @ ClientError::Rpc(_)) => {
+                    tracing::warn!(method = kind.list_method(), error = %e, "listing refused");
                     Vec::new()
+                }
+                Err(e) => {
+                    tracing::warn!(method = kind.list_method(), error = %e, "listing failed; keeping the last one");
+                    continue;
                 }
             }
         } else {
