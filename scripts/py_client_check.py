@@ -1,9 +1,21 @@
 #!/usr/bin/env python3
-"""Connect to an MCP server over Streamable HTTP with the official Python SDK,
-list its tools, optionally call one, and print a JSON summary on stdout.
+"""Connect to an MCP server with the official Python SDK, list its tools,
+optionally call some, and print a JSON summary on stdout.
 
-    py_client_check.py URL MODE [--tool NAME] [--args JSON] [--timeout SECONDS]
-                                [--expect-tool NAME] [--expect-text TEXT] [--allow-error]
+    py_client_check.py TARGET MODE [--tool NAME] [--args JSON] [--timeout SECONDS]
+                                   [--expect-tool NAME] [--expect-text TEXT] [--allow-error]
+                                   [--calls JSON] [--command JSON]
+
+TARGET:
+    http://HOST:PORT/mcp       Streamable HTTP
+    sse:http://HOST:PORT/sse   legacy HTTP+SSE (SDK 2.x modes only)
+    stdio                      start `--command` (a JSON array: program and
+                               arguments) and talk on its stdin/stdout (SDK
+                               2.x modes only)
+
+--calls is a JSON array of {"name", "arguments", "expect"}: each tool is
+called in turn and must answer without `isError`, with a text block
+containing `expect` when given.
 
 MODE:
     auto    SDK 2.x Client(mode="auto"): probes the 2026-07-28 `server/discover`,
@@ -75,10 +87,25 @@ def _dump(model: Any) -> Any:
     return model.model_dump(by_alias=True, mode="json", exclude_none=True)
 
 
+def _v2_server(args: argparse.Namespace) -> Any:
+    """What `Client` connects to for TARGET."""
+    if args.url == "stdio":
+        from mcp import StdioServerParameters
+
+        if not args.command:
+            _fail_usage("TARGET stdio needs --command")
+        return StdioServerParameters(command=args.command[0], args=args.command[1:])
+    if args.url.startswith("sse:"):
+        from mcp.client.sse import sse_client
+
+        return sse_client(args.url.removeprefix("sse:"))
+    return args.url
+
+
 async def _run_v2(args: argparse.Namespace, summary: dict[str, Any]) -> None:
     from mcp import Client
 
-    async with Client(args.url, mode=args.mode, read_timeout_seconds=args.timeout) as client:
+    async with Client(_v2_server(args), mode=args.mode, read_timeout_seconds=args.timeout) as client:
         summary["protocolVersion"] = client.protocol_version
         info = client.server_info
         summary["serverInfo"] = _dump(info) if info is not None else None
@@ -94,6 +121,10 @@ async def _run_v2(args: argparse.Namespace, summary: dict[str, Any]) -> None:
         if args.tool:
             result = await client.call_tool(args.tool, args.arguments)
             summary["call"] = {"name": args.tool, **_dump(result)}
+        summary["calls"] = []
+        for call in args.calls:
+            result = await client.call_tool(call["name"], call.get("arguments", {}))
+            summary["calls"].append({"name": call["name"], **_dump(result)})
 
 
 async def _run_v1(args: argparse.Namespace, summary: dict[str, Any]) -> None:
@@ -121,18 +152,29 @@ async def _run_v1(args: argparse.Namespace, summary: dict[str, Any]) -> None:
                 summary["call"] = {"name": args.tool, **_dump(result)}
 
 
+def _check_call(call: dict[str, Any], expect: str | None, allow_error: bool) -> str | None:
+    if call.get("isError") and not allow_error:
+        return f"tool {call['name']!r} returned isError: true: {call.get('content')}"
+    if expect is not None:
+        texts = [c.get("text", "") for c in call.get("content", []) if c.get("type") == "text"]
+        if not any(expect in t for t in texts):
+            return f"no text block of {call['name']!r} contains {expect!r}: {texts}"
+    return None
+
+
 def _check_expectations(args: argparse.Namespace, summary: dict[str, Any]) -> str | None:
     for name in args.expect_tool:
         if name not in summary.get("tools", []):
             return f"tool {name!r} not listed"
     call = summary.get("call")
     if call is not None:
-        if call.get("isError") and not args.allow_error:
-            return f"tool {args.tool!r} returned isError: true"
-        if args.expect_text is not None:
-            texts = [c.get("text", "") for c in call.get("content", []) if c.get("type") == "text"]
-            if not any(args.expect_text in t for t in texts):
-                return f"no text block of {args.tool!r} contains {args.expect_text!r}"
+        problem = _check_call(call, args.expect_text, args.allow_error)
+        if problem:
+            return problem
+    for wanted, call in zip(args.calls, summary.get("calls", [])):
+        problem = _check_call(call, wanted.get("expect"), False)
+        if problem:
+            return problem
     return None
 
 
@@ -146,9 +188,18 @@ def main() -> int:
     parser.add_argument("--expect-tool", action="append", default=[], help="fail unless this tool is listed")
     parser.add_argument("--expect-text", help="fail unless a text block of the call result contains this")
     parser.add_argument("--allow-error", action="store_true", help="an isError result is not a failure")
+    parser.add_argument("--calls", default="[]", help='JSON array of {"name", "arguments", "expect"}')
+    parser.add_argument("--command", help="JSON array: the program to start for TARGET stdio, with its arguments")
     args = parser.parse_args()
 
     _ensure_interpreter(args.mode)
+    try:
+        args.calls = json.loads(args.calls)
+        args.command = json.loads(args.command) if args.command else None
+    except json.JSONDecodeError as e:
+        _fail_usage(f"--calls or --command is not JSON: {e}")
+    if args.mode == "v1" and (args.url == "stdio" or args.url.startswith("sse:") or args.calls):
+        _fail_usage("mode v1 checks Streamable HTTP with --tool only")
     try:
         args.arguments = json.loads(args.args)
     except json.JSONDecodeError as e:

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcpyard_proto::{codes, methods, ErrorObject, Message, RequestId};
+use mcpyard_proto::{codes, envelope, methods, ErrorObject, Message, RequestId};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -167,7 +167,10 @@ impl Gateway {
         if sessions.len() >= self.inner.max_sessions {
             match sessions.most_idle(|id| self.inner.own_tasks.has_tasks(id)) {
                 Some(oldest) => {
-                    tracing::info!(session = %oldest, "ended the least recently used idle session: at the session limit");
+                    // A session id is the client's credential for its session: never logged.
+                    tracing::info!(
+                        "ended the least recently used idle session: at the session limit"
+                    );
                     self.end_session(&oldest);
                 }
                 None => {
@@ -245,9 +248,14 @@ impl Gateway {
     }
 
     /// Handles one message from a client. Returns the response for a
-    /// request; `None` for notifications and responses. `related` is the
-    /// stream of this request (a POST's SSE answer), where progress and
-    /// requests to the client made while serving it go.
+    /// request, except one the client cancelled (the specification wants
+    /// no answer then); `None` for notifications and responses. `related`
+    /// is the stream of this request (a POST's SSE answer), where progress
+    /// and requests to the client made while serving it go.
+    ///
+    /// A request carrying the 2026-07-28 envelope is served in that era
+    /// whatever the transport: on a one-request session of its own, its
+    /// result stamped with the era's fields.
     pub async fn handle(
         &self,
         session: &Arc<Session>,
@@ -256,18 +264,35 @@ impl Gateway {
     ) -> Option<Message> {
         match msg {
             Message::Request { id, method, params } => {
-                if session.is_stateless() {
-                    adopt_request_envelope(session, params.as_ref());
+                let request_session = match era_session(session, params.as_ref()) {
+                    Ok(s) => s,
+                    Err(e) => return Some(Message::error(Some(id), e)),
+                };
+                let derived = !Arc::ptr_eq(&request_session, session);
+                if request_session.is_stateless() {
+                    adopt_request_envelope(&request_session, params.as_ref());
                 }
+                // On a connection (stdio) the era's streams are the connection's own.
+                let related =
+                    related.or_else(|| derived.then(|| request_session.stream()).flatten());
+                // Registered on the connection's session, so that its
+                // `notifications/cancelled` finds the request.
                 let cancel = session.begin_request(&id);
                 let mut outcome = if method == methods::SUBSCRIPTIONS_LISTEN {
-                    self.listen(session, &id, params, related).await
+                    self.listen(&request_session, &id, params, related, &cancel)
+                        .await
                 } else {
-                    self.dispatch(session, &method, params, related, cancel)
+                    self.dispatch(&request_session, &method, params, related, cancel.clone())
                         .await
                 };
                 session.finish_request(&id);
-                if session.is_stateless() {
+                if derived {
+                    request_session.end();
+                }
+                if cancel.is_cancelled() {
+                    return None;
+                }
+                if request_session.is_stateless() {
                     if let Ok(result) = &mut outcome {
                         stamp_stateless_result(&method, result);
                     }
@@ -726,6 +751,7 @@ impl Gateway {
         id: &RequestId,
         params: Option<Value>,
         related: Option<Outbound>,
+        cancel: &CancellationToken,
     ) -> Outcome {
         if !session.is_stateless() {
             return Err(
@@ -766,6 +792,7 @@ impl Gateway {
         }
         tokio::select! {
             () = stream.closed() => {}
+            () = cancel.cancelled() => {}
             () = self.inner.stop.cancelled() => {}
         }
         Ok(json!({ "_meta": { SUBSCRIPTION_ID: id } }))
@@ -959,7 +986,7 @@ async fn expire_idle_sessions(inner: std::sync::Weak<Inner>) {
         let gateway = Gateway::from_inner(inner);
         let owns_tasks = |id: &str| gateway.inner.own_tasks.has_tasks(id);
         for id in gateway.inner.sessions.idle_since(limit, owns_tasks) {
-            tracing::info!(session = %id, "session ended after {limit:?} without use");
+            tracing::info!("a session ended after {limit:?} without use");
             gateway.end_session(&id);
         }
     }
@@ -984,6 +1011,20 @@ fn task_owner(session: &Session) -> Option<&str> {
     (!session.is_stateless()).then(|| session.id())
 }
 
+/// The session a request is served on: the connection's own, or, for a
+/// request carrying the 2026-07-28 envelope on a connection that is not
+/// already of that era, a one-request session built from its envelope.
+fn era_session(
+    session: &Arc<Session>,
+    params: Option<&Value>,
+) -> Result<Arc<Session>, ErrorObject> {
+    if session.is_stateless() || !mcpyard_proto::has_envelope(params) {
+        return Ok(session.clone());
+    }
+    let envelope = mcpyard_proto::Envelope::from_params(params)?;
+    Ok(Session::for_request(session, envelope))
+}
+
 /// A stateless request carries what `initialize` would have said in its
 /// `_meta`; the transport took the version and capabilities, this takes the
 /// rest.
@@ -991,9 +1032,9 @@ fn adopt_request_envelope(session: &Session, params: Option<&Value>) {
     let Some(meta) = mcpyard_proto::meta(params) else {
         return;
     };
-    let client_info = meta.get("io.modelcontextprotocol/clientInfo").cloned();
+    let client_info = meta.get(envelope::CLIENT_INFO_KEY).cloned();
     let log_level = meta
-        .get("io.modelcontextprotocol/logLevel")
+        .get(envelope::LOG_LEVEL_KEY)
         .and_then(Value::as_str)
         .filter(|l| is_log_level(l))
         .map(str::to_owned);
@@ -1034,10 +1075,7 @@ fn stamp_stateless_result(method: &str, result: &mut Value) {
     }
     let meta = obj.entry("_meta").or_insert_with(|| json!({}));
     if let Some(meta) = meta.as_object_mut() {
-        meta.insert(
-            "io.modelcontextprotocol/serverInfo".into(),
-            Gateway::server_info(),
-        );
+        meta.insert(envelope::SERVER_INFO_KEY.into(), Gateway::server_info());
     }
 }
 

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use mcpyard_proto::{ErrorObject, Message, RequestId};
+use mcpyard_proto::{Envelope, ErrorObject, Message, RequestId};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -64,6 +64,21 @@ impl Session {
             n.initialized = true;
         }
         Arc::new(s)
+    }
+
+    /// A one-request session for a stateless-era request that came on the
+    /// connection of `parent` (stdio, or a transport's own session): it
+    /// writes to the parent's stream and ends when the parent does.
+    pub(crate) fn for_request(parent: &Session, envelope: Envelope) -> Arc<Self> {
+        let mut s = Self::build(true, parent.stream());
+        s.ended = parent.ended.child_token();
+        let session = Arc::new(s);
+        session.update(|n| {
+            n.protocol_version = envelope.version;
+            n.capabilities = envelope.capabilities;
+            n.initialized = true;
+        });
+        session
     }
 
     fn build(stateless: bool, stream: Option<Outbound>) -> Self {
@@ -159,6 +174,11 @@ impl Session {
         }
         *slot = Some(tx);
         true
+    }
+
+    /// The session stream, when one is attached.
+    pub(crate) fn stream(&self) -> Option<Outbound> {
+        self.stream.lock().expect("session lock poisoned").clone()
     }
 
     /// Whether a session stream is attached and open.

@@ -229,15 +229,16 @@ impl Upstream {
                 client.shutdown().await;
                 break;
             }
+            // A connection that stayed up a while starts the backoff afresh.
+            if up_since.elapsed() > Duration::from_secs(60) {
+                backoff = BACKOFF_START;
+            }
             tracing::warn!(server = %self.spec.name, "upstream connection lost; reconnecting in {backoff:?}");
             client.shutdown().await;
             self.set_state(State::Down {
                 error: "connection lost".into(),
             });
             self.health.lock().expect("health lock poisoned").restarts += 1;
-            if up_since.elapsed() > Duration::from_secs(60) {
-                backoff = BACKOFF_START;
-            }
             tokio::select! {
                 _ = tokio::time::sleep(backoff) => {}
                 _ = self.stop.cancelled() => break,
@@ -336,6 +337,10 @@ impl Upstream {
         let Some(client) = self.client() else {
             return Err(self.unavailable());
         };
+        // Our connection to the upstream was opened with `initialize`: a
+        // 2026-07-28 client's envelope belongs to its own hop, and such
+        // servers refuse it on a handshake-era connection.
+        mcpyard_proto::envelope::strip(&mut params);
         let (ctx, guard) = self.relay.begin(session, related, &mut params);
         let options = RequestOptions {
             timeout: Some(self.spec.timeout),

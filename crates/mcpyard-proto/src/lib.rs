@@ -2,11 +2,13 @@
 //! kept as raw JSON where the gateway does not need to look inside, MCP method
 //! names, error codes and protocol versions ("eras"). No I/O lives here.
 
+pub mod envelope;
 mod error;
 mod jsonrpc;
 pub mod methods;
 mod version;
 
+pub use envelope::{has_envelope, Envelope};
 pub use error::{codes, ErrorObject};
 pub use jsonrpc::{meta, parse_body, Body, Message, ParseError, RequestId};
 pub use version::{

@@ -41,54 +41,30 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use http::{HeaderMap, StatusCode};
 use mcpyard_gateway::Session;
-use mcpyard_proto::{codes, ErrorObject, Message, RequestId, LATEST_STATEFUL, SUPPORTED};
-use serde_json::{json, Map, Value};
+use mcpyard_proto::envelope::{self, Envelope, PROTOCOL_VERSION_KEY};
+pub(crate) use mcpyard_proto::envelope::{
+    is_stateless_version, HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY,
+    UNSUPPORTED_PROTOCOL_VERSION,
+};
+use mcpyard_proto::{codes, ErrorObject, Message, RequestId};
+use serde_json::{Map, Value};
 
 use crate::accept::Accepts;
 use crate::reply::{self, json_response, Plan};
 use crate::router::AppState;
 
-pub(crate) const PROTOCOL_VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
-pub(crate) const CLIENT_CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
-
-/// A header disagrees with the body, or a required one is missing.
-pub(crate) const HEADER_MISMATCH: i64 = -32020;
-/// The server needs a client capability the request did not declare.
-pub(crate) const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
-/// The envelope's protocol version is not one the server serves.
-pub(crate) const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
-
 const METHOD_HEADER: &str = "mcp-method";
 const NAME_HEADER: &str = "mcp-name";
 const VERSION_HEADER: &str = "mcp-protocol-version";
 
-/// Whether `version` is a supported era without `initialize`.
-pub(crate) fn is_stateless_version(version: &str) -> bool {
-    SUPPORTED.contains(&version) && version > LATEST_STATEFUL
-}
-
-fn stateless_versions() -> Vec<&'static str> {
-    SUPPORTED
-        .iter()
-        .copied()
-        .filter(|v| is_stateless_version(v))
-        .collect()
-}
-
 /// Whether the message carries the per-request protocol-version key.
 pub(crate) fn has_envelope(msg: &Message) -> bool {
-    let params = match msg {
-        Message::Request { params, .. } | Message::Notification { params, .. } => params.as_ref(),
-        _ => None,
-    };
-    mcpyard_proto::meta(params).is_some_and(|m| m.contains_key(PROTOCOL_VERSION_KEY))
-}
-
-/// What the envelope of one request says.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Envelope {
-    pub(crate) version: String,
-    pub(crate) capabilities: Value,
+    match msg {
+        Message::Request { params, .. } | Message::Notification { params, .. } => {
+            envelope::has_envelope(params.as_ref())
+        }
+        _ => false,
+    }
 }
 
 /// A request turned away by the validation ladder.
@@ -115,54 +91,9 @@ pub(crate) fn validate(
     params: Option<&Value>,
     headers: &HeaderMap,
 ) -> Result<Envelope, Rejection> {
-    let meta = mcpyard_proto::meta(params).ok_or_else(|| {
-        Rejection::new(
-            codes::INVALID_PARAMS,
-            format!(
-                "params._meta must be an object carrying {PROTOCOL_VERSION_KEY:?} and {CLIENT_CAPABILITIES_KEY:?}"
-            ),
-        )
-    })?;
-    let missing: Vec<&str> = [PROTOCOL_VERSION_KEY, CLIENT_CAPABILITIES_KEY]
-        .into_iter()
-        .filter(|k| !meta.contains_key(*k))
-        .collect();
-    if !missing.is_empty() {
-        return Err(Rejection::new(
-            codes::INVALID_PARAMS,
-            format!(
-                "params._meta is missing the required key(s): {}",
-                missing.join(", ")
-            ),
-        ));
-    }
+    let meta = Envelope::required_keys(params).map_err(Rejection)?;
     check_headers(method, params, meta, headers)?;
-    let Some(version) = meta.get(PROTOCOL_VERSION_KEY).and_then(Value::as_str) else {
-        return Err(Rejection::new(
-            codes::INVALID_PARAMS,
-            format!("{PROTOCOL_VERSION_KEY} must be a string"),
-        ));
-    };
-    if !is_stateless_version(version) {
-        return Err(Rejection(
-            ErrorObject::new(UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version")
-                .with_data(json!({"supported": stateless_versions(), "requested": version})),
-        ));
-    }
-    let capabilities = meta
-        .get(CLIENT_CAPABILITIES_KEY)
-        .cloned()
-        .unwrap_or_default();
-    if !capabilities.is_object() {
-        return Err(Rejection::new(
-            codes::INVALID_PARAMS,
-            format!("{CLIENT_CAPABILITIES_KEY} must be an object"),
-        ));
-    }
-    Ok(Envelope {
-        version: version.to_owned(),
-        capabilities,
-    })
+    Envelope::from_meta(meta).map_err(Rejection)
 }
 
 fn check_headers(
@@ -301,7 +232,8 @@ mod tests {
     use super::*;
     use http::HeaderValue;
 
-    const CLIENT_INFO_KEY: &str = "io.modelcontextprotocol/clientInfo";
+    use mcpyard_proto::envelope::{CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY};
+    use serde_json::json;
 
     fn envelope_params(version: &str) -> Value {
         json!({
@@ -410,13 +342,6 @@ mod tests {
         let data = err.0.data.expect("data");
         assert_eq!(data["requested"], json!("1999-01-01"));
         assert_eq!(data["supported"], json!(["2026-07-28"]));
-    }
-
-    #[test]
-    fn only_stateless_eras_count() {
-        assert!(is_stateless_version("2026-07-28"));
-        assert!(!is_stateless_version("2025-11-25"));
-        assert!(!is_stateless_version("2099-01-01"));
     }
 
     #[test]

@@ -162,14 +162,10 @@ async fn dispatch(
                 let session = session.clone();
                 let tx = tx.clone();
                 tasks.spawn(async move {
-                    let id = msg.id().cloned();
-                    let answer = gateway
-                        .handle(&session, msg, None)
-                        .await
-                        .unwrap_or_else(|| {
-                            Message::error(id, ErrorObject::internal("no answer was produced"))
-                        });
-                    let _ = tx.send(answer).await;
+                    // No answer is what a request the client cancelled gets.
+                    if let Some(answer) = gateway.handle(&session, msg, None).await {
+                        let _ = tx.send(answer).await;
+                    }
                 });
             }
             Ok(msg) => {

@@ -1,0 +1,272 @@
+//! Every front door in every era a default client speaks: the Python SDK 2.x
+//! in its default (auto) mode, which negotiates 2026-07-28, and in legacy
+//! mode, over Streamable HTTP, legacy HTTP+SSE and stdio, calling tools of
+//! upstreams built on the TypeScript SDK (server-everything), the Python
+//! SDK 1.x (a FastMCP server) and the Python SDK 2.x (mcp-server-time).
+
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use support::*;
+
+/// The three upstreams, one per SDK, as `[servers.*]` tables.
+fn fleet_config() -> String {
+    format!(
+        "{}\n[servers.py1]\ncommand = {}\nargs = [{}]\n\n[servers.time]\ncommand = {}\nargs = [\"-m\", \"mcp_server_time\", \"--local-timezone\", \"UTC\"]\n",
+        everything_stdio("every"),
+        path_str(&tool("venv1/bin/python")),
+        path_str(&support_file("py1_server.py")),
+        path_str(&tool("venv-time/bin/python")),
+    )
+}
+
+/// One call per upstream, each with the text its answer must contain.
+fn calls() -> Value {
+    json!([
+        {"name": "every__echo", "arguments": {"message": "through every era"}, "expect": "through every era"},
+        {"name": "py1__reverse", "arguments": {"text": "mcpyard"}, "expect": "draypcm"},
+        {"name": "time__convert_time",
+         "arguments": {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"},
+         "expect": "Asia/Tokyo"},
+    ])
+}
+
+/// Runs scripts/py_client_check.py against `target` and returns its summary;
+/// it fails unless every tool is listed and every call answers as expected.
+fn python_sdk(target: &str, mode: &str, command: Option<&[String]>) -> Value {
+    let mut cmd = Command::new(tool("venv/bin/python"));
+    cmd.arg(root().join("scripts/py_client_check.py"))
+        .arg(target)
+        .arg(mode)
+        .args(["--timeout", "60"])
+        .args(["--expect-tool", "every__echo"])
+        .args(["--expect-tool", "py1__reverse"])
+        .args(["--expect-tool", "time__convert_time"])
+        .args(["--calls", &calls().to_string()]);
+    if let Some(argv) = command {
+        cmd.args(["--command", &json!(argv).to_string()]);
+    }
+    let (ok, stdout, stderr) = run(cmd, Duration::from_secs(120));
+    assert!(
+        ok,
+        "python SDK ({mode}) through {target} failed:\n{stdout}\n{stderr}"
+    );
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
+/// Waits until the gateway lists a tool of each upstream.
+async fn wait_for_fleet(gw: &Gateway) {
+    let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
+    wait_for_tools(
+        &client,
+        &["every__echo", "py1__reverse", "time__convert_time"],
+        Duration::from_secs(60),
+    )
+    .await;
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdk_in_each_mode_calls_every_upstream_through_every_front_door() {
+    let dir = scratch();
+    let config = fleet_config();
+    let gw = Gateway::start(&config, dir.path()).await;
+    wait_for_fleet(&gw).await;
+    let cfg = dir.path().join("mcpyard.toml");
+    let stdio_argv = vec![
+        env!("CARGO_BIN_EXE_mcpyard").to_owned(),
+        "stdio".to_owned(),
+        "--config".to_owned(),
+        cfg.display().to_string(),
+    ];
+    let sse = format!("sse:http://127.0.0.1:{}/sse", gw.port);
+    for mode in ["auto", "legacy"] {
+        let http = python_sdk(&gw.url(), mode, None);
+        let stdio = python_sdk("stdio", mode, Some(&stdio_argv));
+        let legacy_sse = python_sdk(&sse, mode, None);
+        if mode == "auto" {
+            // The default mode speaks the newest era wherever it can.
+            assert_eq!(http["protocolVersion"], "2026-07-28", "{http}");
+            assert_eq!(stdio["protocolVersion"], "2026-07-28", "{stdio}");
+        } else {
+            assert_eq!(http["protocolVersion"], "2025-11-25", "{http}");
+            assert_eq!(stdio["protocolVersion"], "2025-11-25", "{stdio}");
+        }
+        assert!(legacy_sse["ok"].as_bool().unwrap_or(false), "{legacy_sse}");
+    }
+}
+
+/// A newline-delimited JSON-RPC peer on `mcpyard stdio`'s pipes.
+struct StdioPeer {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<Value>,
+}
+
+impl StdioPeer {
+    fn start(config: &std::path::Path, log: &std::path::Path) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mcpyard"))
+            .args(["stdio", "--config"])
+            .arg(config)
+            .env("RUST_LOG", "mcpyard=debug,info")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(log).expect("log file"))
+            .spawn()
+            .expect("start mcpyard stdio");
+        let stdin = child.stdin.take().expect("piped stdin");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                let v: Value = serde_json::from_str(&line)
+                    .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"));
+                if tx.send(v).is_err() {
+                    return;
+                }
+            }
+        });
+        Self {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    fn send(&mut self, msg: Value) {
+        writeln!(self.stdin, "{msg}").expect("write to mcpyard stdio");
+        self.stdin.flush().expect("flush");
+    }
+
+    /// Every line up to and including the answer to `id`.
+    fn until_answer(&self, id: &Value, timeout: Duration) -> Vec<Value> {
+        let deadline = Instant::now() + timeout;
+        let mut seen = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = self
+                .lines
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("no answer to {id} within {timeout:?}; saw {seen:?}"));
+            let done = line.get("id") == Some(id) && line.get("method").is_none();
+            seen.push(line);
+            if done {
+                return seen;
+            }
+        }
+    }
+}
+
+impl Drop for StdioPeer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn envelope(version: &str) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": version,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+    })
+}
+
+/// The answers the stdio front door gives in the 2026-07-28 era, byte for
+/// byte what the HTTP door gives: the era's result fields on every answer,
+/// and the era's errors for a bad envelope.
+#[test]
+fn the_stdio_front_door_answers_the_stateless_era_as_http_does() {
+    let dir = scratch();
+    let cfg = dir.path().join("mcpyard.toml");
+    std::fs::write(&cfg, "").expect("write config");
+    let mut peer = StdioPeer::start(&cfg, &dir.path().join("stdio.log"));
+    peer.send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover",
+        "params": {"_meta": envelope("2026-07-28")}}),
+    );
+    let discover = peer.until_answer(&json!(1), Duration::from_secs(30));
+    let discover = &discover.last().expect("answer")["result"];
+    assert!(
+        discover["supportedVersions"]
+            .as_array()
+            .is_some_and(|v| v.contains(&json!("2026-07-28"))),
+        "{discover}"
+    );
+    peer.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list",
+        "params": {"_meta": envelope("2026-07-28")}}));
+    let list = peer.until_answer(&json!(2), Duration::from_secs(30));
+    let list = &list.last().expect("answer")["result"];
+    assert_eq!(list["resultType"], "complete", "{list}");
+    assert!(list["ttlMs"].is_u64(), "{list}");
+    assert_eq!(list["cacheScope"], "private", "{list}");
+    assert_eq!(
+        list["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "mcpyard",
+        "{list}"
+    );
+    assert!(
+        list["tools"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t["name"] == "mcpyard__status")),
+        "{list}"
+    );
+    // An envelope of an era the gateway does not serve statelessly.
+    peer.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list",
+        "params": {"_meta": envelope("2025-06-18")}}));
+    let refused = peer.until_answer(&json!(3), Duration::from_secs(30));
+    let error = &refused.last().expect("answer")["error"];
+    assert_eq!(error["code"], -32022, "{error}");
+    assert_eq!(error["data"]["supported"], json!(["2026-07-28"]), "{error}");
+    // A handshake-era request on the same pipe is still answered in its era.
+    peer.send(json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}));
+    let plain = peer.until_answer(&json!(4), Duration::from_secs(30));
+    let plain = &plain.last().expect("answer")["result"];
+    assert!(plain.get("resultType").is_none(), "{plain}");
+}
+
+/// A request the client cancelled gets no answer (the specification: the
+/// receiver should not respond), and the pipe goes on serving others.
+#[test]
+fn a_cancelled_request_gets_no_answer() {
+    let dir = scratch();
+    let cfg = dir.path().join("mcpyard.toml");
+    std::fs::write(&cfg, everything_stdio("every")).expect("write config");
+    let mut peer = StdioPeer::start(&cfg, &dir.path().join("stdio.log"));
+    peer.send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}}),
+    );
+    peer.until_answer(&json!(1), Duration::from_secs(30));
+    peer.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    // The first request waits for the upstream's first connection.
+    peer.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    peer.until_answer(&json!(2), Duration::from_secs(60));
+    peer.send(
+        json!({"jsonrpc": "2.0", "id": "slow", "method": "tools/call", "params": {
+        "name": "every__trigger-long-running-operation",
+        "arguments": {"duration": 30, "steps": 3}}}),
+    );
+    peer.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": "slow", "reason": "changed my mind"}}),
+    );
+    // A call that ends after the cancelled one has long been given up:
+    // any answer to it would have been written by then.
+    peer.send(
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "every__trigger-long-running-operation",
+        "arguments": {"duration": 1, "steps": 1}}}),
+    );
+    let seen = peer.until_answer(&json!(3), Duration::from_secs(30));
+    assert!(
+        seen.iter().all(|m| m.get("id") != Some(&json!("slow"))),
+        "the cancelled request was answered: {seen:?}"
+    );
+}
