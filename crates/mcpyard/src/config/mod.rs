@@ -36,6 +36,10 @@ pub(crate) const DEFAULT_MAX_BODY_BYTES: u64 = 4 << 20;
 
 pub(crate) const DEFAULT_LOG_LEVEL: &str = "info";
 
+/// The variable that gives the gateway its API key when neither `--api-key`
+/// nor the file's `api_key` does.
+pub(crate) const API_KEY_VAR: &str = "MCPYARD_API_KEY";
+
 /// The name errors give the embedded default.
 const EMBEDDED_NAME: &str = "<embedded default>";
 const EMBEDDED_DEFAULT: &str = include_str!("default.toml");
@@ -50,7 +54,7 @@ pub(crate) struct Settings {
     pub(crate) servers: Vec<ServerSummary>,
     pub(crate) listen: SocketAddr,
     /// Bearer token clients must send; `None` means no authentication.
-    pub(crate) api_key: Option<String>,
+    pub(crate) api_key: Option<ApiKey>,
     /// `Origin` values accepted besides loopback ones (DNS rebinding guard).
     pub(crate) allowed_origins: Vec<String>,
     /// `Host` values accepted besides loopback ones.
@@ -81,12 +85,65 @@ impl fmt::Debug for Settings {
                     .collect::<Vec<_>>(),
             )
             .field("listen", &self.listen)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
+            .field(
+                "api_key",
+                &self
+                    .api_key
+                    .as_ref()
+                    .map(|k| format!("<set by {}>", k.source)),
+            )
             .field("allowed_origins", &self.allowed_origins)
             .field("allowed_hosts", &self.allowed_hosts)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("log_level", &self.log_level)
             .finish_non_exhaustive()
+    }
+}
+
+/// The key clients must present, and where it was found.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct ApiKey {
+    pub(crate) value: String,
+    pub(crate) source: KeySource,
+}
+
+impl ApiKey {
+    /// The key given by `--api-key`, if any, else `configured`. An empty flag
+    /// is no flag, as an empty `api_key` is no key.
+    pub(crate) fn with_flag(flag: Option<String>, configured: Option<ApiKey>) -> Option<ApiKey> {
+        match flag.filter(|k| !k.is_empty()) {
+            Some(value) => Some(ApiKey {
+                value,
+                source: KeySource::Flag,
+            }),
+            None => configured,
+        }
+    }
+}
+
+// By hand: the derived form would print the key.
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ApiKey(<set by {}>)", self.source)
+    }
+}
+
+/// Where the API key came from, by precedence: `--api-key`, then the file's
+/// `api_key`, then `MCPYARD_API_KEY`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum KeySource {
+    Flag,
+    File,
+    Variable,
+}
+
+impl fmt::Display for KeySource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            KeySource::Flag => "--api-key",
+            KeySource::File => "the config's `api_key`",
+            KeySource::Variable => API_KEY_VAR,
+        })
     }
 }
 
@@ -234,7 +291,19 @@ fn from_text(
             // unset) means no authentication, not a key everyone knows.
             Some(ctx.expand("api_key", k)?).filter(|k| !k.is_empty())
         }
-    };
+    }
+    .map(|value| ApiKey {
+        value,
+        source: KeySource::File,
+    })
+    .or_else(|| {
+        lookup(API_KEY_VAR)
+            .filter(|k| !k.is_empty())
+            .map(|value| ApiKey {
+                value,
+                source: KeySource::Variable,
+            })
+    });
 
     let allowed_origins = expand_list(&ctx, "allowed_origins", top.allowed_origins.as_deref())?;
     let allowed_hosts = expand_list(&ctx, "allowed_hosts", top.allowed_hosts.as_deref())?;
@@ -266,7 +335,7 @@ fn from_text(
 
     if !listen.ip().is_loopback() && api_key.is_none() {
         warnings.push(format!(
-            "{file}: `listen` is not a loopback address and no `api_key` is set: anyone who can reach {listen} can use every upstream"
+            "{file}: `listen` is not a loopback address and no API key is set (`api_key` or {API_KEY_VAR}): anyone who can reach {listen} can use every upstream"
         ));
     }
 

@@ -1,0 +1,155 @@
+//! The binary's hygiene as a careless or hostile user would probe it: an API
+//! key given only by the environment or a flag, the environment stdio
+//! upstreams see, and the processes left behind by an impatient stop.
+
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::json;
+use support::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+// ---- the API key ----------------------------------------------------------
+
+/// `mcpyard serve` on a free loopback port with `args` and `env` added to a
+/// clean environment (no inherited key or config).
+async fn serve(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (Proc, u16) {
+    let port = free_port();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpyard"));
+    cmd.env_remove("MCPYARD_API_KEY")
+        .env_remove("MCPYARD_CONFIG")
+        .env("RUST_LOG", "info")
+        .arg("serve")
+        .arg("--listen")
+        .arg(format!("127.0.0.1:{port}"))
+        .args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let proc = Proc::spawn("mcpyard", cmd, &dir.join(format!("mcpyard-{port}.log")));
+    wait_port(port, Duration::from_secs(30)).await;
+    (proc, port)
+}
+
+/// The HTTP status of an `initialize` POSTed to /mcp with `bearer`, if any.
+async fn initialize_status(port: u16, bearer: Option<&str>) -> u16 {
+    let body = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "probe", "version": "1"}}
+    })
+    .to_string();
+    let auth = bearer
+        .map(|k| format!("Authorization: Bearer {k}\r\n"))
+        .unwrap_or_default();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\n{auth}Content-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let exchange = async {
+        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+        stream.write_all(request.as_bytes()).await?;
+        let mut head = Vec::new();
+        let mut buf = [0u8; 1024];
+        // The status line is all that is needed.
+        while !head.windows(2).any(|w| w == b"\r\n") {
+            let n = stream.read(&mut buf).await?;
+            if n == 0 {
+                break;
+            }
+            head.extend_from_slice(&buf[..n]);
+        }
+        std::io::Result::Ok(head)
+    };
+    let head = tokio::time::timeout(Duration::from_secs(10), exchange)
+        .await
+        .expect("the gateway answered within 10 s")
+        .expect("an HTTP exchange with the gateway");
+    let line = String::from_utf8_lossy(&head);
+    line.split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("not an HTTP status line: {line}"))
+}
+
+/// Runs `mcpyard call mcpyard__status --url URL` with `env`; true on success.
+fn call_status(port: u16, env: &[(&str, &str)]) -> (bool, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpyard"));
+    cmd.env_remove("MCPYARD_API_KEY")
+        .env_remove("MCPYARD_CONFIG")
+        .env_remove("RUST_LOG")
+        .args(["call", "mcpyard__status", "--url"])
+        .arg(format!("http://127.0.0.1:{port}/mcp"));
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let (ok, stdout, stderr) = run(cmd, Duration::from_secs(60));
+    (ok, format!("{stdout}{stderr}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_key_variable_alone_protects_the_gateway() {
+    let dir = scratch();
+    let (proc, port) = serve(dir.path(), &[], &[("MCPYARD_API_KEY", "var-key-1")]).await;
+    assert_eq!(initialize_status(port, None).await, 401);
+    assert_eq!(initialize_status(port, Some("wrong")).await, 401);
+    assert_eq!(initialize_status(port, Some("var-key-1")).await, 200);
+    // `mcpyard call` sends the same variable, and is refused without it.
+    let (ok, out) = call_status(port, &[("MCPYARD_API_KEY", "var-key-1")]);
+    assert!(ok, "{out}");
+    let (ok, out) = call_status(port, &[]);
+    assert!(!ok, "a call without the key succeeded: {out}");
+    let log = proc.log_text();
+    assert!(
+        log.contains("authentication on") && log.contains("MCPYARD_API_KEY"),
+        "{log}"
+    );
+    assert!(!log.contains("var-key-1"), "the key reached the log: {log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_key_flag_protects_the_gateway_and_wins_over_file_and_variable() {
+    let dir = scratch();
+    let (proc, port) = serve(dir.path(), &["--api-key", "flag-key-1"], &[]).await;
+    assert_eq!(initialize_status(port, None).await, 401);
+    assert_eq!(initialize_status(port, Some("flag-key-1")).await, 200);
+    let (ok, out) = call_status(port, &[("MCPYARD_API_KEY", "flag-key-1")]);
+    assert!(ok, "{out}");
+    assert!(
+        !proc.log_text().contains("flag-key-1"),
+        "{}",
+        proc.log_text()
+    );
+    drop(proc);
+
+    // Precedence: --api-key, then the file's `api_key`, then the variable.
+    let cfg = dir.path().join("mcpyard.toml");
+    std::fs::write(&cfg, "api_key = \"${FILE_KEY}\"\n").unwrap();
+    let cfg = cfg.display().to_string();
+    let env = [("MCPYARD_API_KEY", "var-key-2"), ("FILE_KEY", "file-key-2")];
+    let (_file_wins, port) = serve(dir.path(), &["--config", &cfg], &env).await;
+    assert_eq!(initialize_status(port, Some("var-key-2")).await, 401);
+    assert_eq!(initialize_status(port, Some("file-key-2")).await, 200);
+    let (_flag_wins, port) = serve(
+        dir.path(),
+        &["--config", &cfg, "--api-key", "flag-key-2"],
+        &env,
+    )
+    .await;
+    assert_eq!(initialize_status(port, Some("file-key-2")).await, 401);
+    assert_eq!(initialize_status(port, Some("flag-key-2")).await, 200);
+
+    // No key anywhere: the log says so.
+    let (open, port) = serve(dir.path(), &[], &[]).await;
+    assert_eq!(initialize_status(port, None).await, 200);
+    assert!(
+        open.log_text().contains("authentication off"),
+        "{}",
+        open.log_text()
+    );
+}
