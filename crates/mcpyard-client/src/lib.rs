@@ -33,4 +33,4 @@ pub use client::{
 pub use error::ClientError;
 pub use handler::{ClientHandler, NoopHandler};
 pub use link::MAX_MESSAGE_BYTES;
-pub use spec::TransportSpec;
+pub use spec::{TransportSpec, MINIMAL_ENV};

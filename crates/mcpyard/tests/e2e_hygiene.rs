@@ -153,3 +153,83 @@ async fn the_api_key_flag_protects_the_gateway_and_wins_over_file_and_variable()
         open.log_text()
     );
 }
+
+// ---- the environment of stdio upstreams ------------------------------------
+
+const GATEWAY_KEY: &str = "gw-key-env-test";
+
+/// The gateway's environment: its own key, another server's secret and a
+/// variable meant to be shared.
+const GATEWAY_ENV: [(&str, &str); 3] = [
+    ("MCPYARD_API_KEY", GATEWAY_KEY),
+    ("HYGIENE_OTHER_SECRET", "other-secret-1"),
+    ("HYGIENE_SHARED_TOKEN", "shared-token-1"),
+];
+
+/// The environment a stdio upstream sees, from server-everything's `get-env`.
+async fn upstream_env(gw: &Gateway, server: &str) -> serde_json::Map<String, serde_json::Value> {
+    let client = connect(
+        mcpyard_client::TransportSpec::StreamableHttp {
+            url: gw.url(),
+            headers: vec![("Authorization".into(), format!("Bearer {GATEWAY_KEY}"))],
+        },
+        std::sync::Arc::new(Recorder::default()),
+        json!({}),
+    )
+    .await;
+    let tool = format!("{server}__get-env");
+    wait_for_tools(&client, &[&tool], Duration::from_secs(60)).await;
+    let result = call(&client, &tool, json!({})).await;
+    assert_ne!(result["isError"], true, "{result}");
+    client.shutdown().await;
+    let env: serde_json::Value =
+        serde_json::from_str(&text(&result)).unwrap_or_else(|e| panic!("{e}: {result}"));
+    env.as_object().cloned().expect("get-env returns an object")
+}
+
+fn assert_no_gateway_secret(env: &serde_json::Map<String, serde_json::Value>) {
+    let all = serde_json::Value::Object(env.clone()).to_string();
+    for (name, value) in [GATEWAY_ENV[0], GATEWAY_ENV[1]] {
+        assert!(
+            !env.contains_key(name) && !all.contains(value),
+            "{name} reached the upstream: {all}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdio_upstreams_do_not_inherit_the_gateways_secrets() {
+    let dir = scratch();
+    let config = format!(
+        "{}env = {{ GIVEN = \"given-value-1\" }}\n",
+        everything_stdio("plain")
+    );
+    let gw = Gateway::start_with_env(&config, dir.path(), &GATEWAY_ENV).await;
+    let env = upstream_env(&gw, "plain").await;
+    assert_no_gateway_secret(&env);
+    assert!(!env.contains_key("HYGIENE_SHARED_TOKEN"), "{env:?}");
+    assert_eq!(env.get("GIVEN"), Some(&json!("given-value-1")), "{env:?}");
+    assert_eq!(
+        env.get("PATH").and_then(|p| p.as_str()),
+        std::env::var("PATH").ok().as_deref(),
+        "{env:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inherit_env_passes_only_the_named_variables() {
+    let dir = scratch();
+    let config = format!(
+        "{}inherit_env = [\"HYGIENE_SHARED_*\", \"HYGIENE_NOT_SET\"]\n",
+        everything_stdio("opted")
+    );
+    let gw = Gateway::start_with_env(&config, dir.path(), &GATEWAY_ENV).await;
+    let env = upstream_env(&gw, "opted").await;
+    assert_eq!(
+        env.get("HYGIENE_SHARED_TOKEN"),
+        Some(&json!("shared-token-1")),
+        "{env:?}"
+    );
+    assert!(!env.contains_key("HYGIENE_NOT_SET"), "{env:?}");
+    assert_no_gateway_secret(&env);
+}

@@ -38,11 +38,13 @@ impl Transport {
                 command,
                 args,
                 env,
+                inherit_env,
                 cwd,
             } => Ok(Transport::Stdio(stdio::StdioTransport::spawn(
                 &command,
                 &args,
                 &env,
+                &inherit_env,
                 cwd.as_deref(),
                 link,
             )?)),

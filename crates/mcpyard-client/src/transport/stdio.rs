@@ -3,9 +3,11 @@
 //!
 //! Invariants: the child leads its own process group (so `npx` and the
 //! `node` it starts die together), on Linux it dies with us
-//! (`PR_SET_PDEATHSIG`), its stderr is logged and never parsed, and it is
+//! (`PR_SET_PDEATHSIG`), its stderr is logged and never parsed, it is
 //! always reaped: one task owns the `Child` and waits on it for as long as
-//! the runtime lives.
+//! the runtime lives, and it sees only [`MINIMAL_ENV`], what it was told to
+//! inherit and its own `env`, never the rest of ours (our secrets, or
+//! another server's).
 
 use std::collections::BTreeMap;
 use std::io;
@@ -24,7 +26,7 @@ use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, Decoder, Fram
 use tokio_util::sync::CancellationToken;
 
 use crate::link::{deliver_body, Link, MAX_MESSAGE_BYTES};
-use crate::ClientError;
+use crate::{ClientError, MINIMAL_ENV};
 
 /// Longest stderr line logged as one entry.
 const MAX_STDERR_LINE: usize = 64 * 1024;
@@ -58,11 +60,19 @@ impl StdioTransport {
         command: &str,
         args: &[String],
         env: &BTreeMap<String, String>,
+        inherit_env: &[String],
         cwd: Option<&Path>,
         link: Link,
     ) -> Result<Self, ClientError> {
         let mut cmd = Command::new(command);
         cmd.args(args)
+            .env_clear()
+            .envs(std::env::vars_os().filter(|(name, _)| {
+                name.to_str()
+                    .map_or(inherit_env.iter().any(|p| p == "*"), |name| {
+                        is_inherited(name, inherit_env)
+                    })
+            }))
             .envs(env)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -166,6 +176,19 @@ impl Drop for StdioTransport {
             signal_group(self.pgid, libc::SIGKILL);
         }
     }
+}
+
+/// Whether the parent's variable `name` reaches the child: it is in
+/// [`MINIMAL_ENV`] or matches a pattern of `inherit_env` (a name, `PREFIX*`
+/// or `*`).
+fn is_inherited(name: &str, inherit_env: &[String]) -> bool {
+    MINIMAL_ENV.contains(&name)
+        || inherit_env
+            .iter()
+            .any(|pattern| match pattern.strip_suffix('*') {
+                Some(prefix) => name.starts_with(prefix),
+                None => pattern == name,
+            })
 }
 
 /// Linux delivers the signal when the *thread* that forked exits, not the
@@ -396,6 +419,24 @@ mod tests {
         let mut buf = BytesMut::from(&b"\xff\xfe\n"[..]);
         assert!(matches!(codec.decode(&mut buf), Ok(Some(Line::Bytes(_)))));
         assert_eq!(preview(b"\xff"), "\u{fffd}");
+    }
+
+    #[test]
+    fn only_the_minimal_set_and_the_asked_for_variables_are_inherited() {
+        let asked = ["EXACT".to_owned(), "PREFIX_*".to_owned()];
+        for name in ["PATH", "HOME", "LANG", "TZ", "EXACT", "PREFIX_A", "PREFIX_"] {
+            assert!(is_inherited(name, &asked), "{name}");
+        }
+        for name in [
+            "EXACT_NOT",
+            "PREFIX",
+            "MCPYARD_API_KEY",
+            "AWS_SECRET_ACCESS_KEY",
+        ] {
+            assert!(!is_inherited(name, &asked), "{name}");
+        }
+        assert!(!is_inherited("ANY", &[]));
+        assert!(is_inherited("ANY", &["*".to_owned()]));
     }
 
     #[test]

@@ -101,6 +101,7 @@ max_sessions = 64
 command = "npx"
 args = ["-y", "@modelcontextprotocol/server-everything"]
 env = { K = "${TOKEN}" }
+inherit_env = ["NODE_OPTIONS", "SSL_CERT_*"]
 cwd = "work"
 timeout = "90s"
 prefix = ""
@@ -153,6 +154,7 @@ enabled = false
                 "@modelcontextprotocol/server-everything".into()
             ],
             env: BTreeMap::from([("K".into(), "tok-123".into())]),
+            inherit_env: vec!["NODE_OPTIONS".into(), "SSL_CERT_*".into()],
             cwd: Some(PathBuf::from("/cfg/work")),
         }
     );
@@ -193,7 +195,7 @@ enabled = false
 fn the_claude_desktop_format_end_to_end() {
     let s = json(
         r#"{"mcpServers": {
-            "fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]},
+            "fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"], "inherit_env": ["*"]},
             "web": {"url": "http://127.0.0.1:3001/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}},
             "old": {"type": "sse", "url": "http://127.0.0.1:3002/events", "disabled": true}
         }}"#,
@@ -202,8 +204,8 @@ fn the_claude_desktop_format_end_to_end() {
     assert_eq!(s.listen, DEFAULT_LISTEN);
     assert_eq!(s.gateway.upstreams.len(), 2);
     assert!(matches!(
-        s.upstream("fs").unwrap().transport,
-        TransportSpec::Stdio { .. }
+        &s.upstream("fs").unwrap().transport,
+        TransportSpec::Stdio { inherit_env, .. } if inherit_env == &["*"]
     ));
     assert!(matches!(
         s.upstream("web").unwrap().transport,
@@ -218,13 +220,17 @@ fn the_vs_code_format_end_to_end() {
         r#"{
   "inputs": [{"type": "promptString", "id": "token"}],
   "servers": {
-    "time": {"type": "stdio", "command": "uvx", "args": ["mcp-server-time"], "env": {}},
+    "time": {"type": "stdio", "command": "uvx", "args": ["mcp-server-time"], "env": {}, "inherit_env": ["UV_*"]},
     "legacy": {"type": "sse", "url": "http://127.0.0.1:3002/events", "timeout": "5s", "prefix": "old."},
     "unknown": {"type": "http", "url": "http://127.0.0.1:3003/mcp", "gallery": true}
   }
 }"#,
     )
     .unwrap();
+    assert!(matches!(
+        &s.upstream("time").unwrap().transport,
+        TransportSpec::Stdio { inherit_env, .. } if inherit_env == &["UV_*"]
+    ));
     let legacy = s.upstream("legacy").unwrap();
     assert!(matches!(legacy.transport, TransportSpec::Sse { .. }));
     assert_eq!(legacy.timeout, Duration::from_secs(5));
