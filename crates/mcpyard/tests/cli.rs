@@ -258,6 +258,57 @@ fn check_accepts_claude_desktop_and_vs_code_files() {
 }
 
 #[test]
+fn check_hides_the_values_of_secret_looking_arguments() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "mcpyard.toml",
+        r#"
+[servers.tool]
+command = "my-server"
+args = ["--token=tok-111", "--api-key", "key-222", "--db-password", "pw-333",
+        "--client_secret=sec-444", "--auth", "auth-555", "--credentials", "cred-666",
+        "GITHUB_TOKEN=gh-777", "--header", "Authorization: Bearer hdr-888",
+        "http://u:url-999@127.0.0.1:9/mcp?key=q-000",
+        "--port", "8080", "--name=visible-name", "-v", "plain-arg"]
+"#,
+    );
+    let out = check(&path, &[]);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    for secret in [
+        "tok-111", "key-222", "pw-333", "sec-444", "auth-555", "cred-666", "gh-777", "hdr-888",
+        "url-999", "q-000",
+    ] {
+        assert!(
+            !out.stdout.contains(secret) && !out.stderr.contains(secret),
+            "{secret} shown:\n{}{}",
+            out.stdout,
+            out.stderr
+        );
+    }
+    // The flags themselves, and arguments that are not secrets, still show.
+    for shown in [
+        "--token=<redacted>",
+        "--api-key <redacted>",
+        "--db-password <redacted>",
+        "--client_secret=<redacted>",
+        "--auth <redacted>",
+        "GITHUB_TOKEN=<redacted>",
+        "--header Authorization: <redacted>",
+        "http://127.0.0.1:9/mcp",
+        "--port 8080",
+        "--name=visible-name",
+        "-v plain-arg",
+    ] {
+        assert!(
+            out.stdout.contains(shown),
+            "{shown} missing:\n{}",
+            out.stdout
+        );
+    }
+}
+
+#[test]
 fn check_rejects_a_typo_with_file_line_and_key() {
     let dir = tempfile::tempdir().unwrap();
     let path = write(

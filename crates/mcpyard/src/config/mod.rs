@@ -9,6 +9,7 @@ mod error;
 mod expand;
 mod json_file;
 mod jsonc;
+mod redact;
 mod server;
 mod toml_file;
 mod values;
@@ -480,34 +481,15 @@ fn warn_about_clear_secrets(file: &str, key: &str, raw: &RawServer, warnings: &m
 }
 
 /// How a server is reached, as written in the file (before expansion, so
-/// no secret from the environment shows), without a URL's query or
-/// credentials.
+/// no secret from the environment shows), without what looks like a
+/// secret written in it.
 fn written_target(raw: &RawServer) -> String {
-    if let Some(command) = &raw.command {
-        let mut s = command.clone();
-        for a in raw.args.iter().flatten() {
-            s.push(' ');
-            s.push_str(a);
+    match (&raw.command, &raw.url) {
+        (Some(command), _) => {
+            redact::command_line(command, raw.args.as_deref().unwrap_or_default())
         }
-        return s;
-    }
-    match raw.url.as_deref().map(url::Url::parse) {
-        Some(Ok(mut u)) => {
-            let _ = u.set_password(None);
-            let _ = u.set_username("");
-            u.set_query(None);
-            u.set_fragment(None);
-            u.to_string()
-        }
-        // Unparsable as written (a `${VAR}` host...): the part before any
-        // query is still safe to show.
-        Some(Err(_)) => raw
-            .url
-            .as_deref()
-            .and_then(|u| u.split(['?', '#']).next())
-            .unwrap_or_default()
-            .to_owned(),
-        None => String::new(),
+        (None, Some(url)) => redact::url(url),
+        (None, None) => String::new(),
     }
 }
 
