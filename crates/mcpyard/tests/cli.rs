@@ -309,6 +309,55 @@ args = ["--token=tok-111", "--api-key", "key-222", "--db-password", "pw-333",
 }
 
 #[test]
+fn check_refuses_url_user_info_alongside_an_authorization_header() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "mcpyard.toml",
+        r#"
+[servers.remote]
+url = "http://user:pw-in-url@127.0.0.1:9/mcp"
+headers = { Authorization = "Bearer ${MCPYARD_TEST_TOKEN}" }
+"#,
+    );
+    let out = check(&path, &[("MCPYARD_TEST_TOKEN", "tok-in-header")]);
+    assert_eq!(out.code(), Some(1), "{}", out.stdout);
+    let want = format!(
+        "error: {}: `servers.remote.headers.Authorization`: ",
+        path.display()
+    );
+    assert!(out.stderr.starts_with(&want), "{}", out.stderr);
+    assert!(out.stderr.contains("user info"), "{}", out.stderr);
+    for secret in ["pw-in-url", "tok-in-header"] {
+        assert!(!out.stderr.contains(secret), "{}", out.stderr);
+    }
+
+    // The same in a Claude Desktop file, a user name alone, any case.
+    let json = write(
+        dir.path(),
+        "claude.json",
+        r#"{"mcpServers": {"web": {"url": "https://someone@127.0.0.1:9/mcp", "headers": {"authorization": "Basic eHg6eXk="}}}}"#,
+    );
+    let out = check(&json, &[]);
+    assert_eq!(out.code(), Some(1), "{}", out.stdout);
+    assert!(
+        out.stderr
+            .contains("`mcpServers.web.headers.authorization`: "),
+        "{}",
+        out.stderr
+    );
+
+    // Either one alone is fine.
+    let alone = write(
+        dir.path(),
+        "alone.toml",
+        "[servers.a]\nurl = \"http://user:pw@127.0.0.1:9/mcp\"\n\n[servers.b]\nurl = \"http://127.0.0.1:9/mcp\"\nheaders = { Authorization = \"Bearer ${MCPYARD_TEST_TOKEN}\" }\n",
+    );
+    let out = check(&alone, &[("MCPYARD_TEST_TOKEN", "t")]);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+}
+
+#[test]
 fn check_rejects_a_typo_with_file_line_and_key() {
     let dir = tempfile::tempdir().unwrap();
     let path = write(

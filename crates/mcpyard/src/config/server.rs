@@ -400,6 +400,17 @@ fn build_http(
         if value.chars().any(|c| c.is_control() && c != '\t') {
             return Err(ctx.error(&k, "header value holds a control character (a line break?)"));
         }
+        // The HTTP client would turn the URL's user info into an
+        // Authorization header of its own: which one wins is nobody's guess.
+        if name.eq_ignore_ascii_case("authorization")
+            && (!parsed.username().is_empty() || parsed.password().is_some())
+        {
+            return Err(ctx.error(
+                &k,
+                "the `url` carries user info (`user:password@`) and this header would \
+                 compete with it: keep one (remove the credentials from the URL, or this header)",
+            ));
+        }
         headers_out.push((name, value));
     }
     let kind = asked.unwrap_or_else(|| {
@@ -678,6 +689,14 @@ mod tests {
                 },
                 "`servers.s.cwd`",
                 "for stdio servers",
+            ),
+            (
+                RawServer {
+                    headers: Some(vec![("AUTHORIZATION".into(), "Bearer ${TOKEN}".into())]),
+                    ..http("http://u:p@x/")
+                },
+                "`servers.s.headers.AUTHORIZATION`",
+                "user info",
             ),
             (http("ftp://x/"), "`servers.s.url`", "http:// or https://"),
             (http("not a url"), "`servers.s.url`", "http:// or https://"),
