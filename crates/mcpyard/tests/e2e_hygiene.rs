@@ -6,7 +6,8 @@ mod support;
 
 use std::path::Path;
 use std::process::Command;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use serde_json::json;
 use support::*;
@@ -232,4 +233,102 @@ async fn inherit_env_passes_only_the_named_variables() {
     );
     assert!(!env.contains_key("HYGIENE_NOT_SET"), "{env:?}");
     assert_no_gateway_secret(&env);
+}
+
+// ---- an impatient stop ------------------------------------------------------
+
+/// Kills a process group on drop: what a failed test would leave behind.
+struct GroupGuard(i32);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if self.0 > 1 {
+            // SAFETY: killpg of a group this test found under its own gateway.
+            unsafe { libc::killpg(self.0, libc::SIGKILL) };
+        }
+    }
+}
+
+/// The process group of `pid`, from /proc.
+fn pgrp(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command name's `)`: state, ppid, pgrp.
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(2)?
+        .parse()
+        .ok()
+}
+
+/// The processes of group `group`.
+fn group_members(group: i32) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<i32>().ok())
+        .filter(|pid| pgrp(*pid) == Some(group))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_sigterm_leaves_no_process_of_an_upstream_behind() {
+    let dir = scratch();
+    // The shell stays (waiting for its background `sleep`) after stdin
+    // closes, so the graceful stop would still be waiting when the second
+    // signal comes.
+    let config = format!(
+        "[servers.spawner]\ncommand = \"sh\"\nargs = [\"-c\", {}, {}, {}]\n",
+        toml_str("sleep 300 & \"$0\" \"$1\"; wait"),
+        path_str(&node()),
+        path_str(&everything_js()),
+    );
+    let mut gw = Gateway::start(&config, dir.path()).await;
+    let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
+    wait_for_tools(&client, &["spawner__echo"], Duration::from_secs(60)).await;
+    client.shutdown().await;
+
+    let sleeper = descendants(gw.proc.pid())
+        .into_iter()
+        .find(|p| {
+            std::fs::read(format!("/proc/{p}/cmdline"))
+                .is_ok_and(|c| c.starts_with(b"sleep\x00300"))
+        })
+        .expect("the upstream's grandchild runs");
+    let group = pgrp(sleeper).expect("the grandchild's process group");
+    let _guard = GroupGuard(group);
+    assert_ne!(group, gw.proc.pid(), "the upstream has a group of its own");
+
+    // SAFETY: plain kill(2) of the gateway this test started.
+    unsafe { libc::kill(gw.proc.pid(), libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !gw.proc.log_text().contains("shutting down") {
+        assert!(Instant::now() < deadline, "no shutdown after SIGTERM");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Time for the handler to listen again; well inside the 2 s the
+    // upstream is given to exit on its own.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // SAFETY: as above.
+    unsafe { libc::kill(gw.proc.pid(), libc::SIGTERM) };
+
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = gw.proc.child.try_wait().expect("poll the gateway") {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the gateway did not exit");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(status.code(), Some(130), "{}", gw.proc.log_text());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while group_alive(group) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        !group_alive(group),
+        "processes of the upstream's group {group} outlived the gateway: {:?}",
+        group_members(group)
+    );
 }

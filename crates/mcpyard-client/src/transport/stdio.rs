@@ -9,7 +9,7 @@
 //! inherit and its own `env`, never the rest of ours (our secrets, or
 //! another server's).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::Path;
 use std::process::Stdio;
@@ -39,6 +39,27 @@ const TERM_GRACE: Duration = Duration::from_secs(1);
 /// After the child exited, how long its stdout may take to drain before the
 /// connection is declared closed anyway (a grandchild may hold it open).
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+/// The process groups of the children that may still have processes
+/// running: what [`kill_stdio_process_groups`] kills.
+static LIVE_GROUPS: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+
+fn live_groups() -> std::sync::MutexGuard<'static, BTreeSet<i32>> {
+    LIVE_GROUPS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Kills, at once and without waiting, the process group of every stdio
+/// server this process started that may still be running.
+///
+/// For a process about to exit without the orderly
+/// [`McpClient::shutdown`](crate::McpClient::shutdown) (a second Ctrl-C):
+/// on Linux the servers themselves die with it, but the processes they
+/// started would be left running.
+pub fn kill_stdio_process_groups() {
+    for pgid in live_groups().iter() {
+        signal_group(*pgid, libc::SIGKILL);
+    }
+}
 
 /// A running child process.
 #[derive(Debug)]
@@ -94,6 +115,9 @@ impl StdioTransport {
         // No await between spawn and handing the child to its waiter task:
         // a cancelled `connect` cannot drop an unsupervised child.
         let pid = child.id().and_then(|p| i32::try_from(p).ok()).unwrap_or(0);
+        if pid > 1 {
+            live_groups().insert(pid);
+        }
         let (stdin, stdout, stderr) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take());
         let exited = CancellationToken::new();
@@ -269,6 +293,7 @@ async fn wait_child(
             signal_group(pgid, libc::SIGKILL);
         }
     }
+    live_groups().remove(&pgid);
     group_gone.cancel();
     if !wait_for(&reader_done, DRAIN_GRACE).await {
         tracing::debug!(target: "mcpyard::upstream", server = %label, "stdout still open after exit");
