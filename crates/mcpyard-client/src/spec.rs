@@ -3,6 +3,16 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+/// The variables of the parent's environment every stdio server inherits,
+/// as the reference SDKs' stdio clients do (the TypeScript SDK's list, plus
+/// the locale, temporary directory and time zone). Anything else, the
+/// parent's secrets included, must be asked for with `inherit_env` or given
+/// with `env`.
+pub const MINIMAL_ENV: &[&str] = &[
+    "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR",
+    "TZ",
+];
+
 /// Where an MCP server lives and which transport reaches it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TransportSpec {
@@ -10,8 +20,12 @@ pub enum TransportSpec {
     Stdio {
         command: String,
         args: Vec<String>,
-        /// Added to the gateway's own environment.
+        /// Set in the child's environment, over anything inherited.
         env: BTreeMap<String, String>,
+        /// Variables of the parent's environment passed on besides
+        /// [`MINIMAL_ENV`]: exact names, `PREFIX*` for every name starting
+        /// with `PREFIX`, or `*` for all of them. Empty: the minimal set only.
+        inherit_env: Vec<String>,
         cwd: Option<PathBuf>,
     },
     /// Streamable HTTP (2025-03-26 and later): one endpoint for POST/GET/DELETE.
@@ -71,6 +85,7 @@ mod tests {
             command: "npx".into(),
             args: vec!["server".into(), "--token".into(), "s3cret".into()],
             env: BTreeMap::from([("KEY".into(), "s3cret".into())]),
+            inherit_env: vec!["TOKEN".into()],
             cwd: None,
         };
         assert_eq!(stdio.describe(), "stdio: npx (3 arguments)");

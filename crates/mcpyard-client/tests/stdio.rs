@@ -40,6 +40,7 @@ async fn everything_over_stdio_lists_calls_times_out_and_shuts_down_its_group() 
         command: everything_bin().display().to_string(),
         args: vec![],
         env: BTreeMap::new(),
+        inherit_env: vec![],
         cwd: None,
     };
     let client = McpClient::connect(spec, Recorder::new(), options())
@@ -217,6 +218,7 @@ fn scripted() -> TransportSpec {
         command: "python3".into(),
         args: vec!["-u".into(), "-c".into(), SCRIPTED_SERVER.into()],
         env: BTreeMap::new(),
+        inherit_env: vec![],
         cwd: None,
     }
 }
@@ -302,6 +304,7 @@ async fn a_command_that_does_not_exist_is_a_spawn_error() {
         command: "/nonexistent/mcp-server".into(),
         args: vec![],
         env: BTreeMap::new(),
+        inherit_env: vec![],
         cwd: None,
     };
     let err = McpClient::connect(spec, Recorder::new(), options()).await;
@@ -314,6 +317,7 @@ async fn a_server_that_never_answers_initialize_times_out_and_is_killed() {
         command: "sleep".into(),
         args: vec!["30".into()],
         env: BTreeMap::new(),
+        inherit_env: vec![],
         cwd: None,
     };
     let started = Instant::now();

@@ -47,6 +47,12 @@ pub(crate) struct ServeArgs {
     /// (default 127.0.0.1:7117).
     #[arg(long, value_name = "HOST:PORT", value_parser = parse_listen)]
     pub(crate) listen: Option<SocketAddr>,
+
+    /// API key clients must send as `Authorization: Bearer <key>`,
+    /// overriding the config's `api_key` and MCPYARD_API_KEY (which set it
+    /// too, in that order, and do not show in `ps`).
+    #[arg(long, value_name = "KEY")]
+    pub(crate) api_key: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -258,6 +258,106 @@ fn check_accepts_claude_desktop_and_vs_code_files() {
 }
 
 #[test]
+fn check_hides_the_values_of_secret_looking_arguments() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "mcpyard.toml",
+        r#"
+[servers.tool]
+command = "my-server"
+args = ["--token=tok-111", "--api-key", "key-222", "--db-password", "pw-333",
+        "--client_secret=sec-444", "--auth", "auth-555", "--credentials", "cred-666",
+        "GITHUB_TOKEN=gh-777", "--header", "Authorization: Bearer hdr-888",
+        "http://u:url-999@127.0.0.1:9/mcp?key=q-000",
+        "--port", "8080", "--name=visible-name", "-v", "plain-arg"]
+"#,
+    );
+    let out = check(&path, &[]);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    for secret in [
+        "tok-111", "key-222", "pw-333", "sec-444", "auth-555", "cred-666", "gh-777", "hdr-888",
+        "url-999", "q-000",
+    ] {
+        assert!(
+            !out.stdout.contains(secret) && !out.stderr.contains(secret),
+            "{secret} shown:\n{}{}",
+            out.stdout,
+            out.stderr
+        );
+    }
+    // The flags themselves, and arguments that are not secrets, still show.
+    for shown in [
+        "--token=<redacted>",
+        "--api-key <redacted>",
+        "--db-password <redacted>",
+        "--client_secret=<redacted>",
+        "--auth <redacted>",
+        "GITHUB_TOKEN=<redacted>",
+        "--header Authorization: <redacted>",
+        "http://127.0.0.1:9/mcp",
+        "--port 8080",
+        "--name=visible-name",
+        "-v plain-arg",
+    ] {
+        assert!(
+            out.stdout.contains(shown),
+            "{shown} missing:\n{}",
+            out.stdout
+        );
+    }
+}
+
+#[test]
+fn check_refuses_url_user_info_alongside_an_authorization_header() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "mcpyard.toml",
+        r#"
+[servers.remote]
+url = "http://user:pw-in-url@127.0.0.1:9/mcp"
+headers = { Authorization = "Bearer ${MCPYARD_TEST_TOKEN}" }
+"#,
+    );
+    let out = check(&path, &[("MCPYARD_TEST_TOKEN", "tok-in-header")]);
+    assert_eq!(out.code(), Some(1), "{}", out.stdout);
+    let want = format!(
+        "error: {}: `servers.remote.headers.Authorization`: ",
+        path.display()
+    );
+    assert!(out.stderr.starts_with(&want), "{}", out.stderr);
+    assert!(out.stderr.contains("user info"), "{}", out.stderr);
+    for secret in ["pw-in-url", "tok-in-header"] {
+        assert!(!out.stderr.contains(secret), "{}", out.stderr);
+    }
+
+    // The same in a Claude Desktop file, a user name alone, any case.
+    let json = write(
+        dir.path(),
+        "claude.json",
+        r#"{"mcpServers": {"web": {"url": "https://someone@127.0.0.1:9/mcp", "headers": {"authorization": "Basic eHg6eXk="}}}}"#,
+    );
+    let out = check(&json, &[]);
+    assert_eq!(out.code(), Some(1), "{}", out.stdout);
+    assert!(
+        out.stderr
+            .contains("`mcpServers.web.headers.authorization`: "),
+        "{}",
+        out.stderr
+    );
+
+    // Either one alone is fine.
+    let alone = write(
+        dir.path(),
+        "alone.toml",
+        "[servers.a]\nurl = \"http://user:pw@127.0.0.1:9/mcp\"\n\n[servers.b]\nurl = \"http://127.0.0.1:9/mcp\"\nheaders = { Authorization = \"Bearer ${MCPYARD_TEST_TOKEN}\" }\n",
+    );
+    let out = check(&alone, &[("MCPYARD_TEST_TOKEN", "t")]);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+}
+
+#[test]
 fn check_rejects_a_typo_with_file_line_and_key() {
     let dir = tempfile::tempdir().unwrap();
     let path = write(

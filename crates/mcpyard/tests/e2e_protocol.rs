@@ -22,6 +22,7 @@ async fn stdio_front_door_serves_the_aggregated_catalogue() {
             command: env!("CARGO_BIN_EXE_mcpyard").into(),
             args: vec!["stdio".into(), "--config".into(), cfg.display().to_string()],
             env: Default::default(),
+            inherit_env: vec![],
             cwd: None,
         },
         Arc::new(Recorder::default()),

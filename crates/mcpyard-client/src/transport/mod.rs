@@ -14,6 +14,8 @@ use mcpyard_proto::Message;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+pub use stdio::kill_stdio_process_groups;
+
 use crate::link::Link;
 use crate::{ClientError, TransportSpec};
 
@@ -38,11 +40,13 @@ impl Transport {
                 command,
                 args,
                 env,
+                inherit_env,
                 cwd,
             } => Ok(Transport::Stdio(stdio::StdioTransport::spawn(
                 &command,
                 &args,
                 &env,
+                &inherit_env,
                 cwd.as_deref(),
                 link,
             )?)),

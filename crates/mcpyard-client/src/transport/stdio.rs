@@ -3,11 +3,13 @@
 //!
 //! Invariants: the child leads its own process group (so `npx` and the
 //! `node` it starts die together), on Linux it dies with us
-//! (`PR_SET_PDEATHSIG`), its stderr is logged and never parsed, and it is
+//! (`PR_SET_PDEATHSIG`), its stderr is logged and never parsed, it is
 //! always reaped: one task owns the `Child` and waits on it for as long as
-//! the runtime lives.
+//! the runtime lives, and it sees only [`MINIMAL_ENV`], what it was told to
+//! inherit and its own `env`, never the rest of ours (our secrets, or
+//! another server's).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::Path;
 use std::process::Stdio;
@@ -24,7 +26,7 @@ use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, Decoder, Fram
 use tokio_util::sync::CancellationToken;
 
 use crate::link::{deliver_body, Link, MAX_MESSAGE_BYTES};
-use crate::ClientError;
+use crate::{ClientError, MINIMAL_ENV};
 
 /// Longest stderr line logged as one entry.
 const MAX_STDERR_LINE: usize = 64 * 1024;
@@ -37,6 +39,27 @@ const TERM_GRACE: Duration = Duration::from_secs(1);
 /// After the child exited, how long its stdout may take to drain before the
 /// connection is declared closed anyway (a grandchild may hold it open).
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+/// The process groups of the children that may still have processes
+/// running: what [`kill_stdio_process_groups`] kills.
+static LIVE_GROUPS: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+
+fn live_groups() -> std::sync::MutexGuard<'static, BTreeSet<i32>> {
+    LIVE_GROUPS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Kills, at once and without waiting, the process group of every stdio
+/// server this process started that may still be running.
+///
+/// For a process about to exit without the orderly
+/// [`McpClient::shutdown`](crate::McpClient::shutdown) (a second Ctrl-C):
+/// on Linux the servers themselves die with it, but the processes they
+/// started would be left running.
+pub fn kill_stdio_process_groups() {
+    for pgid in live_groups().iter() {
+        signal_group(*pgid, libc::SIGKILL);
+    }
+}
 
 /// A running child process.
 #[derive(Debug)]
@@ -58,11 +81,19 @@ impl StdioTransport {
         command: &str,
         args: &[String],
         env: &BTreeMap<String, String>,
+        inherit_env: &[String],
         cwd: Option<&Path>,
         link: Link,
     ) -> Result<Self, ClientError> {
         let mut cmd = Command::new(command);
         cmd.args(args)
+            .env_clear()
+            .envs(std::env::vars_os().filter(|(name, _)| {
+                name.to_str()
+                    .map_or(inherit_env.iter().any(|p| p == "*"), |name| {
+                        is_inherited(name, inherit_env)
+                    })
+            }))
             .envs(env)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -84,6 +115,9 @@ impl StdioTransport {
         // No await between spawn and handing the child to its waiter task:
         // a cancelled `connect` cannot drop an unsupervised child.
         let pid = child.id().and_then(|p| i32::try_from(p).ok()).unwrap_or(0);
+        if pid > 1 {
+            live_groups().insert(pid);
+        }
         let (stdin, stdout, stderr) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take());
         let exited = CancellationToken::new();
@@ -168,6 +202,19 @@ impl Drop for StdioTransport {
     }
 }
 
+/// Whether the parent's variable `name` reaches the child: it is in
+/// [`MINIMAL_ENV`] or matches a pattern of `inherit_env` (a name, `PREFIX*`
+/// or `*`).
+fn is_inherited(name: &str, inherit_env: &[String]) -> bool {
+    MINIMAL_ENV.contains(&name)
+        || inherit_env
+            .iter()
+            .any(|pattern| match pattern.strip_suffix('*') {
+                Some(prefix) => name.starts_with(prefix),
+                None => pattern == name,
+            })
+}
+
 /// Linux delivers the signal when the *thread* that forked exits, not the
 /// process: spawning from a runtime worker (which lives as long as the
 /// runtime) is what makes this mean "when the gateway dies". Grandchildren
@@ -246,6 +293,7 @@ async fn wait_child(
             signal_group(pgid, libc::SIGKILL);
         }
     }
+    live_groups().remove(&pgid);
     group_gone.cancel();
     if !wait_for(&reader_done, DRAIN_GRACE).await {
         tracing::debug!(target: "mcpyard::upstream", server = %label, "stdout still open after exit");
@@ -396,6 +444,24 @@ mod tests {
         let mut buf = BytesMut::from(&b"\xff\xfe\n"[..]);
         assert!(matches!(codec.decode(&mut buf), Ok(Some(Line::Bytes(_)))));
         assert_eq!(preview(b"\xff"), "\u{fffd}");
+    }
+
+    #[test]
+    fn only_the_minimal_set_and_the_asked_for_variables_are_inherited() {
+        let asked = ["EXACT".to_owned(), "PREFIX_*".to_owned()];
+        for name in ["PATH", "HOME", "LANG", "TZ", "EXACT", "PREFIX_A", "PREFIX_"] {
+            assert!(is_inherited(name, &asked), "{name}");
+        }
+        for name in [
+            "EXACT_NOT",
+            "PREFIX",
+            "MCPYARD_API_KEY",
+            "AWS_SECRET_ACCESS_KEY",
+        ] {
+            assert!(!is_inherited(name, &asked), "{name}");
+        }
+        assert!(!is_inherited("ANY", &[]));
+        assert!(is_inherited("ANY", &["*".to_owned()]));
     }
 
     #[test]

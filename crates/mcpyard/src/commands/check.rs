@@ -36,10 +36,9 @@ fn summary(s: &Settings) -> String {
     out += &format!("  listen         {}\n", s.listen);
     out += &format!(
         "  api_key        {}\n",
-        if s.api_key.is_some() {
-            "set"
-        } else {
-            "not set (no authentication)"
+        match &s.api_key {
+            Some(k) => format!("set (by {})", k.source),
+            None => "not set (no authentication)".to_owned(),
         }
     );
     out += &format!("  max_body_size  {} bytes\n", s.max_body_bytes);

@@ -25,7 +25,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve(args) => {
             let settings = load_for_server(args.config.as_deref(), cli_level)?;
-            serve::run(settings, args.listen).await?;
+            serve::run(settings, args.listen, args.api_key).await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Stdio(args) => {

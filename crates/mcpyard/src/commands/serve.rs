@@ -9,10 +9,15 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::shutdown;
-use crate::config::Settings;
+use crate::config::{ApiKey, Settings, API_KEY_VAR};
 
-pub(super) async fn run(settings: Settings, listen: Option<SocketAddr>) -> anyhow::Result<()> {
+pub(super) async fn run(
+    settings: Settings,
+    listen: Option<SocketAddr>,
+    api_key_flag: Option<String>,
+) -> anyhow::Result<()> {
     let listen = listen.unwrap_or(settings.listen);
+    let api_key = ApiKey::with_flag(api_key_flag, settings.api_key);
     let max_body_bytes = usize::try_from(settings.max_body_bytes)
         .context("max_body_size: too large for this machine")?;
     // Bind before starting upstreams: a port in use should fail fast and
@@ -24,6 +29,8 @@ pub(super) async fn run(settings: Settings, listen: Option<SocketAddr>) -> anyho
         .local_addr()
         .context("cannot read the bound address")?;
 
+    log_authentication(api_key.as_ref(), addr);
+
     let gateway = Gateway::start(settings.gateway)
         .await
         .context("cannot start the gateway")?;
@@ -32,7 +39,7 @@ pub(super) async fn run(settings: Settings, listen: Option<SocketAddr>) -> anyho
 
     let options = HttpOptions {
         listen: addr,
-        api_key: settings.api_key,
+        api_key: api_key.map(|k| k.value),
         allowed_hosts: settings.allowed_hosts,
         allowed_origins: settings.allowed_origins,
         max_body_bytes,
@@ -45,4 +52,21 @@ pub(super) async fn run(settings: Settings, listen: Option<SocketAddr>) -> anyho
     token.cancel();
     shutdown::stop_gateway(&gateway).await;
     served.context("the HTTP server failed")
+}
+
+/// Says whether clients must authenticate, and by which setting (never the
+/// key itself).
+fn log_authentication(api_key: Option<&ApiKey>, addr: SocketAddr) {
+    match api_key {
+        Some(k) => tracing::info!(
+            "authentication on: every route but GET /health needs `Authorization: Bearer <key>` (key set by {})",
+            k.source
+        ),
+        None if addr.ip().is_loopback() => tracing::info!(
+            "authentication off: no API key is set (--api-key, `api_key` or {API_KEY_VAR})"
+        ),
+        None => tracing::warn!(
+            "authentication off on a non-loopback address: anyone who can reach {addr} can use every upstream; set an API key (--api-key, `api_key` or {API_KEY_VAR})"
+        ),
+    }
 }

@@ -12,7 +12,9 @@ use tokio_util::sync::CancellationToken;
 const GATEWAY_STOP_DEADLINE: Duration = Duration::from_secs(10);
 
 /// Cancels `token` on the first SIGINT or SIGTERM. A second signal exits
-/// at once, for a user who does not want to wait for the drain.
+/// at once, for a user who does not want to wait for the drain, killing
+/// the process groups of the stdio upstreams first: their own children
+/// would outlive us otherwise.
 pub(super) fn cancel_on_signal(token: CancellationToken) {
     tokio::spawn(async move {
         if let Err(e) = wait_for_signal().await {
@@ -23,6 +25,7 @@ pub(super) fn cancel_on_signal(token: CancellationToken) {
         token.cancel();
         if wait_for_signal().await.is_ok() {
             eprintln!("mcpyard: second signal, exiting without waiting");
+            mcpyard_client::kill_stdio_process_groups();
             std::process::exit(130);
         }
     });

@@ -9,6 +9,7 @@ mod error;
 mod expand;
 mod json_file;
 mod jsonc;
+mod redact;
 mod server;
 mod toml_file;
 mod values;
@@ -36,6 +37,10 @@ pub(crate) const DEFAULT_MAX_BODY_BYTES: u64 = 4 << 20;
 
 pub(crate) const DEFAULT_LOG_LEVEL: &str = "info";
 
+/// The variable that gives the gateway its API key when neither `--api-key`
+/// nor the file's `api_key` does.
+pub(crate) const API_KEY_VAR: &str = "MCPYARD_API_KEY";
+
 /// The name errors give the embedded default.
 const EMBEDDED_NAME: &str = "<embedded default>";
 const EMBEDDED_DEFAULT: &str = include_str!("default.toml");
@@ -50,7 +55,7 @@ pub(crate) struct Settings {
     pub(crate) servers: Vec<ServerSummary>,
     pub(crate) listen: SocketAddr,
     /// Bearer token clients must send; `None` means no authentication.
-    pub(crate) api_key: Option<String>,
+    pub(crate) api_key: Option<ApiKey>,
     /// `Origin` values accepted besides loopback ones (DNS rebinding guard).
     pub(crate) allowed_origins: Vec<String>,
     /// `Host` values accepted besides loopback ones.
@@ -81,12 +86,65 @@ impl fmt::Debug for Settings {
                     .collect::<Vec<_>>(),
             )
             .field("listen", &self.listen)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
+            .field(
+                "api_key",
+                &self
+                    .api_key
+                    .as_ref()
+                    .map(|k| format!("<set by {}>", k.source)),
+            )
             .field("allowed_origins", &self.allowed_origins)
             .field("allowed_hosts", &self.allowed_hosts)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("log_level", &self.log_level)
             .finish_non_exhaustive()
+    }
+}
+
+/// The key clients must present, and where it was found.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct ApiKey {
+    pub(crate) value: String,
+    pub(crate) source: KeySource,
+}
+
+impl ApiKey {
+    /// The key given by `--api-key`, if any, else `configured`. An empty flag
+    /// is no flag, as an empty `api_key` is no key.
+    pub(crate) fn with_flag(flag: Option<String>, configured: Option<ApiKey>) -> Option<ApiKey> {
+        match flag.filter(|k| !k.is_empty()) {
+            Some(value) => Some(ApiKey {
+                value,
+                source: KeySource::Flag,
+            }),
+            None => configured,
+        }
+    }
+}
+
+// By hand: the derived form would print the key.
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ApiKey(<set by {}>)", self.source)
+    }
+}
+
+/// Where the API key came from, by precedence: `--api-key`, then the file's
+/// `api_key`, then `MCPYARD_API_KEY`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum KeySource {
+    Flag,
+    File,
+    Variable,
+}
+
+impl fmt::Display for KeySource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            KeySource::Flag => "--api-key",
+            KeySource::File => "the config's `api_key`",
+            KeySource::Variable => API_KEY_VAR,
+        })
     }
 }
 
@@ -234,7 +292,19 @@ fn from_text(
             // unset) means no authentication, not a key everyone knows.
             Some(ctx.expand("api_key", k)?).filter(|k| !k.is_empty())
         }
-    };
+    }
+    .map(|value| ApiKey {
+        value,
+        source: KeySource::File,
+    })
+    .or_else(|| {
+        lookup(API_KEY_VAR)
+            .filter(|k| !k.is_empty())
+            .map(|value| ApiKey {
+                value,
+                source: KeySource::Variable,
+            })
+    });
 
     let allowed_origins = expand_list(&ctx, "allowed_origins", top.allowed_origins.as_deref())?;
     let allowed_hosts = expand_list(&ctx, "allowed_hosts", top.allowed_hosts.as_deref())?;
@@ -266,7 +336,7 @@ fn from_text(
 
     if !listen.ip().is_loopback() && api_key.is_none() {
         warnings.push(format!(
-            "{file}: `listen` is not a loopback address and no `api_key` is set: anyone who can reach {listen} can use every upstream"
+            "{file}: `listen` is not a loopback address and no API key is set (`api_key` or {API_KEY_VAR}): anyone who can reach {listen} can use every upstream"
         ));
     }
 
@@ -411,34 +481,15 @@ fn warn_about_clear_secrets(file: &str, key: &str, raw: &RawServer, warnings: &m
 }
 
 /// How a server is reached, as written in the file (before expansion, so
-/// no secret from the environment shows), without a URL's query or
-/// credentials.
+/// no secret from the environment shows), without what looks like a
+/// secret written in it.
 fn written_target(raw: &RawServer) -> String {
-    if let Some(command) = &raw.command {
-        let mut s = command.clone();
-        for a in raw.args.iter().flatten() {
-            s.push(' ');
-            s.push_str(a);
+    match (&raw.command, &raw.url) {
+        (Some(command), _) => {
+            redact::command_line(command, raw.args.as_deref().unwrap_or_default())
         }
-        return s;
-    }
-    match raw.url.as_deref().map(url::Url::parse) {
-        Some(Ok(mut u)) => {
-            let _ = u.set_password(None);
-            let _ = u.set_username("");
-            u.set_query(None);
-            u.set_fragment(None);
-            u.to_string()
-        }
-        // Unparsable as written (a `${VAR}` host...): the part before any
-        // query is still safe to show.
-        Some(Err(_)) => raw
-            .url
-            .as_deref()
-            .and_then(|u| u.split(['?', '#']).next())
-            .unwrap_or_default()
-            .to_owned(),
-        None => String::new(),
+        (None, Some(url)) => redact::url(url),
+        (None, None) => String::new(),
     }
 }
 

@@ -49,6 +49,7 @@ pub(crate) struct RawServer {
     pub(crate) command: Option<String>,
     pub(crate) args: Option<Vec<String>>,
     pub(crate) env: Option<Vec<(String, String)>>,
+    pub(crate) inherit_env: Option<Vec<String>>,
     pub(crate) cwd: Option<String>,
     pub(crate) url: Option<String>,
     pub(crate) headers: Option<Vec<(String, String)>>,
@@ -173,12 +174,21 @@ pub(crate) fn build(
                     "`headers` is for HTTP servers (`url`), not for `command`",
                 ));
             }
-            build_stdio(ctx, key, command, raw.args, raw.env, raw.cwd)?
+            build_stdio(
+                ctx,
+                key,
+                command,
+                raw.args,
+                raw.env,
+                raw.inherit_env,
+                raw.cwd,
+            )?
         }
         (None, Some(url)) => {
             for (f, present) in [
                 ("args", raw.args.is_some()),
                 ("env", raw.env.is_some()),
+                ("inherit_env", raw.inherit_env.is_some()),
                 ("cwd", raw.cwd.is_some()),
             ] {
                 if present {
@@ -296,6 +306,7 @@ fn build_stdio(
     command: &str,
     args: Option<Vec<String>>,
     env: Option<Vec<(String, String)>>,
+    inherit_env: Option<Vec<String>>,
     cwd: Option<String>,
 ) -> Result<TransportSpec, ConfigError> {
     let command = ctx.expand(&format!("{key}.command"), command)?;
@@ -319,6 +330,23 @@ fn build_stdio(
         }
         env_out.insert(name, ctx.expand(&k, &value)?);
     }
+    let inherit_env = inherit_env
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+        .map(|(i, pattern)| {
+            let k = format!("{key}.inherit_env[{i}]");
+            let pattern = ctx.expand(&k, pattern)?;
+            let name = pattern.strip_suffix('*').unwrap_or(&pattern);
+            if pattern.is_empty() || name.contains(['=', '\0', '*']) {
+                return Err(ctx.error(
+                    &k,
+                    "expected a variable name, `PREFIX*` or `*` (`*` only at the end)",
+                ));
+            }
+            Ok(pattern)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let cwd = match cwd {
         None => None,
         Some(c) => {
@@ -343,6 +371,7 @@ fn build_stdio(
         command,
         args,
         env: env_out,
+        inherit_env,
         cwd,
     })
 }
@@ -370,6 +399,17 @@ fn build_http(
         let value = ctx.expand(&k, &value)?;
         if value.chars().any(|c| c.is_control() && c != '\t') {
             return Err(ctx.error(&k, "header value holds a control character (a line break?)"));
+        }
+        // The HTTP client would turn the URL's user info into an
+        // Authorization header of its own: which one wins is nobody's guess.
+        if name.eq_ignore_ascii_case("authorization")
+            && (!parsed.username().is_empty() || parsed.password().is_some())
+        {
+            return Err(ctx.error(
+                &k,
+                "the `url` carries user info (`user:password@`) and this header would \
+                 compete with it: keep one (remove the credentials from the URL, or this header)",
+            ));
         }
         headers_out.push((name, value));
     }
@@ -445,6 +485,7 @@ mod tests {
         let raw = RawServer {
             args: Some(vec!["-y".into(), "${TOKEN}".into()]),
             env: Some(vec![("K".into(), "v-${TOKEN}".into())]),
+            inherit_env: Some(vec!["SSL_CERT_*".into(), "NODE_OPTIONS".into()]),
             cwd: Some("data".into()),
             prefix: Some("e_".into()),
             timeout: Some(RawDuration::Text("2m".into())),
@@ -460,6 +501,7 @@ mod tests {
                 command: "npx".into(),
                 args: vec!["-y".into(), "s3cret".into()],
                 env: BTreeMap::from([("K".into(), "v-s3cret".into())]),
+                inherit_env: vec!["SSL_CERT_*".into(), "NODE_OPTIONS".into()],
                 cwd: Some(PathBuf::from("/etc/mcpyard/data")),
             }
         );
@@ -586,6 +628,38 @@ mod tests {
             ),
             (
                 RawServer {
+                    inherit_env: Some(vec!["OK".into(), "A*B".into()]),
+                    ..stdio("x")
+                },
+                "`servers.s.inherit_env[1]`",
+                "`*` only at the end",
+            ),
+            (
+                RawServer {
+                    inherit_env: Some(vec![String::new()]),
+                    ..stdio("x")
+                },
+                "`servers.s.inherit_env[0]`",
+                "expected a variable name",
+            ),
+            (
+                RawServer {
+                    inherit_env: Some(vec!["A=B".into()]),
+                    ..stdio("x")
+                },
+                "`servers.s.inherit_env[0]`",
+                "expected a variable name",
+            ),
+            (
+                RawServer {
+                    inherit_env: Some(vec![]),
+                    ..http("http://x/")
+                },
+                "`servers.s.inherit_env`",
+                "for stdio servers",
+            ),
+            (
+                RawServer {
                     cwd: Some(String::new()),
                     ..stdio("x")
                 },
@@ -615,6 +689,14 @@ mod tests {
                 },
                 "`servers.s.cwd`",
                 "for stdio servers",
+            ),
+            (
+                RawServer {
+                    headers: Some(vec![("AUTHORIZATION".into(), "Bearer ${TOKEN}".into())]),
+                    ..http("http://u:p@x/")
+                },
+                "`servers.s.headers.AUTHORIZATION`",
+                "user info",
             ),
             (http("ftp://x/"), "`servers.s.url`", "http:// or https://"),
             (http("not a url"), "`servers.s.url`", "http:// or https://"),

@@ -25,6 +25,18 @@ fn toml(text: &str) -> Result<Settings, ConfigError> {
     )
 }
 
+/// Like [`toml`], in an environment without `MCPYARD_API_KEY`.
+fn toml_without_key_var(text: &str) -> Result<Settings, ConfigError> {
+    let lookup = |name: &str| (name != API_KEY_VAR).then(|| env(name)).flatten();
+    from_text(
+        "mcpyard.toml",
+        Some(Path::new("/cfg")),
+        text,
+        Format::Toml,
+        &lookup,
+    )
+}
+
 fn json(text: &str) -> Result<Settings, ConfigError> {
     from_text(
         "mcp.json",
@@ -89,6 +101,7 @@ max_sessions = 64
 command = "npx"
 args = ["-y", "@modelcontextprotocol/server-everything"]
 env = { K = "${TOKEN}" }
+inherit_env = ["NODE_OPTIONS", "SSL_CERT_*"]
 cwd = "work"
 timeout = "90s"
 prefix = ""
@@ -107,7 +120,11 @@ enabled = false
     )
     .unwrap();
     assert_eq!(s.listen.to_string(), "127.0.0.1:9001");
-    assert_eq!(s.api_key.as_deref(), Some("key-456"));
+    let key = s.api_key.as_ref().unwrap();
+    assert_eq!(
+        (key.value.as_str(), key.source),
+        ("key-456", KeySource::File)
+    );
     assert_eq!(s.allowed_origins, ["http://localhost:5173"]);
     assert_eq!(s.allowed_hosts, ["gateway.lan"]);
     assert_eq!(s.max_body_bytes, 1 << 20);
@@ -137,6 +154,7 @@ enabled = false
                 "@modelcontextprotocol/server-everything".into()
             ],
             env: BTreeMap::from([("K".into(), "tok-123".into())]),
+            inherit_env: vec!["NODE_OPTIONS".into(), "SSL_CERT_*".into()],
             cwd: Some(PathBuf::from("/cfg/work")),
         }
     );
@@ -177,7 +195,7 @@ enabled = false
 fn the_claude_desktop_format_end_to_end() {
     let s = json(
         r#"{"mcpServers": {
-            "fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]},
+            "fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"], "inherit_env": ["*"]},
             "web": {"url": "http://127.0.0.1:3001/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}},
             "old": {"type": "sse", "url": "http://127.0.0.1:3002/events", "disabled": true}
         }}"#,
@@ -186,8 +204,8 @@ fn the_claude_desktop_format_end_to_end() {
     assert_eq!(s.listen, DEFAULT_LISTEN);
     assert_eq!(s.gateway.upstreams.len(), 2);
     assert!(matches!(
-        s.upstream("fs").unwrap().transport,
-        TransportSpec::Stdio { .. }
+        &s.upstream("fs").unwrap().transport,
+        TransportSpec::Stdio { inherit_env, .. } if inherit_env == &["*"]
     ));
     assert!(matches!(
         s.upstream("web").unwrap().transport,
@@ -202,13 +220,17 @@ fn the_vs_code_format_end_to_end() {
         r#"{
   "inputs": [{"type": "promptString", "id": "token"}],
   "servers": {
-    "time": {"type": "stdio", "command": "uvx", "args": ["mcp-server-time"], "env": {}},
+    "time": {"type": "stdio", "command": "uvx", "args": ["mcp-server-time"], "env": {}, "inherit_env": ["UV_*"]},
     "legacy": {"type": "sse", "url": "http://127.0.0.1:3002/events", "timeout": "5s", "prefix": "old."},
     "unknown": {"type": "http", "url": "http://127.0.0.1:3003/mcp", "gallery": true}
   }
 }"#,
     )
     .unwrap();
+    assert!(matches!(
+        &s.upstream("time").unwrap().transport,
+        TransportSpec::Stdio { inherit_env, .. } if inherit_env == &["UV_*"]
+    ));
     let legacy = s.upstream("legacy").unwrap();
     assert!(matches!(legacy.transport, TransportSpec::Sse { .. }));
     assert_eq!(legacy.timeout, Duration::from_secs(5));
@@ -351,7 +373,7 @@ fn secrets_never_appear_in_errors_or_debug_output() {
         !debug.contains("tok-123") && !debug.contains("key-456"),
         "{debug}"
     );
-    assert!(debug.contains("<set>"), "{debug}");
+    assert!(debug.contains("<set by "), "{debug}");
 }
 
 #[test]
@@ -363,7 +385,7 @@ fn warnings_for_risky_but_valid_settings() {
         s.warnings
     );
     assert!(!s.warnings[0].contains("plain-text-key"));
-    let s = toml("listen = \"0.0.0.0:7117\"").unwrap();
+    let s = toml_without_key_var("listen = \"0.0.0.0:7117\"").unwrap();
     assert!(
         s.warnings[0].contains("not a loopback address"),
         "{:?}",
@@ -379,8 +401,35 @@ fn warnings_for_risky_but_valid_settings() {
 
 #[test]
 fn an_empty_api_key_means_no_authentication() {
-    let s = toml("api_key = \"${UNSET_KEY:-}\"").unwrap();
+    let s = toml_without_key_var("api_key = \"${UNSET_KEY:-}\"").unwrap();
     assert!(s.api_key.is_none());
+}
+
+#[test]
+fn the_api_key_comes_from_the_flag_then_the_file_then_the_variable() {
+    let key = |s: &Settings| s.api_key.clone().map(|k| (k.value, k.source));
+    let var_only = toml("").unwrap();
+    assert_eq!(
+        key(&var_only),
+        Some(("key-456".to_owned(), KeySource::Variable))
+    );
+    // An empty `api_key` is no key: the variable still applies.
+    let empty_in_file = toml("api_key = \"${UNSET_KEY:-}\"").unwrap();
+    assert_eq!(key(&empty_in_file), key(&var_only));
+    let file = toml("api_key = \"${TOKEN}\"").unwrap();
+    assert_eq!(key(&file), Some(("tok-123".to_owned(), KeySource::File)));
+    let flagged = ApiKey::with_flag(Some("flag-1".into()), file.api_key.clone()).unwrap();
+    assert_eq!(
+        (flagged.value.as_str(), flagged.source),
+        ("flag-1", KeySource::Flag)
+    );
+    assert_eq!(
+        ApiKey::with_flag(Some(String::new()), file.api_key.clone()),
+        file.api_key
+    );
+    assert_eq!(ApiKey::with_flag(None, None), None);
+    // The key never shows in the debug form.
+    assert!(!format!("{flagged:?}").contains("flag-1"));
 }
 
 #[test]
