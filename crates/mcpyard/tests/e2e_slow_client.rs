@@ -281,6 +281,7 @@ async fn echo_stays_live(client: &McpClient, until: Instant) -> (usize, Duration
         .unwrap_or_else(|e| panic!("echo #{n} failed: {e}"));
         assert_eq!(text(&answer), format!("Echo: {message}"), "{answer}");
         slowest = slowest.max(asked.elapsed());
+        eprintln!("echo {n} took {:?}", asked.elapsed());
         if Instant::now() > until {
             return (n, slowest);
         }
