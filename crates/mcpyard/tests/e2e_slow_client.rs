@@ -77,8 +77,19 @@ struct RawSession {
 }
 
 fn raw_request(port: u16, method: &str, session: Option<&str>, accept: &str, body: &str) -> String {
+    raw_request_to(port, method, "/mcp", session, accept, body)
+}
+
+fn raw_request_to(
+    port: u16,
+    method: &str,
+    path: &str,
+    session: Option<&str>,
+    accept: &str,
+    body: &str,
+) -> String {
     let mut head = format!(
-        "{method} /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: {accept}\r\nConnection: close\r\nMCP-Protocol-Version: {}\r\n",
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept: {accept}\r\nConnection: close\r\nMCP-Protocol-Version: {}\r\n",
         mcpyard_proto::LATEST_STATEFUL
     );
     if let Some(id) = session {
@@ -230,16 +241,20 @@ impl RawSession {
 
     /// A `tools/call` of the long-running operation asking for progress.
     fn long_operation(&self, accept: &str, steps: usize) -> String {
-        let call = json!({
-            "jsonrpc": "2.0", "id": 2, "method": "tools/call",
-            "params": {
-                "name": "every__trigger-long-running-operation",
-                "arguments": {"duration": steps as f64 * STEP_SECONDS, "steps": steps},
-                "_meta": {"progressToken": format!("stalled-{}", "x".repeat(TOKEN_BYTES))}
-            }
-        });
+        let call = long_operation_call(steps);
         raw_request(self.port, "POST", Some(&self.id), accept, &call.to_string())
     }
+}
+
+fn long_operation_call(steps: usize) -> Value {
+    json!({
+        "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {
+            "name": "every__trigger-long-running-operation",
+            "arguments": {"duration": steps as f64 * STEP_SECONDS, "steps": steps},
+            "_meta": {"progressToken": format!("stalled-{}", "x".repeat(TOKEN_BYTES))}
+        }
+    })
 }
 
 fn restarts(status: &Value, server: &str) -> u64 {
@@ -452,6 +467,131 @@ impl RawResponse {
             .filter_map(|d| serde_json::from_str(d).ok())
             .collect()
     }
+}
+
+/// Room in the channel of a legacy SSE stream (`STREAM_CAPACITY` of the
+/// server crate's legacy_sse.rs).
+const LEGACY_STREAM_CAPACITY: usize = 256;
+
+/// Reads `stream` into `seen` until `done` finds what it waits for in the
+/// bytes read so far, and returns its answer.
+async fn read_until<T>(
+    stream: &mut TcpStream,
+    seen: &mut Vec<u8>,
+    within: Duration,
+    mut done: impl FnMut(&[u8]) -> Option<T>,
+) -> T {
+    let deadline = tokio::time::Instant::now() + within;
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        if let Some(found) = done(seen) {
+            return found;
+        }
+        let n = tokio::time::timeout_at(deadline, stream.read(&mut buf))
+            .await
+            .unwrap_or_else(|_| panic!("not seen on the stream within {within:?}"))
+            .expect("read the stream");
+        assert!(n > 0, "the stream ended early");
+        seen.extend_from_slice(&buf[..n]);
+    }
+}
+
+/// Where `needle` starts in `haystack`, looking from `from` on.
+fn find(haystack: &[u8], needle: &[u8], from: usize) -> Option<usize> {
+    haystack
+        .get(from..)?
+        .windows(needle.len())
+        .position(|w| w == needle)
+        .map(|p| p + from)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_sse_client_that_stops_reading_does_not_stall_the_upstream() {
+    let dir = scratch();
+    let gw = Gateway::start(&everything_stdio("every"), dir.path()).await;
+    let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
+    wait_for_tools(
+        &client,
+        &["every__echo", "every__trigger-long-running-operation"],
+        Duration::from_secs(60),
+    )
+    .await;
+    let restarts_before = restarts(&call(&client, "mcpyard__status", json!({})).await, "every");
+
+    // The stalled client reads its stream only as far as the answer to
+    // initialize, then no more.
+    let port = gw.port;
+    let (mut sse, receive_buffer) = small_window_connection(port);
+    let open = raw_request_to(port, "GET", "/sse", None, "text/event-stream", "");
+    sse.write_all(open.as_bytes()).await.expect("open /sse");
+    let mut seen = Vec::new();
+    let within = Duration::from_secs(10);
+    let endpoint = read_until(&mut sse, &mut seen, within, |b| {
+        let start = find(b, b"data: /messages?", 0)? + "data: ".len();
+        let end = find(b, b"\n", start)?;
+        Some(String::from_utf8_lossy(&b[start..end]).trim().to_owned())
+    })
+    .await;
+    let post = |body: Value| {
+        let request = raw_request_to(
+            port,
+            "POST",
+            &endpoint,
+            None,
+            "application/json",
+            &body.to_string(),
+        );
+        async move {
+            let r = exchange(port, &request).await;
+            assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
+        }
+    };
+    post(json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {
+            "protocolVersion": "2024-11-05",
+            "capabilities": {},
+            "clientInfo": {"name": "stalled-client", "version": "1"}
+        }
+    }))
+    .await;
+    read_until(&mut sse, &mut seen, within, |b| {
+        find(b, b"protocolVersion", 0)
+    })
+    .await;
+    post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    let steps = ten_times_the_buffers(LEGACY_STREAM_CAPACITY, receive_buffer);
+    post(long_operation_call(steps)).await;
+    let duration = Duration::from_secs_f64(steps as f64 * STEP_SECONDS);
+    eprintln!("stalled: {steps} progress notifications over {duration:?}, receive buffer {receive_buffer} bytes");
+
+    let (calls, slowest) =
+        echo_stays_live(&client, Instant::now() + duration + Duration::from_secs(1)).await;
+    let status = call(&client, "mcpyard__status", json!({})).await;
+    assert_eq!(restarts(&status, "every"), restarts_before, "{status}");
+
+    // The answer travels on the stream too: it comes once the client reads.
+    let mut from = 0;
+    read_until(&mut sse, &mut seen, Duration::from_secs(60), |b| {
+        let Some(answer) = find(b, b"Long running operation completed", from) else {
+            // Looked at once is enough, but for a needle cut at the end.
+            from = b.len().saturating_sub(64);
+            return None;
+        };
+        from = answer;
+        find(b, b"\n\n", answer)
+    })
+    .await;
+    let messages = parse_response(&seen).sse_messages_until_cut();
+    let kept = check_thinned_progress(&messages, steps);
+    let last = messages.last().expect("the answer");
+    assert_eq!(last["id"], json!(2), "{last}");
+    assert!(
+        text(&last["result"]).starts_with("Long running operation completed"),
+        "{last}"
+    );
+    eprintln!("{calls} echo calls answered, the slowest in {slowest:?}; the stalled stream kept {kept} of {steps} progress notifications");
+    client.shutdown().await;
 }
 
 /// A client handler that never finishes taking a progress notification.
