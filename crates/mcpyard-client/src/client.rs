@@ -497,9 +497,17 @@ async fn dispatch(mut rx: mpsc::Receiver<Inbound>, shared: Arc<Shared>, inner: W
                     let mut handling = Box::pin(async move {
                         handler.on_notification(&method, params, related).await;
                     });
+                    // While earlier notifications are still being handled
+                    // the handler is slow already: no wait at all then.
+                    let budget = if detached.available_permits() == MAX_DETACHED_NOTIFICATIONS {
+                        NOTIFICATION_BUDGET
+                    } else {
+                        Duration::ZERO
+                    };
                     tokio::select! {
+                        biased;
                         () = &mut handling => {}
-                        () = tokio::time::sleep(NOTIFICATION_BUDGET) => {
+                        () = tokio::time::sleep(budget) => {
                             detach_notification(&shared, &detached, handling);
                         }
                         () = shared.closed.cancelled() => break,
@@ -541,13 +549,20 @@ fn detach_notification(
     handling: Pin<Box<dyn Future<Output = ()> + Send>>,
 ) {
     let Ok(permit) = detached.clone().try_acquire_owned() else {
-        tracing::warn!(
+        tracing::debug!(
             target: "mcpyard::upstream",
             server = %shared.label,
             "notification dropped: too many are still being handled"
         );
         return;
     };
+    if detached.available_permits() == 0 {
+        tracing::warn!(
+            target: "mcpyard::upstream",
+            server = %shared.label,
+            "{MAX_DETACHED_NOTIFICATIONS} notifications still being handled: dropping more until they finish"
+        );
+    }
     let closed = shared.closed.clone();
     tokio::spawn(async move {
         tokio::select! {

@@ -640,7 +640,7 @@ async fn a_stuck_notification_handler_does_not_hold_up_answers() {
                     "tools/call",
                     Some(json!({
                         "name": "trigger-long-running-operation",
-                        "arguments": {"duration": 2, "steps": 20},
+                        "arguments": {"duration": 2, "steps": 200},
                         "_meta": {"progressToken": "p"}
                     })),
                     RequestOptions::default(),
@@ -648,7 +648,8 @@ async fn a_stuck_notification_handler_does_not_hold_up_answers() {
                 .await
         })
     };
-    // The first progress comes after a tenth of a second.
+    // Progress comes every hundredth of a second: more than the client
+    // leaves to finish on their own at once.
     tokio::time::sleep(Duration::from_millis(500)).await;
     for n in 0..5 {
         let message = format!("still answered {n}");
