@@ -3,20 +3,23 @@
 //! Requests are multiplexed by integer id over the single connection; a
 //! pending map of oneshot senders pairs answers with callers. One dispatcher
 //! task takes what the transport read, in order: answers wake their caller,
-//! notifications go to the handler (awaited, to keep their order), requests
-//! from the server go to the handler in a task of their own (a slow handler
-//! must never stall the reader) and their answer is sent back. When the
+//! notifications go to the handler (awaited, to keep their order, for up to
+//! a tenth of a second, then left to finish in a task), requests from the
+//! server go to the handler in a task of their own (a slow handler must never
+//! stall the reader) and their answer is sent back. When the
 //! transport dies every pending request fails at once with
 //! [`ClientError::Closed`].
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use mcpyard_proto::{methods, Message, RequestId};
 use serde_json::{json, Value};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use crate::link::{Inbound, Link};
@@ -28,6 +31,15 @@ pub const LEGACY_SSE_PROTOCOL_VERSION: &str = "2024-11-05";
 
 /// Most pages [`McpClient::list_all`] follows before it stops.
 pub const MAX_LIST_PAGES: usize = 1000;
+
+/// How long the dispatcher waits for the handler to take a notification
+/// before leaving it to a task of its own: the order of messages is kept for
+/// a quick handler, and a slow one does not hold up answers read after.
+const NOTIFICATION_BUDGET: Duration = Duration::from_millis(100);
+
+/// Most notifications still being handled in tasks of their own; past it,
+/// more are dropped (a handler that never finishes must not pile up tasks).
+const MAX_DETACHED_NOTIFICATIONS: usize = 64;
 
 /// How long the `notifications/cancelled` sent for a timed-out or cancelled
 /// request may take to go out.
@@ -460,6 +472,7 @@ impl McpClient {
 
 /// The dispatcher: one per connection, in the order messages were read.
 async fn dispatch(mut rx: mpsc::Receiver<Inbound>, shared: Arc<Shared>, inner: Weak<Inner>) {
+    let detached = Arc::new(Semaphore::new(MAX_DETACHED_NOTIFICATIONS));
     loop {
         let item = tokio::select! {
             biased;
@@ -480,8 +493,23 @@ async fn dispatch(mut rx: mpsc::Receiver<Inbound>, shared: Arc<Shared>, inner: W
                     "the server reported an error for no request: {error}"
                 ),
                 Message::Notification { method, params } => {
+                    let handler = shared.handler.clone();
+                    let mut handling = Box::pin(async move {
+                        handler.on_notification(&method, params, related).await;
+                    });
+                    // While earlier notifications are still being handled
+                    // the handler is slow already: no wait at all then.
+                    let budget = if detached.available_permits() == MAX_DETACHED_NOTIFICATIONS {
+                        NOTIFICATION_BUDGET
+                    } else {
+                        Duration::ZERO
+                    };
                     tokio::select! {
-                        () = shared.handler.on_notification(&method, params, related) => {}
+                        biased;
+                        () = &mut handling => {}
+                        () = tokio::time::sleep(budget) => {
+                            detach_notification(&shared, &detached, handling);
+                        }
                         () = shared.closed.cancelled() => break,
                     }
                 }
@@ -510,6 +538,39 @@ async fn dispatch(mut rx: mpsc::Receiver<Inbound>, shared: Arc<Shared>, inner: W
         }
     }
     shared.close();
+}
+
+/// Lets a notification the handler is slow to take finish in a task of its
+/// own, so the reader goes on; past [`MAX_DETACHED_NOTIFICATIONS`] of them
+/// it is dropped instead.
+fn detach_notification(
+    shared: &Arc<Shared>,
+    detached: &Arc<Semaphore>,
+    handling: Pin<Box<dyn Future<Output = ()> + Send>>,
+) {
+    let Ok(permit) = detached.clone().try_acquire_owned() else {
+        tracing::debug!(
+            target: "mcpyard::upstream",
+            server = %shared.label,
+            "notification dropped: too many are still being handled"
+        );
+        return;
+    };
+    if detached.available_permits() == 0 {
+        tracing::warn!(
+            target: "mcpyard::upstream",
+            server = %shared.label,
+            "{MAX_DETACHED_NOTIFICATIONS} notifications still being handled: dropping more until they finish"
+        );
+    }
+    let closed = shared.closed.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            () = handling => {}
+            () = closed.cancelled() => {}
+        }
+        drop(permit);
+    });
 }
 
 /// Runs the handler for a server-to-client request and sends its answer.

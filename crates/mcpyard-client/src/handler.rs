@@ -24,7 +24,8 @@ pub trait ClientHandler: Send + Sync + 'static {
     ///
     /// Awaited in arrival order, before any answer read after it is handed
     /// to its caller (so progress never trails its result): keep it quick,
-    /// hand slow work to a task.
+    /// hand slow work to a task. One that takes longer than a tenth of a
+    /// second is left to finish on its own while later messages go on.
     async fn on_notification(
         &self,
         method: &str,

@@ -124,12 +124,12 @@ impl Progress {
         if let Some(m) = message {
             params["message"] = json!(m);
         }
-        session
-            .send(
-                Message::notification(methods::NOTIFICATION_PROGRESS, Some(params)),
-                related.as_ref(),
-            )
-            .await;
+        // Never waits: a client that stops reading must not hold up the
+        // work (a model's stream) behind the progress.
+        session.notify(
+            Message::notification(methods::NOTIFICATION_PROGRESS, Some(params)),
+            related.as_ref(),
+        );
     }
 }
 

@@ -336,6 +336,8 @@ impl ClientHandler for Relay {
         let _ = self.events.send(UpstreamEvent::SessionRenewed);
     }
 
+    /// Runs on the upstream's reader, which every client of the upstream
+    /// shares: it hands messages on without waiting for any client.
     async fn on_notification(
         &self,
         method: &str,
@@ -362,7 +364,7 @@ impl ClientHandler for Relay {
                     params = with_related_task(params, task.task_id());
                 }
                 let msg = Message::notification(method, Some(params));
-                ctx.session.send(msg, ctx.related.as_ref()).await;
+                ctx.session.notify(msg, ctx.related.as_ref());
             }
             methods::NOTIFICATION_MESSAGE => {
                 let level = params
@@ -374,7 +376,7 @@ impl ClientHandler for Relay {
                 let msg = Message::notification(method, params);
                 match related.and_then(|id| self.context_for(Some(&id), None)) {
                     Some(ctx) if ctx.session.wants_log(&level) => {
-                        ctx.session.send(msg, ctx.related.as_ref()).await;
+                        ctx.session.notify(msg, ctx.related.as_ref());
                     }
                     Some(_) => {}
                     None => self.sessions.broadcast_log(&msg, &level),

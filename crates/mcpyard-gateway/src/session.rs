@@ -35,6 +35,8 @@ pub struct Session {
     ended: CancellationToken,
     /// When the client last used the session (a request, or the end of one).
     last_active: Mutex<Instant>,
+    /// Progress waiting for room on a full stream, the latest per token.
+    held_progress: Arc<Mutex<HashMap<String, Message>>>,
 }
 
 /// What the client told us at `initialize` (or per request, stateless).
@@ -92,6 +94,7 @@ impl Session {
             in_flight: Mutex::default(),
             ended: CancellationToken::new(),
             last_active: Mutex::new(Instant::now()),
+            held_progress: Arc::default(),
         }
     }
 
@@ -190,8 +193,9 @@ impl Session {
             .is_some_and(|s| !s.is_closed())
     }
 
-    /// Sends a message on `related` when given and open, else on the session
-    /// stream. Returns false when neither could take it.
+    /// Sends a message that must not be lost (an answer, a request to the
+    /// client) on `related` when given and open, else on the session stream,
+    /// waiting for room. Returns false when neither could take it.
     pub async fn send(&self, msg: Message, related: Option<&Outbound>) -> bool {
         if let Some(tx) = related {
             if !tx.is_closed() {
@@ -204,20 +208,90 @@ impl Session {
         self.send_on_stream(msg).await
     }
 
-    /// Queues a notification on the session stream without waiting; dropped
-    /// when the stream is absent or full.
-    pub fn try_notify(&self, msg: Message) {
-        if let Some(tx) = self.stream.lock().expect("session lock poisoned").as_ref() {
-            let _ = tx.try_send(msg);
-        }
-    }
-
     async fn send_on_stream(&self, msg: Message) -> bool {
         let tx = self.stream.lock().expect("session lock poisoned").clone();
         match tx {
             Some(tx) => tx.send(msg).await.is_ok(),
             None => false,
         }
+    }
+
+    /// Sends a notification on `related` when given and open, else on the
+    /// session stream, without ever waiting: whoever calls this (an
+    /// upstream's reader) serves other clients too. On a full stream a
+    /// progress notification is held, only the latest per token, until
+    /// there is room; anything else is dropped. Returns false when no
+    /// stream could take it.
+    pub fn notify(&self, msg: Message, related: Option<&Outbound>) -> bool {
+        let msg = match related.filter(|tx| !tx.is_closed()) {
+            Some(tx) => match self.offer(tx, msg) {
+                Ok(()) => return true,
+                Err(m) => m,
+            },
+            None => msg,
+        };
+        let stream = self.stream.lock().expect("session lock poisoned").clone();
+        stream.is_some_and(|tx| self.offer(&tx, msg).is_ok())
+    }
+
+    /// Queues a notification on the session stream without waiting (see
+    /// [`Session::notify`]).
+    pub fn try_notify(&self, msg: Message) {
+        self.notify(msg, None);
+    }
+
+    /// Queues `msg` on `tx` if there is room, holds or drops it if not.
+    /// Gives it back only when `tx` is closed.
+    fn offer(&self, tx: &Outbound, msg: Message) -> Result<(), Message> {
+        let token = progress_token(&msg);
+        if let Some(token) = &token {
+            let mut held = self.held_progress.lock().expect("session lock poisoned");
+            // Progress already waits for this token: the newer one replaces
+            // it rather than overtaking it.
+            if let Some(waiting) = held.get_mut(token) {
+                *waiting = msg;
+                return Ok(());
+            }
+        }
+        match tx.try_send(msg) {
+            Ok(()) => Ok(()),
+            Err(mpsc::error::TrySendError::Closed(m)) => Err(m),
+            Err(mpsc::error::TrySendError::Full(m)) => {
+                match token {
+                    Some(token) => self.hold_progress(tx, token, m),
+                    None => tracing::debug!(
+                        session = %self.id,
+                        method = m.method().unwrap_or_default(),
+                        "client stream full: notification dropped"
+                    ),
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Keeps `msg` as the latest progress for `token` and, unless one runs
+    /// already, starts a task that sends the latest held when `tx` has room.
+    fn hold_progress(&self, tx: &Outbound, token: String, msg: Message) {
+        {
+            let mut held = self.held_progress.lock().expect("session lock poisoned");
+            if held.insert(token.clone(), msg).is_some() {
+                return;
+            }
+        }
+        let held = self.held_progress.clone();
+        let tx = tx.clone();
+        let ended = self.ended.clone();
+        tokio::spawn(async move {
+            let permit = tokio::select! {
+                permit = tx.reserve() => permit.ok(),
+                () = ended.cancelled() => None,
+            };
+            let latest = held.lock().expect("session lock poisoned").remove(&token);
+            if let (Some(permit), Some(latest)) = (permit, latest) {
+                permit.send(latest);
+            }
+        });
     }
 
     /// Sends a request to the client and waits for its answer.
@@ -237,19 +311,22 @@ impl Session {
             .lock()
             .expect("session lock poisoned")
             .insert(id.clone(), tx);
-        let sent = self
-            .send(Message::request(id.clone(), method, params), related)
-            .await;
-        let outcome = if !sent {
-            Err(ErrorObject::internal(
-                "the client has no open stream to receive the request",
-            ))
-        } else {
-            tokio::select! {
-                r = rx => r.unwrap_or_else(|_| Err(ErrorObject::internal("the client session ended"))),
-                _ = tokio::time::sleep(timeout) => Err(ErrorObject::internal(format!("the client did not answer {method} within {timeout:?}"))),
-                _ = self.ended.cancelled() => Err(ErrorObject::internal("the client session ended")),
+        // A client that does not read its stream runs into the timeout
+        // like one that does not answer.
+        let exchange = async {
+            let request = Message::request(id.clone(), method, params);
+            if !self.send(request, related).await {
+                return Err(ErrorObject::internal(
+                    "the client has no open stream to receive the request",
+                ));
             }
+            rx.await
+                .unwrap_or_else(|_| Err(ErrorObject::internal("the client session ended")))
+        };
+        let outcome = tokio::select! {
+            r = exchange => r,
+            _ = tokio::time::sleep(timeout) => Err(ErrorObject::internal(format!("the client did not answer {method} within {timeout:?}"))),
+            _ = self.ended.cancelled() => Err(ErrorObject::internal("the client session ended")),
         };
         self.pending
             .lock()
@@ -316,6 +393,19 @@ impl Session {
     }
 }
 
+/// The token of a `notifications/progress`, as a map key.
+fn progress_token(msg: &Message) -> Option<String> {
+    match msg {
+        Message::Notification {
+            method,
+            params: Some(params),
+        } if method == mcpyard_proto::methods::NOTIFICATION_PROGRESS => {
+            params.get("progressToken").map(Value::to_string)
+        }
+        _ => None,
+    }
+}
+
 /// RFC 5424 severities as MCP names them, least severe first.
 pub(crate) fn log_severity(level: &str) -> usize {
     const LEVELS: [&str; 8] = [
@@ -337,4 +427,65 @@ pub(crate) fn is_log_level(level: &str) -> bool {
         level,
         "debug" | "info" | "notice" | "warning" | "error" | "critical" | "alert" | "emergency"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn progress(n: u64) -> Message {
+        Message::notification(
+            mcpyard_proto::methods::NOTIFICATION_PROGRESS,
+            Some(json!({"progressToken": "t", "progress": n})),
+        )
+    }
+
+    fn progress_of(m: &Message) -> Option<u64> {
+        match m {
+            Message::Notification {
+                params: Some(p), ..
+            } => p["progress"].as_u64(),
+            _ => None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_full_stream_keeps_only_the_latest_progress_and_drops_the_rest() {
+        let session = Session::new(None);
+        let (tx, mut rx) = mpsc::channel(1);
+        assert!(session.notify(progress(1), Some(&tx)));
+        // Full from here on: never waits, whatever comes.
+        assert!(session.notify(progress(2), Some(&tx)));
+        assert!(session.notify(
+            Message::notification("notifications/message", None),
+            Some(&tx)
+        ));
+        assert!(session.notify(progress(3), Some(&tx)));
+        assert_eq!(rx.recv().await.as_ref().and_then(progress_of), Some(1));
+        // The latest held progress takes the room freed, ahead of newer
+        // progress, so the order stays.
+        let next = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+            .await
+            .expect("the held progress is sent once there is room");
+        assert_eq!(next.as_ref().and_then(progress_of), Some(3));
+        assert!(session.notify(progress(4), Some(&tx)));
+        assert_eq!(rx.recv().await.as_ref().and_then(progress_of), Some(4));
+        assert!(rx.try_recv().is_err(), "nothing else was kept");
+    }
+
+    #[tokio::test]
+    async fn a_notification_goes_to_the_session_stream_once_its_own_is_closed() {
+        let (stream_tx, mut stream_rx) = mpsc::channel(4);
+        let session = Session::new(Some(stream_tx));
+        let (closed_tx, closed_rx) = mpsc::channel(4);
+        drop(closed_rx);
+        assert!(session.notify(progress(1), Some(&closed_tx)));
+        assert_eq!(
+            stream_rx.recv().await.as_ref().and_then(progress_of),
+            Some(1)
+        );
+        session.end();
+        assert!(!session.notify(progress(2), None), "no stream is left");
+    }
 }
