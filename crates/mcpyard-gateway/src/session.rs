@@ -287,8 +287,10 @@ impl Session {
                 permit = tx.reserve() => permit.ok(),
                 () = ended.cancelled() => None,
             };
-            let latest = held.lock().expect("session lock poisoned").remove(&token);
-            if let (Some(permit), Some(latest)) = (permit, latest) {
+            // Taken and sent under the lock: a newer progress that finds
+            // nothing held must not reach the stream before this one.
+            let mut held = held.lock().expect("session lock poisoned");
+            if let (Some(permit), Some(latest)) = (permit, held.remove(&token)) {
                 permit.send(latest);
             }
         });

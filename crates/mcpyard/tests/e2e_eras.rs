@@ -251,8 +251,23 @@ fn a_cancelled_request_gets_no_answer() {
     peer.send(
         json!({"jsonrpc": "2.0", "id": "slow", "method": "tools/call", "params": {
         "name": "every__trigger-long-running-operation",
-        "arguments": {"duration": 30, "steps": 3}}}),
+        "arguments": {"duration": 60, "steps": 60},
+        "_meta": {"progressToken": "slow-progress"}}}),
     );
+    // Cancel once the call is under way upstream (its first progress): a
+    // cancellation that arrives before the request is known is void.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let line = peer
+            .lines
+            .recv_timeout(left)
+            .expect("progress of the slow call");
+        if line["method"] == "notifications/progress" {
+            assert_eq!(line["params"]["progressToken"], "slow-progress", "{line}");
+            break;
+        }
+    }
     peer.send(
         json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": {"requestId": "slow", "reason": "changed my mind"}}),

@@ -622,6 +622,7 @@ async fn a_stuck_notification_handler_does_not_hold_up_answers() {
             command: node().display().to_string(),
             args: vec![everything_js().display().to_string()],
             env: BTreeMap::new(),
+            inherit_env: vec![],
             cwd: None,
         },
         Arc::new(StuckOnProgress),
