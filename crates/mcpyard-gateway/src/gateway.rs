@@ -14,6 +14,7 @@ use crate::catalog::{Catalog, ListKind, SourceLists};
 use crate::config::ConfigError;
 use crate::listen::{ListenFilter, Listener, SUBSCRIPTION_ID};
 use crate::local::{CatalogCaller, LocalSource, Progress, SourceHandle, ToolContext};
+use crate::round_trips::{self, RoundTrips};
 use crate::session::is_log_level;
 use crate::sessions::Sessions;
 use crate::tasks::{self, TaskEvent, TaskLimits, TaskRequest, TaskStore};
@@ -45,6 +46,8 @@ pub(crate) struct Inner {
     tasks: Mutex<HashMap<String, usize>>,
     /// Tasks the gateway runs itself (tools/call with `task`).
     own_tasks: TaskStore,
+    /// Stateless-era calls waiting for their client's input.
+    round_trips: RoundTrips,
     /// Requests that need the catalogue wait, until this instant, for every
     /// upstream's first connection attempt, so that the first `tools/list`
     /// is whole and the first call finds its tool.
@@ -127,6 +130,7 @@ impl Gateway {
         let gateway = Self {
             inner: Arc::new(Inner {
                 own_tasks,
+                round_trips: RoundTrips::new(config.client_request_timeout),
                 catalog,
                 sessions,
                 upstreams,
@@ -281,6 +285,9 @@ impl Gateway {
                 let mut outcome = if method == methods::SUBSCRIPTIONS_LISTEN {
                     self.listen(&request_session, &id, params, related, &cancel)
                         .await
+                } else if request_session.is_stateless() && round_trips::supports_input(&method) {
+                    self.round_trip(&request_session, &method, params, related, &cancel)
+                        .await
                 } else {
                     self.dispatch(&request_session, &method, params, related, cancel.clone())
                         .await
@@ -322,6 +329,37 @@ impl Gateway {
                 None
             }
         }
+    }
+
+    /// A stateless request whose call may need the client: its first leg
+    /// starts the call, a retry carrying `requestState` resumes it (see
+    /// `round_trips`).
+    async fn round_trip(
+        &self,
+        session: &Arc<Session>,
+        method: &str,
+        params: Option<Value>,
+        related: Option<Outbound>,
+        client_gone: &CancellationToken,
+    ) -> Outcome {
+        let params = params.unwrap_or_else(|| json!({}));
+        let trips = &self.inner.round_trips;
+        if params.get("requestState").is_some() {
+            return trips.resume(method, &params, client_gone).await;
+        }
+        let identity = round_trips::request_identity(method, &params);
+        let gateway = self.clone();
+        let session = session.clone();
+        let method = method.to_owned();
+        let start = move |sink, call_cancel| {
+            session.accept_input(sink);
+            async move {
+                gateway
+                    .dispatch(&session, &method, Some(params), related, call_cancel)
+                    .await
+            }
+        };
+        trips.first_leg(identity, start, client_gone).await
     }
 
     async fn dispatch(

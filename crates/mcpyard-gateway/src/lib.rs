@@ -11,6 +11,7 @@ mod gateway;
 mod listen;
 mod local;
 mod relay;
+mod round_trips;
 mod session;
 mod sessions;
 mod subscriptions;

@@ -11,6 +11,8 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use crate::round_trips::{self, InputSink};
+
 /// Where messages for a client go: its session stream (GET stream, legacy
 /// SSE stream, stdout) or the response stream of one of its POSTs.
 pub type Outbound = mpsc::Sender<Message>;
@@ -33,6 +35,9 @@ pub struct Session {
     in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
     /// Ended by DELETE, by the stream closing (stdio / SSE) or by shutdown.
     ended: CancellationToken,
+    /// Stateless era: where the call behind this request puts what it needs
+    /// the client to answer (see `round_trips`).
+    input: Mutex<Option<InputSink>>,
     /// When the client last used the session (a request, or the end of one).
     last_active: Mutex<Instant>,
     /// Progress waiting for room on a full stream, the latest per token.
@@ -93,6 +98,7 @@ impl Session {
             next_id: AtomicI64::new(1),
             in_flight: Mutex::default(),
             ended: CancellationToken::new(),
+            input: Mutex::default(),
             last_active: Mutex::new(Instant::now()),
             held_progress: Arc::default(),
         }
@@ -296,7 +302,13 @@ impl Session {
         });
     }
 
-    /// Sends a request to the client and waits for its answer.
+    /// Lets the call serving this stateless request ask the client for input.
+    pub(crate) fn accept_input(&self, sink: InputSink) {
+        *self.input.lock().expect("session lock poisoned") = Some(sink);
+    }
+
+    /// Sends a request to the client and waits for its answer. In the
+    /// stateless era it travels in an `input_required` result instead.
     pub async fn request_client(
         &self,
         method: &str,
@@ -304,6 +316,15 @@ impl Session {
         related: Option<&Outbound>,
         timeout: Duration,
     ) -> Result<Value, ErrorObject> {
+        if self.stateless {
+            let sink = self.input.lock().expect("session lock poisoned").clone();
+            return match sink {
+                Some(sink) => round_trips::ask(&sink, method, params, timeout).await,
+                None => Err(ErrorObject::internal(format!(
+                    "{method} cannot reach the client: in protocol 2026-07-28 only tools/call, prompts/get and resources/read can carry input requests"
+                ))),
+            };
+        }
         let id = RequestId::String(format!(
             "mcpyard-{}",
             self.next_id.fetch_add(1, Ordering::Relaxed)
@@ -382,6 +403,7 @@ impl Session {
     /// Ends the session: in-flight requests are cancelled, waits fail.
     pub fn end(&self) {
         self.ended.cancel();
+        *self.input.lock().expect("session lock poisoned") = None;
         *self.stream.lock().expect("session lock poisoned") = None;
     }
 

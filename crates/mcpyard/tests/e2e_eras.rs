@@ -285,3 +285,139 @@ fn a_cancelled_request_gets_no_answer() {
         "the cancelled request was answered: {seen:?}"
     );
 }
+
+/// Runs support/py_input_check.py as client `label` against `target`.
+fn python_input_check(
+    target: &str,
+    label: &str,
+    calls: &Value,
+    command: Option<&[String]>,
+) -> Value {
+    let mut cmd = Command::new(tool("venv/bin/python"));
+    cmd.arg(support_file("py_input_check.py"))
+        .arg(target)
+        .arg(label)
+        .arg(calls.to_string());
+    if let Some(argv) = command {
+        cmd.args(["--command", &json!(argv).to_string()]);
+    }
+    let (ok, stdout, stderr) = run(cmd, Duration::from_secs(150));
+    assert!(ok, "py_input_check {label} failed:\n{stdout}\n{stderr}");
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
+/// The tools that need the client, of a stdio upstream (Python SDK 1.x) and
+/// of a Streamable HTTP one (server-everything), with what each answer must
+/// contain for client `label`.
+/// `all`: every tool; else only the HTTP upstream's, whose server says
+/// which call each of its requests belongs to (a stdio server cannot, so
+/// concurrent clients of one stdio upstream may be asked for each other).
+fn input_calls(label: &str, all: bool) -> (Value, Vec<String>) {
+    let mut calls = vec![
+        json!(["web__trigger-sampling-request", {"prompt": "hello"}]),
+        json!(["web__trigger-elicitation-request", {}]),
+    ];
+    let mut expected = vec![format!("sampled for {label}"), format!("user {label}")];
+    if all {
+        calls.extend([
+            json!(["py1__ask_model", {"prompt": "hello"}]),
+            json!(["py1__ask_name", {}]),
+            json!(["py1__client_roots", {}]),
+        ]);
+        expected.extend([
+            format!("model said: sampled for {label}"),
+            format!("hello user {label}"),
+            format!("file:///work/{label}"),
+        ]);
+    }
+    (Value::Array(calls), expected)
+}
+
+fn check_input_summary(summary: &Value, label: &str, all: bool) {
+    assert_eq!(summary["ok"], true, "{summary}");
+    assert_eq!(summary["protocolVersion"], "2026-07-28", "{summary}");
+    let (_, expected) = input_calls(label, all);
+    let results = summary["results"].as_array().expect("results");
+    assert_eq!(results.len(), expected.len(), "{summary}");
+    for (result, want) in results.iter().zip(&expected) {
+        assert_ne!(result["isError"], true, "{result}");
+        let text: String = result["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c["text"].as_str())
+            .collect();
+        assert!(
+            text.contains(want.as_str()),
+            "{} should contain {want:?}: {text}",
+            result["name"]
+        );
+    }
+    let kinds: &[&str] = if all {
+        &["sampling", "elicitation", "roots"]
+    } else {
+        &["sampling", "elicitation"]
+    };
+    for kind in kinds {
+        assert!(
+            summary["asked"]
+                .as_array()
+                .is_some_and(|a| a.contains(&json!(kind))),
+            "the client was never asked for {kind}: {summary}"
+        );
+    }
+}
+
+/// 2026-07-28 has no session to carry a server's request: the gateway
+/// answers with `input_required`, and the client's retry carries the
+/// responses to the upstream call that waits for them: sampling,
+/// elicitation and roots through a stdio and an HTTP upstream, over the
+/// HTTP and the stdio front doors. Several clients at once each get their
+/// own answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_that_need_the_client_round_trip_in_the_stateless_era() {
+    let dir = scratch();
+    let (_web, web_port) = start_everything("streamableHttp", dir.path()).await;
+    let config = format!(
+        "[servers.py1]\ncommand = {}\nargs = [{}]\n\n[servers.web]\nurl = \"http://127.0.0.1:{web_port}/mcp\"\n",
+        path_str(&tool("venv1/bin/python")),
+        path_str(&support_file("py1_server.py")),
+    );
+    let gw = Gateway::start(&config, dir.path()).await;
+    let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
+    wait_for_tools(
+        &client,
+        &["py1__ask_model", "web__trigger-sampling-request"],
+        Duration::from_secs(60),
+    )
+    .await;
+    client.shutdown().await;
+
+    let url = gw.url();
+    let clients: Vec<_> = ["A", "B", "C"]
+        .into_iter()
+        .map(|label| {
+            let url = url.clone();
+            std::thread::spawn(move || {
+                let (calls, _) = input_calls(label, false);
+                (label, python_input_check(&url, label, &calls, None))
+            })
+        })
+        .collect();
+    for handle in clients {
+        let (label, summary) = handle.join().expect("client thread");
+        check_input_summary(&summary, label, false);
+    }
+    let (calls, _) = input_calls("D", true);
+    check_input_summary(&python_input_check(&url, "D", &calls, None), "D", true);
+
+    let stdio_argv = vec![
+        env!("CARGO_BIN_EXE_mcpyard").to_owned(),
+        "stdio".to_owned(),
+        "--config".to_owned(),
+        dir.path().join("mcpyard.toml").display().to_string(),
+    ];
+    let (calls, _) = input_calls("S", true);
+    let summary = python_input_check("stdio", "S", &calls, Some(&stdio_argv));
+    check_input_summary(&summary, "S", true);
+}

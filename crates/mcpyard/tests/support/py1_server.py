@@ -1,7 +1,10 @@
 """A stdio MCP server built on the Python SDK 1.x (FastMCP), as people write
-their own: one tool that reverses a text. Run with .tools/venv1's Python."""
+their own: a plain tool, and tools that need the client while they run
+(sampling, elicitation, roots). Run with .tools/venv1's Python."""
 
-from mcp.server.fastmcp import FastMCP
+from mcp.server.fastmcp import Context, FastMCP
+from mcp.types import SamplingMessage, TextContent
+from pydantic import BaseModel
 
 server = FastMCP("py1-reverser")
 
@@ -10,6 +13,36 @@ server = FastMCP("py1-reverser")
 def reverse(text: str) -> str:
     """Returns the text backwards."""
     return text[::-1]
+
+
+@server.tool()
+async def ask_model(prompt: str, ctx: Context) -> str:
+    """Asks the client's model (sampling) and returns what it said."""
+    result = await ctx.session.create_message(
+        messages=[SamplingMessage(role="user", content=TextContent(type="text", text=prompt))],
+        max_tokens=50,
+    )
+    return f"model said: {result.content.text}"
+
+
+class Name(BaseModel):
+    name: str
+
+
+@server.tool()
+async def ask_name(ctx: Context) -> str:
+    """Asks the user for a name (form elicitation)."""
+    answer = await ctx.elicit(message="What is your name?", schema=Name)
+    if answer.action == "accept":
+        return f"hello {answer.data.name}"
+    return f"elicitation {answer.action}"
+
+
+@server.tool()
+async def client_roots(ctx: Context) -> str:
+    """Lists the client's roots."""
+    roots = await ctx.session.list_roots()
+    return "roots: " + ", ".join(str(r.uri) for r in roots.roots)
 
 
 if __name__ == "__main__":
