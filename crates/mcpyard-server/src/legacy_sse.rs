@@ -5,8 +5,6 @@
 use std::collections::HashMap;
 use std::convert::Infallible;
 
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
 use axum::extract::{Query, State};
 use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
@@ -22,6 +20,7 @@ use crate::batch::{self, Batch};
 use crate::reply::{json_response, rpc_error_response};
 use crate::router::AppState;
 use crate::sse::{self, EventIds};
+use crate::streamable::read_body;
 
 /// Messages waiting for a slow reader of the stream.
 const STREAM_CAPACITY: usize = 256;
@@ -76,7 +75,7 @@ pub(crate) async fn post(
     State(state): State<AppState>,
     Query(query): Query<HashMap<String, String>>,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: axum::body::Body,
 ) -> Response {
     let Some(id) = query.get("sessionId") else {
         return rpc_error_response(
@@ -92,9 +91,9 @@ pub(crate) async fn post(
         )
             .into_response();
     }
-    let body = match body {
+    let body = match read_body(body, &headers, state.opts.max_body_bytes).await {
         Ok(b) => b,
-        Err(rejection) => return (rejection.status(), rejection.body_text()).into_response(),
+        Err(r) => return *r,
     };
     let session = match state.gateway.session(id) {
         Some(s) if !s.is_ended() => s,

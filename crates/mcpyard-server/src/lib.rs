@@ -12,6 +12,7 @@
 
 mod accept;
 mod batch;
+mod conn;
 mod legacy_sse;
 mod options;
 mod reply;

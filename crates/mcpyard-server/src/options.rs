@@ -33,6 +33,18 @@ pub struct HttpOptions {
     /// How long `serve_http` waits for open connections after shutdown is
     /// requested before it returns anyway.
     pub shutdown_grace: Duration,
+    /// Open connections at most; past it, new ones wait in the listen
+    /// backlog until one closes.
+    pub max_connections: usize,
+    /// How long a client may take to send a request head, counted from
+    /// its connection or from the first byte of a later request.
+    pub header_read_timeout: Duration,
+    /// How long a client may take to send a request body, counted from the
+    /// end of its head.
+    pub body_read_timeout: Duration,
+    /// How long a connection may sit between requests before it is closed.
+    /// Streams being answered (SSE) are not idle, however quiet.
+    pub keep_alive_timeout: Duration,
 }
 
 /// 4 MiB: large enough for any tool call a model makes, small enough that a
@@ -51,6 +63,10 @@ impl Default for HttpOptions {
             sse_keep_alive: Duration::from_secs(15),
             legacy_sse: true,
             shutdown_grace: Duration::from_secs(5),
+            max_connections: 1024,
+            header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(30),
+            keep_alive_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -68,6 +84,10 @@ impl std::fmt::Debug for HttpOptions {
             .field("sse_keep_alive", &self.sse_keep_alive)
             .field("legacy_sse", &self.legacy_sse)
             .field("shutdown_grace", &self.shutdown_grace)
+            .field("max_connections", &self.max_connections)
+            .field("header_read_timeout", &self.header_read_timeout)
+            .field("body_read_timeout", &self.body_read_timeout)
+            .field("keep_alive_timeout", &self.keep_alive_timeout)
             .finish()
     }
 }

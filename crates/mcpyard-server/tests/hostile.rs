@@ -12,10 +12,11 @@ use std::time::{Duration, Instant};
 
 use mcpyard_client::TransportSpec;
 use mcpyard_gateway::{Gateway, GatewayConfig, UpstreamSpec};
+use mcpyard_proto::Message;
 use mcpyard_server::{serve_http_on, serve_stdio, BatchLimits, HttpOptions};
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
-use tokio::net::TcpListener;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines};
+use tokio::net::{TcpListener, TcpStream};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 
@@ -27,6 +28,7 @@ const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"p
 /// A gateway served on 127.0.0.1:0, stopped when dropped.
 struct Server {
     addr: SocketAddr,
+    gateway: Gateway,
     shutdown: CancellationToken,
     task: Option<JoinHandle<std::io::Result<()>>>,
 }
@@ -45,6 +47,7 @@ impl Server {
         ));
         Self {
             addr,
+            gateway,
             shutdown,
             task: Some(task),
         }
@@ -514,5 +517,253 @@ async fn a_batch_runs_at_most_its_in_flight_cap_of_calls_at_once() {
     assert!(
         took >= least - Duration::from_millis(100),
         "{CALLS} one-second calls, {IN_FLIGHT} at a time, took {took:?}: more ran at once"
+    );
+}
+
+/// Options with short connection timeouts, so tests see them expire.
+fn impatient(head: Duration, body: Duration, idle: Duration) -> HttpOptions {
+    HttpOptions {
+        header_read_timeout: head,
+        body_read_timeout: body,
+        keep_alive_timeout: idle,
+        ..HttpOptions::default()
+    }
+}
+
+const HALF_HEAD: &[u8] = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: appl";
+
+/// Reads until the server closes the connection; how long that took, or
+/// `None` when it was still open after `limit`. Whatever the server sent
+/// is appended to `got`.
+async fn time_until_closed(
+    tcp: &mut TcpStream,
+    limit: Duration,
+    got: &mut Vec<u8>,
+) -> Option<Duration> {
+    let started = Instant::now();
+    let mut buf = [0u8; 4096];
+    loop {
+        let left = limit.checked_sub(started.elapsed())?;
+        match tokio::time::timeout(left, tcp.read(&mut buf)).await {
+            Err(_) => return None,
+            Ok(Ok(0)) | Ok(Err(_)) => return Some(started.elapsed()),
+            Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_half_sent_request_head_or_a_silent_connection_is_closed_after_the_head_timeout() {
+    let head = Duration::from_secs(1);
+    let server = Server::start(GatewayConfig::default(), impatient(head, WAIT, WAIT)).await;
+    let mut half = TcpStream::connect(server.addr).await.expect("connect");
+    half.write_all(HALF_HEAD).await.expect("half a head");
+    let mut silent = TcpStream::connect(server.addr).await.expect("connect");
+
+    let mut got = Vec::new();
+    let closed = time_until_closed(&mut half, Duration::from_secs(6), &mut got).await;
+    let closed = closed.expect("a half-sent head is not kept open past the head timeout");
+    assert!(
+        closed >= head - Duration::from_millis(200),
+        "closed too soon: {closed:?}"
+    );
+    let closed = time_until_closed(&mut silent, Duration::from_secs(6), &mut got).await;
+    assert!(
+        closed.is_some(),
+        "a silent connection is not kept open past the head timeout"
+    );
+}
+
+#[tokio::test]
+async fn an_idle_keep_alive_connection_is_closed_after_the_idle_timeout_not_before() {
+    let (head, idle) = (Duration::from_secs(1), Duration::from_secs(3));
+    let server = Server::start(GatewayConfig::default(), impatient(head, WAIT, idle)).await;
+    let mut tcp = TcpStream::connect(server.addr).await.expect("connect");
+    tcp.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .await
+        .expect("a whole request");
+    // The answer, then nothing: the connection is idle from here.
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !answer.ends_with(b"}") {
+        let n = tokio::time::timeout(WAIT, tcp.read(&mut buf))
+            .await
+            .expect("an answer in time")
+            .expect("read");
+        assert!(n > 0, "closed before answering");
+        answer.extend_from_slice(&buf[..n]);
+    }
+    assert!(
+        answer.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
+
+    let mut got = Vec::new();
+    let closed = time_until_closed(&mut tcp, Duration::from_secs(8), &mut got).await;
+    let closed = closed.expect("an idle connection is not kept open past the idle timeout");
+    assert!(
+        closed >= idle - Duration::from_millis(300),
+        "an idle connection gets the idle timeout ({idle:?}), not the head timeout: closed after {closed:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_body_sent_too_slowly_is_cut_off_after_the_body_timeout() {
+    let body = Duration::from_secs(1);
+    let server = Server::start(GatewayConfig::default(), impatient(WAIT, body, WAIT)).await;
+    let mut tcp = TcpStream::connect(server.addr).await.expect("connect");
+    tcp.write_all(
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\":",
+    )
+    .await
+    .expect("a head and a piece of the body");
+    let mut got = Vec::new();
+    let closed = time_until_closed(&mut tcp, Duration::from_secs(6), &mut got).await;
+    let text = String::from_utf8_lossy(&got);
+    let closed = closed.unwrap_or_else(|| {
+        panic!("a stalled body is not waited for past the body timeout (got {text:?})")
+    });
+    assert!(
+        closed >= body - Duration::from_millis(200),
+        "cut too soon: {closed:?}"
+    );
+    assert!(
+        text.starts_with("HTTP/1.1 408"),
+        "the client is told why: {text:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_past_the_cap_wait_for_a_slot_and_a_flood_of_half_heads_only_delays_a_client() {
+    const CAP: usize = 8;
+    let head = Duration::from_secs(2);
+    let opts = HttpOptions {
+        max_connections: CAP,
+        ..impatient(head, WAIT, WAIT)
+    };
+    let server = Server::start(GatewayConfig::default(), opts).await;
+    let flooded = Instant::now();
+    let mut flood = Vec::new();
+    for _ in 0..CAP {
+        let mut tcp = TcpStream::connect(server.addr).await.expect("connect");
+        tcp.write_all(HALF_HEAD).await.expect("half a head");
+        flood.push(tcp);
+    }
+    // Let the server take them all in before the client comes.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let r = reqwest::Client::new()
+        .get(format!("http://{}/health", server.addr))
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .expect("the client is served once the flood has timed out");
+    let waited = flooded.elapsed();
+    assert_eq!(r.status(), 200);
+    assert!(
+        waited >= head - Duration::from_millis(300),
+        "served after {waited:?} while {CAP} half-sent requests held every slot"
+    );
+    let mut got = Vec::new();
+    for tcp in &mut flood {
+        let closed = time_until_closed(tcp, Duration::from_secs(5), &mut got).await;
+        assert!(closed.is_some(), "a flooding connection was closed");
+    }
+}
+
+/// Reads a streamed body until `needle` shows up; false when the stream
+/// ended first or `limit` passed.
+async fn stream_shows(resp: &mut reqwest::Response, needle: &str, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    let mut seen = String::new();
+    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+        match tokio::time::timeout(left, resp.chunk()).await {
+            Ok(Ok(Some(chunk))) => {
+                seen.push_str(&String::from_utf8_lossy(&chunk));
+                if seen.contains(needle) {
+                    return true;
+                }
+            }
+            _ => return false,
+        }
+    }
+    false
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_sse_streams_outlive_the_idle_timeout() {
+    let idle = Duration::from_secs(1);
+    let opts = HttpOptions {
+        sse_keep_alive: Duration::from_secs(60),
+        ..impatient(idle, WAIT, idle)
+    };
+    let server = Server::start(GatewayConfig::default(), opts).await;
+    let http = reqwest::Client::new();
+    let url = server.url();
+
+    // The Streamable HTTP session stream.
+    let session = initialize(&http, &url).await.expect("a session");
+    let mut stream = http
+        .get(&url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .expect("GET stream");
+    assert_eq!(stream.status(), 200);
+    // The legacy HTTP+SSE stream.
+    let mut legacy = http
+        .get(format!("http://{}/sse", server.addr))
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .expect("GET /sse");
+    assert_eq!(legacy.status(), 200);
+    let mut endpoint = String::new();
+    while !endpoint.contains("sessionId=") || !endpoint.ends_with("\n\n") {
+        let chunk = tokio::time::timeout(WAIT, legacy.chunk())
+            .await
+            .expect("the endpoint event")
+            .expect("read")
+            .expect("open");
+        endpoint.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let messages_path = endpoint
+        .lines()
+        .find_map(|l| l.strip_prefix("data:"))
+        .expect("endpoint data")
+        .trim()
+        .to_owned();
+
+    tokio::time::sleep(idle * 3).await;
+
+    let note = Message::notification(
+        "notifications/message",
+        Some(json!({"level": "info", "data": "still here"})),
+    );
+    server
+        .gateway
+        .session(&session)
+        .expect("the session lives")
+        .try_notify(note);
+    assert!(
+        stream_shows(&mut stream, "still here", WAIT).await,
+        "the GET stream was cut while quiet"
+    );
+    let ping = r#"{"jsonrpc":"2.0","id":"late","method":"ping"}"#;
+    let r = post(
+        &http,
+        &format!("http://{}{messages_path}", server.addr),
+        None,
+        ping,
+    )
+    .send()
+    .await
+    .expect("POST /messages");
+    assert_eq!(r.status(), 202);
+    assert!(
+        stream_shows(&mut legacy, "\"late\"", WAIT).await,
+        "the legacy SSE stream was cut while quiet"
     );
 }
