@@ -118,7 +118,7 @@ impl Batch {
 
     /// The answers of the requests in batch order, at most
     /// `limits.max_in_flight` of them being worked on at once, then the
-    /// errors.
+    /// errors. A request the client cancelled gets no answer.
     pub(crate) fn answers(
         self,
         gateway: Gateway,
@@ -131,9 +131,10 @@ impl Batch {
             .map(move |msg| {
                 let (gateway, session, related) =
                     (gateway.clone(), session.clone(), related.clone());
-                async move { answer(&gateway, &session, msg, related).await }
+                async move { gateway.handle(&session, msg, related).await }
             })
             .buffered(limits.max_in_flight.max(1))
+            .filter_map(std::future::ready)
             .chain(futures::stream::iter(errors))
     }
 }

@@ -113,7 +113,9 @@ pub(crate) async fn post(
         }
         Ok(Body::Single(Ok(msg))) if msg.is_request() => {
             let (gateway, session) = (state.gateway.clone(), session.clone());
-            futures::stream::once(async move { batch::answer(&gateway, &session, msg, None).await })
+            // No answer is what a request the client cancelled gets.
+            futures::stream::once(async move { gateway.handle(&session, msg, None).await })
+                .filter_map(std::future::ready)
                 .boxed()
         }
         Ok(Body::Single(Ok(msg))) => {
