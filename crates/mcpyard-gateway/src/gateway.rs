@@ -16,7 +16,7 @@ use crate::listen::{ListenFilter, Listener, SUBSCRIPTION_ID};
 use crate::local::{CatalogCaller, LocalSource, Progress, SourceHandle, ToolContext};
 use crate::round_trips::{self, RoundTrips};
 use crate::session::is_log_level;
-use crate::sessions::Sessions;
+use crate::sessions::{AtCapacity, Sessions};
 use crate::tasks::{self, TaskEvent, TaskLimits, TaskRequest, TaskStore};
 use crate::upstream::Upstream;
 use crate::{builtin, GatewayConfig, Outbound, Session};
@@ -167,28 +167,28 @@ impl Gateway {
     /// longest is ended to make room; when none is idle the session is
     /// refused (false), and the transport should say so.
     pub fn register_session(&self, session: Arc<Session>) -> bool {
-        let sessions = &self.inner.sessions;
-        if sessions.len() >= self.inner.max_sessions {
-            match sessions.most_idle(|id| self.inner.own_tasks.has_tasks(id)) {
-                Some(oldest) => {
-                    // A session id is the client's credential for its session: never logged.
-                    tracing::info!(
-                        "ended the least recently used idle session: at the session limit"
-                    );
-                    self.end_session(&oldest);
-                }
-                None => {
-                    tracing::warn!(
-                        limit = self.inner.max_sessions,
-                        "refused a new session: every session is in use"
-                    );
-                    return false;
-                }
+        session.touch();
+        let owns_tasks = |id: &str| self.inner.own_tasks.has_tasks(id);
+        match self
+            .inner
+            .sessions
+            .insert_within(self.inner.max_sessions, session, owns_tasks)
+        {
+            Ok(None) => true,
+            Ok(Some(oldest)) => {
+                // A session id is the client's credential for its session: never logged.
+                tracing::info!("ended the least recently used idle session: at the session limit");
+                self.retire(&oldest);
+                true
+            }
+            Err(AtCapacity) => {
+                tracing::warn!(
+                    limit = self.inner.max_sessions,
+                    "refused a new session: every session is in use"
+                );
+                false
             }
         }
-        session.touch();
-        sessions.insert(session);
-        true
     }
 
     /// The live session with this id; looking it up counts as using it.
@@ -202,13 +202,19 @@ impl Gateway {
     pub fn end_session(&self, id: &str) -> bool {
         match self.inner.sessions.remove(id) {
             Some(s) => {
-                s.end();
-                self.inner.own_tasks.end_owner(id);
-                self.unsubscribe_orphans(id);
+                self.retire(&s);
                 true
             }
             None => false,
         }
+    }
+
+    /// Ends a session already taken out of the registry: its streams, its
+    /// tasks and the subscriptions only it held.
+    fn retire(&self, session: &Session) {
+        session.end();
+        self.inner.own_tasks.end_owner(session.id());
+        self.unsubscribe_orphans(session.id());
     }
 
     /// Tells upstreams about the resources that only an ended subscriber (a

@@ -11,6 +11,10 @@ use crate::listen::Listener;
 use crate::subscriptions::Subscriptions;
 use crate::Session;
 
+/// Every session is in use and the registry is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AtCapacity;
+
 #[derive(Debug, Default)]
 pub(crate) struct Sessions {
     map: RwLock<HashMap<String, Arc<Session>>>,
@@ -21,11 +25,34 @@ pub(crate) struct Sessions {
 }
 
 impl Sessions {
-    pub(crate) fn insert(&self, session: Arc<Session>) {
-        self.map
-            .write()
-            .expect("sessions lock poisoned")
-            .insert(session.id().to_owned(), session);
+    /// Inserts `session` while fewer than `cap` are live. At `cap`, the idle
+    /// session unused for longest (and not `in_use` by the caller's own
+    /// measure) is removed to make room and returned, for the caller to end;
+    /// when none is idle nothing changes and the session is refused.
+    ///
+    /// Count, eviction and insertion happen under one write lock, so
+    /// concurrent calls can never take the registry past `cap`.
+    pub(crate) fn insert_within(
+        &self,
+        cap: usize,
+        session: Arc<Session>,
+        in_use: impl Fn(&str) -> bool,
+    ) -> Result<Option<Arc<Session>>, AtCapacity> {
+        let mut map = self.map.write().expect("sessions lock poisoned");
+        let evicted = if map.len() >= cap {
+            let oldest = map
+                .values()
+                .filter(|s| !in_use(s.id()))
+                .filter_map(|s| Some((s.idle_for()?, s)))
+                .max_by_key(|(idle, _)| *idle)
+                .map(|(_, s)| s.id().to_owned())
+                .ok_or(AtCapacity)?;
+            map.remove(&oldest)
+        } else {
+            None
+        };
+        map.insert(session.id().to_owned(), session);
+        Ok(evicted)
     }
 
     pub(crate) fn get(&self, id: &str) -> Option<Arc<Session>> {
@@ -63,18 +90,6 @@ impl Sessions {
             .filter(|s| s.idle_for().is_some_and(|idle| idle >= limit) && !in_use(s.id()))
             .map(|s| s.id().to_owned())
             .collect()
-    }
-
-    /// The idle session unused for longest, if any.
-    pub(crate) fn most_idle(&self, in_use: impl Fn(&str) -> bool) -> Option<String> {
-        self.map
-            .read()
-            .expect("sessions lock poisoned")
-            .values()
-            .filter(|s| !in_use(s.id()))
-            .filter_map(|s| Some((s.idle_for()?, s)))
-            .max_by_key(|(idle, _)| *idle)
-            .map(|(_, s)| s.id().to_owned())
     }
 
     /// Sends a notification to every session that has a stream, and to the
@@ -154,5 +169,55 @@ impl Sessions {
         for s in sessions {
             s.try_notify(msg.clone());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn concurrent_inserts_never_pass_the_cap() {
+        const CAP: usize = 5;
+        let sessions = Arc::new(Sessions::default());
+        let threads: Vec<_> = (0..8)
+            .map(|_| {
+                let sessions = sessions.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..200 {
+                        let admitted = sessions.insert_within(CAP, Session::new(None), |_| false);
+                        assert!(admitted.is_ok(), "idle sessions can always make room");
+                        assert!(sessions.len() <= CAP, "{} live", sessions.len());
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().expect("inserting thread");
+        }
+        assert_eq!(sessions.len(), CAP);
+    }
+
+    #[test]
+    fn a_full_registry_of_sessions_in_use_refuses_and_keeps_them() {
+        let sessions = Sessions::default();
+        let kept = Session::new(None);
+        assert!(matches!(
+            sessions.insert_within(1, kept.clone(), |_| false),
+            Ok(None)
+        ));
+        let refused = sessions.insert_within(1, Session::new(None), |id| id == kept.id());
+        assert_eq!(refused.err(), Some(AtCapacity));
+        assert!(sessions.get(kept.id()).is_some());
+        assert_eq!(sessions.len(), 1);
+
+        let evicted = sessions
+            .insert_within(1, Session::new(None), |_| false)
+            .expect("the idle one makes room");
+        assert_eq!(
+            evicted.map(|s| s.id().to_owned()),
+            Some(kept.id().to_owned())
+        );
+        assert_eq!(sessions.len(), 1);
     }
 }

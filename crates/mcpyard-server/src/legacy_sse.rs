@@ -5,22 +5,22 @@
 use std::collections::HashMap;
 use std::convert::Infallible;
 
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
 use axum::extract::{Query, State};
 use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use http::{HeaderMap, StatusCode};
 use mcpyard_gateway::{Gateway, Session};
-use mcpyard_proto::{parse_body, Body, Message};
+use mcpyard_proto::Body;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
 use crate::accept::is_json_content;
+use crate::batch::{self, Batch};
 use crate::reply::{json_response, rpc_error_response};
 use crate::router::AppState;
 use crate::sse::{self, EventIds};
+use crate::streamable::read_body;
 
 /// Messages waiting for a slow reader of the stream.
 const STREAM_CAPACITY: usize = 256;
@@ -75,7 +75,7 @@ pub(crate) async fn post(
     State(state): State<AppState>,
     Query(query): Query<HashMap<String, String>>,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: axum::body::Body,
 ) -> Response {
     let Some(id) = query.get("sessionId") else {
         return rpc_error_response(
@@ -91,9 +91,9 @@ pub(crate) async fn post(
         )
             .into_response();
     }
-    let body = match body {
+    let body = match read_body(body, &headers, state.opts.max_body_bytes).await {
         Ok(b) => b,
-        Err(rejection) => return (rejection.status(), rejection.body_text()).into_response(),
+        Err(r) => return *r,
     };
     let session = match state.gateway.session(id) {
         Some(s) if !s.is_ended() => s,
@@ -105,41 +105,43 @@ pub(crate) async fn post(
             )
         }
     };
-    let messages: Vec<Message> = match parse_body(&body) {
+    let answers = match batch::parse(&body, state.opts.batch) {
         // The stream cannot tell which POST an id-less error belongs to, so
         // a body that cannot be read is refused on the POST itself.
         Err(e) | Ok(Body::Single(Err(e))) => {
             return json_response(StatusCode::BAD_REQUEST, &e.to_response().to_value())
         }
-        Ok(Body::Single(Ok(m))) => vec![m],
-        Ok(Body::Batch(items)) => {
-            let mut ok = Vec::new();
-            for item in items {
-                match item {
-                    Ok(m) => ok.push(m),
-                    Err(e) => {
-                        session.send(e.to_response(), None).await;
-                    }
-                }
-            }
-            ok
+        Ok(Body::Single(Ok(msg))) if msg.is_request() => {
+            let (gateway, session) = (state.gateway.clone(), session.clone());
+            // No answer is what a request the client cancelled gets.
+            futures::stream::once(async move { gateway.handle(&session, msg, None).await })
+                .filter_map(std::future::ready)
+                .boxed()
         }
-    };
-    for msg in messages {
-        if msg.is_request() {
-            let gateway = state.gateway.clone();
-            let session = session.clone();
-            tokio::spawn(async move {
-                if let Some(answer) = gateway.handle(&session, msg, None).await {
-                    if !session.send(answer, None).await {
-                        tracing::debug!(session = session.id(), "answer dropped: stream closed");
-                    }
-                }
-            });
-        } else {
+        Ok(Body::Single(Ok(msg))) => {
             // Handled before the 202 so their effect precedes the next POST.
             state.gateway.handle(&session, msg, None).await;
+            return (StatusCode::ACCEPTED, "Accepted").into_response();
         }
-    }
+        Ok(Body::Batch(items)) => Batch::sort(&state.gateway, &session, items)
+            .await
+            .answers(
+                state.gateway.clone(),
+                session.clone(),
+                None,
+                state.opts.batch,
+            )
+            .boxed(),
+    };
+    // Answers go on the session's stream, not on this POST.
+    tokio::spawn(async move {
+        let mut answers = answers;
+        while let Some(answer) = answers.next().await {
+            if !session.send(answer, None).await {
+                tracing::debug!(session = session.id(), "answer dropped: stream closed");
+                break;
+            }
+        }
+    });
     (StatusCode::ACCEPTED, "Accepted").into_response()
 }

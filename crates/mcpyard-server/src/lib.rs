@@ -11,6 +11,8 @@
 //! - newline-delimited JSON on stdio, see [`serve_stdio`].
 
 mod accept;
+mod batch;
+mod conn;
 mod legacy_sse;
 mod options;
 mod reply;
@@ -22,6 +24,7 @@ mod stateless;
 mod stdio;
 mod streamable;
 
+pub use batch::{BatchLimits, DEFAULT_MAX_BATCH_ENTRIES, DEFAULT_MAX_BATCH_IN_FLIGHT};
 pub use options::{HttpOptions, DEFAULT_MAX_BODY_BYTES};
 pub use router::router;
 pub use serve::{serve_http, serve_http_on};

@@ -3,6 +3,8 @@
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
+use crate::batch::BatchLimits;
+
 /// How the HTTP transports listen and whom they let in.
 #[derive(Clone)]
 pub struct HttpOptions {
@@ -21,6 +23,8 @@ pub struct HttpOptions {
     pub allowed_origins: Vec<String>,
     /// Largest request body accepted; bigger bodies get 413.
     pub max_body_bytes: usize,
+    /// Caps on JSON-RPC batches (the stdio door takes the same value).
+    pub batch: BatchLimits,
     /// Interval of keep-alive comments on SSE streams, so proxies and
     /// clients with idle-read timeouts keep them open.
     pub sse_keep_alive: Duration,
@@ -29,6 +33,18 @@ pub struct HttpOptions {
     /// How long `serve_http` waits for open connections after shutdown is
     /// requested before it returns anyway.
     pub shutdown_grace: Duration,
+    /// Open connections at most; past it, new ones wait in the listen
+    /// backlog until one closes.
+    pub max_connections: usize,
+    /// How long a client may take to send a request head, counted from
+    /// its connection or from the first byte of a later request.
+    pub header_read_timeout: Duration,
+    /// How long a client may take to send a request body, counted from the
+    /// end of its head.
+    pub body_read_timeout: Duration,
+    /// How long a connection may sit between requests before it is closed.
+    /// Streams being answered (SSE) are not idle, however quiet.
+    pub keep_alive_timeout: Duration,
 }
 
 /// 4 MiB: large enough for any tool call a model makes, small enough that a
@@ -43,9 +59,14 @@ impl Default for HttpOptions {
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            batch: BatchLimits::default(),
             sse_keep_alive: Duration::from_secs(15),
             legacy_sse: true,
             shutdown_grace: Duration::from_secs(5),
+            max_connections: 1024,
+            header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(30),
+            keep_alive_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -59,9 +80,14 @@ impl std::fmt::Debug for HttpOptions {
             .field("allowed_hosts", &self.allowed_hosts)
             .field("allowed_origins", &self.allowed_origins)
             .field("max_body_bytes", &self.max_body_bytes)
+            .field("batch", &self.batch)
             .field("sse_keep_alive", &self.sse_keep_alive)
             .field("legacy_sse", &self.legacy_sse)
             .field("shutdown_grace", &self.shutdown_grace)
+            .field("max_connections", &self.max_connections)
+            .field("header_read_timeout", &self.header_read_timeout)
+            .field("body_read_timeout", &self.body_read_timeout)
+            .field("keep_alive_timeout", &self.keep_alive_timeout)
             .finish()
     }
 }

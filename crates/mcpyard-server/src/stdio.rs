@@ -6,11 +6,13 @@ use std::io;
 use std::time::Duration;
 
 use mcpyard_gateway::{Gateway, Session};
-use mcpyard_proto::{allows_batches, parse_body, Body, ErrorObject, Message};
+use mcpyard_proto::{allows_batches, Body, ErrorObject, Message, ParseError};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+
+use crate::batch::{self, BatchLimits};
 
 /// Limits of the stdio transport.
 #[derive(Debug, Clone)]
@@ -21,6 +23,8 @@ pub struct StdioOptions {
     /// After stdin closes, how long requests still running may take to
     /// write their answers before they are abandoned.
     pub drain_grace: Duration,
+    /// Caps on JSON-RPC batches, the same as the HTTP door's.
+    pub batch: BatchLimits,
 }
 
 impl Default for StdioOptions {
@@ -28,6 +32,7 @@ impl Default for StdioOptions {
         Self {
             max_line_bytes: 16 * 1024 * 1024,
             drain_grace: Duration::from_secs(10),
+            batch: BatchLimits::default(),
         }
     }
 }
@@ -92,7 +97,7 @@ where
                 }
             }
             Ok(Line::Complete) => {
-                dispatch(&gateway, &session, &tx, &mut tasks, &line).await;
+                dispatch(&gateway, &session, &tx, &mut tasks, &line, opts.batch).await;
             }
         }
         while tasks.try_join_next().is_some() {}
@@ -131,12 +136,13 @@ async fn dispatch(
     tx: &mpsc::Sender<Message>,
     tasks: &mut JoinSet<()>,
     line: &[u8],
+    batch_limits: BatchLimits,
 ) {
     let line = line.trim_ascii();
     if line.is_empty() {
         return;
     }
-    let messages = match parse_body(line) {
+    let messages: Vec<Result<Message, ParseError>> = match batch::parse(line, batch_limits) {
         Err(e) | Ok(Body::Single(Err(e))) => {
             let _ = tx.send(e.to_response()).await;
             return;
@@ -150,7 +156,9 @@ async fn dispatch(
             return;
         }
         // Each answer of a batch goes out as its own line.
-        Ok(Body::Batch(items)) => items,
+        Ok(Body::Batch(items)) => {
+            return batch::answer_on_lines(gateway, session, tx, tasks, items, batch_limits).await
+        }
     };
     for item in messages {
         match item {

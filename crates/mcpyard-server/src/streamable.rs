@@ -13,14 +13,15 @@ use http::header::ALLOW;
 use http::{HeaderMap, HeaderValue, StatusCode};
 use mcpyard_gateway::{Gateway, Outbound, Session};
 use mcpyard_proto::{
-    allows_batches, codes, is_supported, methods, parse_body, Body, ErrorObject, Message,
-    ParseError, SUPPORTED,
+    allows_batches, codes, is_supported, methods, Body, ErrorObject, Message, ParseError, SUPPORTED,
 };
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
 use crate::accept::{is_json_content, Accepts};
+use crate::batch::{self, Batch, BatchLimits};
+use crate::conn::BodyTimedOut;
 use crate::reply::{self, always_ok, json_response, rpc_error_response, Plan};
 use crate::router::AppState;
 use crate::sse::{self, EventIds};
@@ -156,49 +157,25 @@ const SMALL_BODY: usize = 64 * 1024;
 /// Reads the whole body; a large one into one buffer sized from
 /// `Content-Length`, so it is held once, not as received chunks plus a
 /// joined copy.
-async fn read_body(
+pub(crate) async fn read_body(
     body: axum::body::Body,
     headers: &HeaderMap,
     limit: usize,
 ) -> Result<Bytes, Box<Response>> {
     use futures::StreamExt;
-    let too_large = || {
-        Box::new(
-            (
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!("the request body is larger than {limit} bytes"),
-            )
-                .into_response(),
-        )
-    };
     let hint = headers
         .get(http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<usize>().ok())
         .unwrap_or(0);
     if hint > limit {
-        return Err(too_large());
+        return Err(too_large(limit));
     }
     // Small bodies: axum's own collection is the cheapest path.
     if hint <= SMALL_BODY {
-        return axum::body::to_bytes(body, limit).await.map_err(|e| {
-            let over_limit =
-                std::iter::successors(Some(&e as &(dyn std::error::Error + 'static)), |e| {
-                    e.source()
-                })
-                .any(|e| e.is::<http_body_util::LengthLimitError>());
-            if over_limit {
-                too_large()
-            } else {
-                Box::new(
-                    (
-                        StatusCode::BAD_REQUEST,
-                        "the request body could not be read",
-                    )
-                        .into_response(),
-                )
-            }
-        });
+        return axum::body::to_bytes(body, limit)
+            .await
+            .map_err(|e| unreadable(&e, limit));
     }
     let mut buf: Vec<u8> = Vec::new();
     // A body that arrives in one piece (the usual small request) is used as
@@ -208,7 +185,7 @@ async fn read_body(
     while let Some(chunk) = chunks.next().await {
         match chunk {
             Ok(c) if buf.len() + first.as_ref().map_or(0, Bytes::len) + c.len() > limit => {
-                return Err(too_large())
+                return Err(too_large(limit))
             }
             Ok(c) if first.is_none() && buf.is_empty() => first = Some(c),
             Ok(c) => {
@@ -218,27 +195,50 @@ async fn read_body(
                 }
                 buf.extend_from_slice(&c);
             }
-            Err(e) => {
-                let inner = e.into_inner();
-                let over_limit = std::iter::successors(
-                    Some(inner.as_ref() as &(dyn std::error::Error + 'static)),
-                    |e| e.source(),
-                )
-                .any(|e| e.is::<http_body_util::LengthLimitError>());
-                if over_limit {
-                    return Err(too_large());
-                }
-                return Err(Box::new(
-                    (
-                        StatusCode::BAD_REQUEST,
-                        "the request body could not be read",
-                    )
-                        .into_response(),
-                ));
-            }
+            Err(e) => return Err(unreadable(&e, limit)),
         }
     }
     Ok(first.unwrap_or_else(|| Bytes::from(buf)))
+}
+
+fn too_large(limit: usize) -> Box<Response> {
+    Box::new(
+        (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the request body is larger than {limit} bytes"),
+        )
+            .into_response(),
+    )
+}
+
+/// The answer to a body that failed while being read: too large, too slow
+/// (the connection is closed after it), or broken off.
+fn unreadable(e: &axum::Error, limit: usize) -> Box<Response> {
+    let causes = std::iter::successors(Some(e as &(dyn std::error::Error + 'static)), |e| {
+        e.source()
+    });
+    for cause in causes {
+        if cause.is::<http_body_util::LengthLimitError>() {
+            return too_large(limit);
+        }
+        if cause.is::<BodyTimedOut>() {
+            return Box::new(
+                (
+                    StatusCode::REQUEST_TIMEOUT,
+                    [(http::header::CONNECTION, HeaderValue::from_static("close"))],
+                    "the request body did not arrive in time",
+                )
+                    .into_response(),
+            );
+        }
+    }
+    Box::new(
+        (
+            StatusCode::BAD_REQUEST,
+            "the request body could not be read",
+        )
+            .into_response(),
+    )
 }
 
 async fn post_without_session(
@@ -256,7 +256,7 @@ async fn post_without_session(
         StatusCode::OK
     };
     // The raw body is not kept while the call runs (it can be megabytes).
-    let parsed = parse_body(&body);
+    let parsed = batch::parse(&body, state.opts.batch);
     drop(body);
     match parsed {
         Err(e) | Ok(Body::Single(Err(e))) => parse_failure(&e, error_status),
@@ -338,7 +338,7 @@ async fn post_in_session(
     };
     let gateway = state.gateway.clone();
     // The raw body is not kept while the call runs (it can be megabytes).
-    let parsed = parse_body(&body);
+    let parsed = batch::parse(&body, state.opts.batch);
     drop(body);
     match parsed {
         Err(e) | Ok(Body::Single(Err(e))) => parse_failure(&e, StatusCode::OK),
@@ -368,7 +368,7 @@ async fn post_in_session(
                     .to_value(),
                 );
             }
-            post_batch(&gateway, session, plan, items).await
+            post_batch(&gateway, session, plan, items, state.opts.batch).await
         }
     }
 }
@@ -379,55 +379,28 @@ async fn answer_request(
     msg: Message,
     related: Option<Outbound>,
 ) -> Value {
-    let id = msg.id().cloned();
-    gateway
-        .handle(session, msg, related)
+    batch::answer(gateway, session, msg, related)
         .await
-        .unwrap_or_else(|| Message::error(id, ErrorObject::internal("no answer was produced")))
         .to_value()
 }
 
 /// A batch of a 2025-03-26 session: each entry is answered on its own,
-/// requests concurrently, and the answers are sent back as one array.
+/// requests a few at a time, and the answers are sent back as one array.
 async fn post_batch(
     gateway: &Gateway,
     session: Arc<Session>,
     plan: Plan,
     items: Vec<Result<Message, ParseError>>,
+    limits: BatchLimits,
 ) -> Response {
-    let mut errors = Vec::new();
-    let mut requests = Vec::new();
-    for item in items {
-        match item {
-            Err(e) => errors.push(e.to_response().to_value()),
-            Ok(m) if m.method() == Some(methods::INITIALIZE) => errors.push(
-                Message::error(
-                    m.id().cloned(),
-                    ErrorObject::invalid_request("initialize must not be sent in a batch"),
-                )
-                .to_value(),
-            ),
-            Ok(m) if m.is_request() => requests.push(m),
-            Ok(m) => {
-                gateway.handle(&session, m, None).await;
-            }
-        }
-    }
-    if requests.is_empty() {
-        if errors.is_empty() {
-            return StatusCode::ACCEPTED.into_response();
-        }
-        return json_response(StatusCode::OK, &Value::Array(errors));
+    let batch = Batch::sort(gateway, &session, items).await;
+    if batch.is_empty() {
+        return StatusCode::ACCEPTED.into_response();
     }
     let gateway = gateway.clone();
     reply::reply(plan, move |related| async move {
-        let answers = futures::future::join_all(
-            requests
-                .into_iter()
-                .map(|m| answer_request(&gateway, &session, m, related.clone())),
-        )
-        .await;
-        Value::Array(answers.into_iter().chain(errors).collect())
+        let answers = batch.answers(gateway, session, related, limits);
+        Value::Array(answers.map(|m| m.to_value()).collect().await)
     })
     .await
 }

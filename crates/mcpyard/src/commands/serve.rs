@@ -43,6 +43,11 @@ pub(super) async fn run(
         allowed_hosts: settings.allowed_hosts,
         allowed_origins: settings.allowed_origins,
         max_body_bytes,
+        batch: settings.limits.batch,
+        max_connections: settings.limits.max_connections,
+        header_read_timeout: settings.limits.header_read_timeout,
+        body_read_timeout: settings.limits.body_read_timeout,
+        keep_alive_timeout: settings.limits.keep_alive_timeout,
         ..HttpOptions::default()
     };
     // Printed whatever the log level: scripts and users wait for this line

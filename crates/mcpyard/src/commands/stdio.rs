@@ -3,7 +3,7 @@
 
 use anyhow::Context as _;
 use mcpyard_gateway::Gateway;
-use mcpyard_server::serve_stdio;
+use mcpyard_server::{serve_stdio_with, StdioOptions};
 use tokio_util::sync::CancellationToken;
 
 use super::shutdown;
@@ -16,10 +16,15 @@ pub(super) async fn run(settings: Settings) -> anyhow::Result<()> {
     let token = CancellationToken::new();
     shutdown::cancel_on_signal(token.clone());
     tracing::info!("mcpyard serving MCP on stdin/stdout");
-    let served = serve_stdio(
+    let options = StdioOptions {
+        batch: settings.limits.batch,
+        ..StdioOptions::default()
+    };
+    let served = serve_stdio_with(
         gateway.clone(),
         tokio::io::stdin(),
         tokio::io::stdout(),
+        options,
         token.clone(),
     )
     .await;

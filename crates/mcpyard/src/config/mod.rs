@@ -9,6 +9,7 @@ mod error;
 mod expand;
 mod json_file;
 mod jsonc;
+mod limits;
 mod redact;
 mod server;
 mod toml_file;
@@ -23,6 +24,7 @@ use mcpyard_client::TransportSpec;
 use mcpyard_gateway::{ConfigError as GatewayConfigError, GatewayConfig, UpstreamSpec};
 
 pub(crate) use error::ConfigError;
+pub(crate) use limits::Limits;
 use server::{Context, RawServer};
 use values::{parse_size, RawSize};
 
@@ -68,6 +70,8 @@ pub(crate) struct Settings {
     pub(crate) warnings: Vec<String>,
     /// One line on the local models source, for `check`.
     pub(crate) inference: String,
+    /// `[limits]`: what one client may make the gateway hold or do.
+    pub(crate) limits: Limits,
 }
 
 // By hand: the derived form would print header values, environment values
@@ -319,6 +323,8 @@ fn from_text(
         return Err(ctx.error("max_body_size", "must be more than zero"));
     }
 
+    let limits = limits::build(&ctx, top.limits.as_ref())?;
+
     let log_level = match &top.log_level {
         None => DEFAULT_LOG_LEVEL.to_owned(),
         Some(l) => {
@@ -399,6 +405,7 @@ fn from_text(
         log_level,
         warnings,
         inference: inference_summary,
+        limits,
     })
 }
 

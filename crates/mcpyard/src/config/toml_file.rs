@@ -25,6 +25,7 @@ pub(crate) struct TomlFile {
     pub(crate) servers: OrderedMap<TomlServer>,
     /// `[inference]`: local models as tools (on, discovering, by default).
     pub(crate) inference: Option<mcpyard_inference::InferenceConfig>,
+    pub(crate) limits: Option<super::limits::RawLimits>,
 }
 
 /// `[servers.NAME]`, as written.

@@ -1,0 +1,173 @@
+//! `[limits]`: how much one client may make the gateway hold or do at once.
+//! Each key has a safe default; the table is optional.
+
+use std::time::Duration;
+
+use mcpyard_server::{BatchLimits, HttpOptions};
+use serde::Deserialize;
+
+use super::server::{self, Context};
+use super::values::RawDuration;
+use super::ConfigError;
+
+/// `[limits]`, as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawLimits {
+    max_batch_size: Option<u64>,
+    max_batch_in_flight: Option<u64>,
+    max_connections: Option<u64>,
+    header_read_timeout: Option<RawDuration>,
+    body_read_timeout: Option<RawDuration>,
+    keep_alive_timeout: Option<RawDuration>,
+}
+
+/// The validated limits, for the front doors.
+#[derive(Debug, Clone)]
+pub(crate) struct Limits {
+    /// The same on the HTTP and the stdio door.
+    pub(crate) batch: BatchLimits,
+    /// The rest are the HTTP door's connection limits, as [`HttpOptions`]
+    /// names them.
+    pub(crate) max_connections: usize,
+    pub(crate) header_read_timeout: Duration,
+    pub(crate) body_read_timeout: Duration,
+    pub(crate) keep_alive_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        let http = HttpOptions::default();
+        Self {
+            batch: http.batch,
+            max_connections: http.max_connections,
+            header_read_timeout: http.header_read_timeout,
+            body_read_timeout: http.body_read_timeout,
+            keep_alive_timeout: http.keep_alive_timeout,
+        }
+    }
+}
+
+pub(crate) fn build(ctx: &Context<'_>, raw: Option<&RawLimits>) -> Result<Limits, ConfigError> {
+    let defaults = Limits::default();
+    let Some(raw) = raw else {
+        return Ok(defaults);
+    };
+    let time = |key: &str, raw: &Option<RawDuration>, default: Duration| match raw {
+        None => Ok(default),
+        Some(t) => server::duration(ctx, &format!("limits.{key}"), t),
+    };
+    Ok(Limits {
+        batch: BatchLimits {
+            max_entries: count(ctx, "max_batch_size", raw.max_batch_size)?
+                .unwrap_or(defaults.batch.max_entries),
+            max_in_flight: count(ctx, "max_batch_in_flight", raw.max_batch_in_flight)?
+                .unwrap_or(defaults.batch.max_in_flight),
+        },
+        max_connections: count(ctx, "max_connections", raw.max_connections)?
+            .unwrap_or(defaults.max_connections),
+        header_read_timeout: time(
+            "header_read_timeout",
+            &raw.header_read_timeout,
+            defaults.header_read_timeout,
+        )?,
+        body_read_timeout: time(
+            "body_read_timeout",
+            &raw.body_read_timeout,
+            defaults.body_read_timeout,
+        )?,
+        keep_alive_timeout: time(
+            "keep_alive_timeout",
+            &raw.keep_alive_timeout,
+            defaults.keep_alive_timeout,
+        )?,
+    })
+}
+
+/// A count of at least one, at `limits.<key>`.
+fn count(ctx: &Context<'_>, key: &str, raw: Option<u64>) -> Result<Option<usize>, ConfigError> {
+    let key = format!("limits.{key}");
+    match raw {
+        None => Ok(None),
+        Some(0) => Err(ctx.error(&key, "must be at least 1")),
+        Some(n) => usize::try_from(n)
+            .map(Some)
+            .map_err(|_| ctx.error(&key, "too large")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::super::{from_text, Format, Settings};
+    use super::*;
+
+    fn toml(text: &str) -> Result<Settings, ConfigError> {
+        from_text(
+            "mcpyard.toml",
+            Some(Path::new("/cfg")),
+            text,
+            Format::Toml,
+            &|_| None,
+        )
+    }
+
+    #[test]
+    fn without_the_table_every_limit_has_its_default() {
+        let s = toml("").expect("valid");
+        assert_eq!(s.limits.batch, BatchLimits::default());
+        assert_eq!(s.limits.batch.max_entries, 100);
+    }
+
+    #[test]
+    fn batch_limits_are_read_and_checked() {
+        let s = toml("[limits]\nmax_batch_size = 20\nmax_batch_in_flight = 4\n").expect("valid");
+        assert_eq!(
+            s.limits.batch,
+            BatchLimits {
+                max_entries: 20,
+                max_in_flight: 4
+            }
+        );
+        let e = toml("[limits]\nmax_batch_size = 0\n")
+            .expect_err("zero")
+            .to_string();
+        assert!(
+            e.contains("limits.max_batch_size") && e.contains("at least 1"),
+            "{e}"
+        );
+        let e = toml("[limits]\nmax_batch = 5\n")
+            .expect_err("a typo")
+            .to_string();
+        assert!(e.contains("max_batch"), "{e}");
+    }
+
+    #[test]
+    fn connection_limits_have_safe_defaults_and_are_read_and_checked() {
+        let d = toml("").expect("valid").limits;
+        assert_eq!(d.max_connections, 1024);
+        assert_eq!(d.header_read_timeout, Duration::from_secs(10));
+        assert_eq!(d.body_read_timeout, Duration::from_secs(30));
+        assert_eq!(d.keep_alive_timeout, Duration::from_secs(60));
+
+        let s = toml(
+            "[limits]\nmax_connections = 64\nheader_read_timeout = \"5s\"\nbody_read_timeout = 20\nkeep_alive_timeout = \"2m\"\n",
+        )
+        .expect("valid")
+        .limits;
+        assert_eq!(s.max_connections, 64);
+        assert_eq!(s.header_read_timeout, Duration::from_secs(5));
+        assert_eq!(s.body_read_timeout, Duration::from_secs(20));
+        assert_eq!(s.keep_alive_timeout, Duration::from_secs(120));
+
+        let e = toml("[limits]\nheader_read_timeout = \"soon\"\n")
+            .expect_err("bad")
+            .to_string();
+        assert!(e.contains("limits.header_read_timeout"), "{e}");
+        let e = toml("[limits]\nmax_connections = 0\n")
+            .expect_err("zero")
+            .to_string();
+        assert!(e.contains("limits.max_connections"), "{e}");
+    }
+}
