@@ -84,10 +84,8 @@ async fn a_killed_upstream_fails_fast_while_others_work_and_then_comes_back() {
         json!({"timezone": "UTC"}),
     )
     .await;
-    assert!(
-        text(&r).contains("UTC"),
-        "the other upstream keeps working: {r}"
-    );
+    // The other upstream keeps working.
+    assert_current_utc_time(&r);
 
     // The supervisor restarts it, and its tools come back.
     wait_for_tools(&client, &["every__echo"], Duration::from_secs(30)).await;

@@ -447,6 +447,15 @@ async fn wait_for_updates(recorder: &Recorder, n: usize) {
     }
 }
 
+/// The URIs of the resources/updated notifications `recorder` got, in order.
+fn updated_uris(recorder: &Recorder) -> Vec<String> {
+    recorder
+        .notifications_named("notifications/resources/updated")
+        .iter()
+        .filter_map(|p| p["uri"].as_str().map(str::to_owned))
+        .collect()
+}
+
 /// The upstream's own view of its subscriptions, from its `touch` tool
 /// (which also sends an update for each).
 async fn upstream_subscriptions(client: &mcpyard_client::McpClient) -> Vec<String> {
@@ -475,31 +484,35 @@ async fn resource_subscriptions_are_shared_counted_and_renewed() {
     let b = gw.client(b_seen.clone(), json!({})).await;
     let c = gw.client(c_seen.clone(), json!({})).await;
     wait_for_tools(&a, &["watch__touch"], Duration::from_secs(30)).await;
-    let subscribe = |client: &mcpyard_client::McpClient, method: &'static str| {
-        let client = client.clone();
-        async move {
-            client
-                .request(
-                    method,
-                    Some(json!({"uri": "mem://a"})),
-                    RequestOptions::default(),
-                )
-                .await
-                .unwrap_or_else(|e| panic!("{method}: {e}"))
-        }
-    };
-    subscribe(&a, "resources/subscribe").await;
-    subscribe(&b, "resources/subscribe").await;
-    subscribe(&b, "resources/unsubscribe").await;
+    let subscribe =
+        |client: &mcpyard_client::McpClient, method: &'static str, uri: &'static str| {
+            let client = client.clone();
+            async move {
+                client
+                    .request(method, Some(json!({"uri": uri})), RequestOptions::default())
+                    .await
+                    .unwrap_or_else(|e| panic!("{method}: {e}"))
+            }
+        };
+    subscribe(&a, "resources/subscribe", "mem://a").await;
+    subscribe(&b, "resources/subscribe", "mem://a").await;
+    subscribe(&b, "resources/unsubscribe", "mem://a").await;
+    subscribe(&b, "resources/subscribe", "mem://b").await;
+    subscribe(&c, "resources/subscribe", "mem://b").await;
     // B leaving did not unsubscribe the upstream: A still watches.
-    assert_eq!(upstream_subscriptions(&c).await, ["mem://a"]);
+    assert_eq!(upstream_subscriptions(&c).await, ["mem://a", "mem://b"]);
+    // The upstream sends the update of `mem://a` before that of `mem://b`,
+    // and each session's notifications keep their order: once B and C have
+    // the update of `mem://b`, one of `mem://a` sent to them would be there.
     wait_for_updates(&a_seen, 1).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    wait_for_updates(&b_seen, 1).await;
+    wait_for_updates(&c_seen, 1).await;
+    assert_eq!(updated_uris(&a_seen), ["mem://a"]);
     for (who, seen) in [("b", &b_seen), ("c", &c_seen)] {
-        assert!(
-            seen.notifications_named("notifications/resources/updated")
-                .is_empty(),
-            "{who} is not subscribed but got an update"
+        assert_eq!(
+            updated_uris(seen),
+            ["mem://b"],
+            "{who} watches only mem://b"
         );
     }
 
@@ -521,7 +534,11 @@ async fn resource_subscriptions_are_shared_counted_and_renewed() {
             .await;
         if let Ok(r) = r {
             if r["isError"] != json!(true) {
-                assert_eq!(text(&r), r#"["mem://a"]"#, "renewed after the restart");
+                assert_eq!(
+                    text(&r),
+                    r#"["mem://a", "mem://b"]"#,
+                    "renewed after the restart"
+                );
                 break;
             }
         }
@@ -530,13 +547,13 @@ async fn resource_subscriptions_are_shared_counted_and_renewed() {
     }
     wait_for_updates(&a_seen, 2).await;
 
-    // A's session ends: nobody watches, so the upstream is told.
+    // A's session ends: nobody watches `mem://a`, so the upstream is told.
     a.shutdown().await;
     let deadline = Instant::now() + Duration::from_secs(10);
-    while !upstream_subscriptions(&c).await.is_empty() {
+    while upstream_subscriptions(&c).await != ["mem://b"] {
         assert!(
             Instant::now() < deadline,
-            "still subscribed after the last session ended"
+            "still subscribed to mem://a after the last session watching it ended"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
