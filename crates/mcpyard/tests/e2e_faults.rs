@@ -26,8 +26,14 @@ fn upstream_pids(gateway_pid: i32, needle: &str) -> Vec<i32> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_upstream_fails_fast_while_others_work_and_then_comes_back() {
     let dir = scratch();
+    // While the file `hold` exists, the server cannot start again: the test
+    // looks at the gateway with the server down for as long as it needs.
+    let hold = dir.path().join("hold");
+    let start_unless_held = r#"if [ -e "$1" ]; then exit 1; fi; exec "$2" "$3""#;
     let config = format!(
-        "[servers.every]\ncommand = {}\nargs = [{}]\n\n[servers.time]\ncommand = {}\nargs = [\"-m\", \"mcp_server_time\", \"--local-timezone\", \"UTC\"]\n",
+        "[servers.every]\ncommand = \"sh\"\nargs = [\"-c\", {}, \"sh\", {}, {}, {}]\n\n[servers.time]\ncommand = {}\nargs = [\"-m\", \"mcp_server_time\", \"--local-timezone\", \"UTC\"]\n",
+        toml_str(start_unless_held),
+        path_str(&hold),
         path_str(&node()),
         path_str(&everything_js()),
         path_str(&tool("venv-time/bin/python")),
@@ -46,12 +52,13 @@ async fn a_killed_upstream_fails_fast_while_others_work_and_then_comes_back() {
         !victims.is_empty(),
         "server-everything runs under the gateway"
     );
+    std::fs::write(&hold, "").unwrap();
     for p in &victims {
         // SAFETY: plain kill(2) of a process this test owns.
         unsafe { libc::kill(*p, libc::SIGKILL) };
     }
 
-    // Calls to it fail fast with -32603 naming the server; it leaves the list.
+    // Calls to it fail fast with -32603 naming the server.
     let deadline = Instant::now() + Duration::from_secs(10);
     let err = loop {
         let started = Instant::now();
@@ -87,20 +94,44 @@ async fn a_killed_upstream_fails_fast_while_others_work_and_then_comes_back() {
     // The other upstream keeps working.
     assert_current_utc_time(&r);
 
-    // The supervisor restarts it, and its tools come back.
+    // Meanwhile its tools leave the list, the other server's stay, and the
+    // status tool shows it down.
+    let listed = client.list_all("tools/list", "tools").await.unwrap();
+    let names: Vec<&str> = listed.iter().filter_map(|t| t["name"].as_str()).collect();
+    assert!(
+        !names.iter().any(|n| n.starts_with("every__")),
+        "a down server's tools are listed: {names:?}"
+    );
+    assert!(names.contains(&"time__get_current_time"), "{names:?}");
+    let every = source_status(&client, "every").await;
+    assert_eq!(every["state"], json!("down"), "{every}");
+    assert_eq!(every["healthy"], json!(false), "{every}");
+    assert!(
+        every["error"].as_str().is_some_and(|e| !e.is_empty()),
+        "{every}"
+    );
+    assert_eq!(source_status(&client, "time").await["state"], json!("up"));
+
+    // The supervisor restarts it once it can start, and its tools come back.
+    std::fs::remove_file(&hold).unwrap();
     wait_for_tools(&client, &["every__echo"], Duration::from_secs(30)).await;
     let r = call(&client, "every__echo", json!({"message": "back"})).await;
     assert!(text(&r).contains("back"), "{r}");
-    let status = call(&client, "mcpyard__status", json!({})).await;
-    let every = status["structuredContent"]["sources"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["name"] == json!("every"))
-        .unwrap()
-        .clone();
+    let every = source_status(&client, "every").await;
+    assert_eq!(every["state"], json!("up"), "{every}");
+    assert_eq!(every["healthy"], json!(true), "{every}");
     assert!(every["restarts"].as_u64().unwrap() >= 1, "{every}");
     client.shutdown().await;
+}
+
+/// The `mcpyard__status` entry of source `name`.
+async fn source_status(client: &mcpyard_client::McpClient, name: &str) -> serde_json::Value {
+    let status = call(client, "mcpyard__status", json!({})).await;
+    status["structuredContent"]["sources"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["name"] == json!(name)))
+        .cloned()
+        .unwrap_or_else(|| panic!("no source {name} in {status}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
