@@ -303,3 +303,48 @@ async fn a_restarted_http_upstream_is_picked_up_again_without_a_failed_call() {
     );
     client.shutdown().await;
 }
+
+/// An HTTP upstream says its tools changed and goes away before the list
+/// can be fetched: its tools stay listed (the failed fetch says nothing
+/// about them), so the next call reaches the restarted server and renews
+/// the session instead of failing on an unknown tool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_that_cannot_be_fetched_keeps_its_tools_for_the_restarted_upstream() {
+    let dir = scratch();
+    let port = free_port();
+    let first = start_http_upstream(dir.path(), port, 1).await;
+    let config = format!("[servers.up]\nurl = \"http://127.0.0.1:{port}/mcp\"\n");
+    let gw = Gateway::start(&config, dir.path()).await;
+    let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
+    wait_for_tools(
+        &client,
+        &["up__echo", "up__announce"],
+        Duration::from_secs(30),
+    )
+    .await;
+
+    let r = call(&client, "up__announce", json!({})).await;
+    assert_eq!(text(&r), "announced", "{r}");
+    wait_for_log(&gw.proc, "listing failed", Duration::from_secs(10)).await;
+    drop(first);
+    let listed = client.list_all("tools/list", "tools").await.unwrap();
+    let names: Vec<&str> = listed.iter().filter_map(|t| t["name"].as_str()).collect();
+    assert!(
+        names.contains(&"up__echo"),
+        "a failed fetch emptied the list: {names:?}"
+    );
+
+    let _second = start_http_upstream(dir.path(), port, 2).await;
+    let r = client
+        .request(
+            "tools/call",
+            Some(json!({"name": "up__echo", "arguments": {"said": "after"}})),
+            RequestOptions::default(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("the call after the restart failed: {e}"));
+    assert_eq!(text(&r), r#"{"said": "after"}"#, "{r}");
+    // The renewed session's lists replace the old ones.
+    wait_for_tools(&client, &["up__second"], Duration::from_secs(10)).await;
+    client.shutdown().await;
+}

@@ -587,3 +587,31 @@ pub fn assert_current_utc_time(result: &Value) {
 pub fn everything_sum_text(a: i64, b: i64) -> String {
     format!("The sum of {a} and {b} is {}.", a + b)
 }
+
+/// support/http_upstream.py on a given loopback port (to restart it in
+/// place), as generation `generation` of the server.
+pub async fn start_http_upstream(dir: &Path, port: u16, generation: u32) -> Proc {
+    let mut cmd = Command::new("python3");
+    cmd.arg(support_file("http_upstream.py"))
+        .arg(port.to_string())
+        .arg(generation.to_string());
+    let p = Proc::spawn(
+        &format!("http upstream {generation}"),
+        cmd,
+        &dir.join(format!("http-upstream-{generation}.log")),
+    );
+    wait_port(port, Duration::from_secs(30)).await;
+    p
+}
+
+/// Waits until the text of `proc`'s log contains `needle`.
+pub async fn wait_for_log(proc: &Proc, needle: &str, timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    while !proc.log_text().contains(needle) {
+        assert!(
+            Instant::now() < deadline,
+            "{needle:?} not logged within {timeout:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
