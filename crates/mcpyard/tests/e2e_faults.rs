@@ -348,3 +348,62 @@ async fn a_list_that_cannot_be_fetched_keeps_its_tools_for_the_restarted_upstrea
     wait_for_tools(&client, &["up__second"], Duration::from_secs(10)).await;
     client.shutdown().await;
 }
+
+/// An HTTP upstream restarted in place forgets the gateway's session: the
+/// renewed session gets what a new connection gets, its lists fetched again
+/// and what clients watch subscribed again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewed_http_session_is_subscribed_again_and_its_lists_fetched() {
+    let dir = scratch();
+    let port = free_port();
+    let mut first = start_http_upstream(dir.path(), port, 1).await;
+    let config = format!("[servers.up]\nurl = \"http://127.0.0.1:{port}/mcp\"\n");
+    let gw = Gateway::start(&config, dir.path()).await;
+    let seen = Arc::new(Recorder::default());
+    let client = gw.client(seen.clone(), json!({})).await;
+    wait_for_tools(&client, &["up__touch"], Duration::from_secs(30)).await;
+    client
+        .request(
+            "resources/subscribe",
+            Some(json!({"uri": "mem://a"})),
+            RequestOptions::default(),
+        )
+        .await
+        .expect("subscribe");
+    let r = call(&client, "up__touch", json!({})).await;
+    assert_eq!(text(&r), r#"["mem://a"]"#, "{r}");
+
+    first.stop();
+    let _second = start_http_upstream(dir.path(), port, 2).await;
+    // The first call renews the session; the subscription follows.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = call(&client, "up__touch", json!({})).await;
+        if text(&r) == r#"["mem://a"]"# {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the renewed session was not subscribed again: {r}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        gw.proc.log_text().contains("session expired"),
+        "the gateway renewed the session"
+    );
+    wait_for_tools(&client, &["up__second"], Duration::from_secs(10)).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while seen
+        .notifications_named("notifications/resources/updated")
+        .len()
+        < 2
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no update from the restarted server"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    client.shutdown().await;
+}
