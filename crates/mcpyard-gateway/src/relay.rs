@@ -314,6 +314,8 @@ impl ClientHandler for Relay {
             }
         }
         let Some(ctx) = ctx.filter(|c| c.session.has_capability(capability)) else {
+            // mcpyard declared roots to the upstream so as to relay them; a
+            // client without roots has none to give: an empty list.
             if method == methods::ROOTS_LIST {
                 return Ok(json!({ "roots": [] }));
             }

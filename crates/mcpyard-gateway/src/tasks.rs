@@ -1442,6 +1442,19 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn separate_signals_of_one_task_share_its_count_of_requests_awaiting_input() {
+        let (store, events) = store();
+        let (_id, handle) = create(&store, Some("s1"), None);
+        let elicitation = handle.signal().awaiting_input("asks the user".into());
+        let sampling = handle.signal().awaiting_input("asks for a sample".into());
+        drop(elicitation); // the sampling request still awaits its answer
+        assert_eq!(statuses(&events), ["input_required"]);
+        drop(sampling);
+        assert_eq!(statuses(&events), ["input_required", "working"]);
+        handle.complete(text_result("ok"));
+    }
+
+    #[tokio::test]
     async fn ending_a_session_forgets_and_stops_its_tasks() {
         let (store, _) = store();
         let (mine, handle) = create(&store, Some("s1"), None);

@@ -64,11 +64,18 @@ async fn a_session_that_owns_tasks_outlives_the_idle_timeout() {
         panic!("not a result: {created:?}")
     };
     assert!(result["task"]["taskId"].is_string(), "{result}");
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    // A session idle since after the owner's last request: once it is
+    // ended, the owner has been idle past the timeout too.
+    let idle = Session::new(None);
+    assert!(gw.register_session(idle.clone()));
+    tokio::time::timeout(Duration::from_secs(5), idle.ended())
+        .await
+        .expect("the idle session was ended");
     assert!(
         !owner.is_ended(),
         "its task can still be fetched until its ttl ends"
     );
+    assert!(gw.session(owner.id()).is_some());
     gw.shutdown().await;
 }
 

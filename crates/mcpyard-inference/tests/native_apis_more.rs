@@ -520,17 +520,32 @@ async fn llama_server_single_model_with_props_modalities() {
     assert_eq!(b["downloaded"], json!([]));
     assert_eq!(b["suggested"], json!([]));
 
-    let r = h
-        .call(
-            "chat",
-            json!({"messages": user_says("hi"), "temperature": 0.2}),
-        )
-        .await;
+    // Sampling settings reach the server as the client gave them.
+    let settings = json!({
+        "temperature": 0.2,
+        "top_p": 0.9,
+        "seed": 42,
+        "stop": ["\n\n", "END"],
+        "max_tokens": 16,
+        "chat_template_kwargs": {"enable_thinking": false},
+    });
+    let mut args = settings.clone();
+    args["messages"] = user_says("hi");
+    let r = h.call("chat", args).await;
     assert!(!is_error(&r), "{r}");
     let sent = &f.requests("POST", "/v1/chat/completions")[0].body;
     assert_eq!(sent["model"], LLAMA_MODEL);
-    assert_eq!(sent["temperature"], 0.2);
+    for (key, value) in settings.as_object().unwrap() {
+        assert_eq!(&sent[key], value, "{key} in {sent}");
+    }
     assert_eq!(sent["stream"], false);
+    // `stop` may be one string too.
+    let r = h
+        .call("chat", json!({"messages": user_says("hi"), "stop": "END"}))
+        .await;
+    assert!(!is_error(&r), "{r}");
+    let sent = &f.requests("POST", "/v1/chat/completions")[1].body;
+    assert_eq!(sent["stop"], "END", "{sent}");
     h.gateway.shutdown().await;
 }
 

@@ -112,7 +112,13 @@ async fn mcp_inspector_cli_lists_and_calls_tools() {
     ]);
     let (ok, stdout, stderr) = run(cmd, Duration::from_secs(90));
     assert!(ok, "inspector tools/call failed:\n{stdout}\n{stderr}");
-    assert!(stdout.contains('5'), "{stdout}");
+    let called: Value = serde_json::from_str(&stdout).expect("inspector prints JSON");
+    assert_ne!(called["isError"], json!(true), "{called}");
+    assert_eq!(
+        called["content"][0]["text"],
+        json!(everything_sum_text(2, 3)),
+        "{called}"
+    );
 }
 
 /// A task whose call needs the user: the task shows `input_required`, the

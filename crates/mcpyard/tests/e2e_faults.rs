@@ -26,8 +26,14 @@ fn upstream_pids(gateway_pid: i32, needle: &str) -> Vec<i32> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_upstream_fails_fast_while_others_work_and_then_comes_back() {
     let dir = scratch();
+    // While the file `hold` exists, the server cannot start again: the test
+    // looks at the gateway with the server down for as long as it needs.
+    let hold = dir.path().join("hold");
+    let start_unless_held = r#"if [ -e "$1" ]; then exit 1; fi; exec "$2" "$3""#;
     let config = format!(
-        "[servers.every]\ncommand = {}\nargs = [{}]\n\n[servers.time]\ncommand = {}\nargs = [\"-m\", \"mcp_server_time\", \"--local-timezone\", \"UTC\"]\n",
+        "[servers.every]\ncommand = \"sh\"\nargs = [\"-c\", {}, \"sh\", {}, {}, {}]\n\n[servers.time]\ncommand = {}\nargs = [\"-m\", \"mcp_server_time\", \"--local-timezone\", \"UTC\"]\n",
+        toml_str(start_unless_held),
+        path_str(&hold),
         path_str(&node()),
         path_str(&everything_js()),
         path_str(&tool("venv-time/bin/python")),
@@ -46,12 +52,13 @@ async fn a_killed_upstream_fails_fast_while_others_work_and_then_comes_back() {
         !victims.is_empty(),
         "server-everything runs under the gateway"
     );
+    std::fs::write(&hold, "").unwrap();
     for p in &victims {
         // SAFETY: plain kill(2) of a process this test owns.
         unsafe { libc::kill(*p, libc::SIGKILL) };
     }
 
-    // Calls to it fail fast with -32603 naming the server; it leaves the list.
+    // Calls to it fail fast with -32603 naming the server.
     let deadline = Instant::now() + Duration::from_secs(10);
     let err = loop {
         let started = Instant::now();
@@ -84,25 +91,47 @@ async fn a_killed_upstream_fails_fast_while_others_work_and_then_comes_back() {
         json!({"timezone": "UTC"}),
     )
     .await;
-    assert!(
-        text(&r).contains("UTC"),
-        "the other upstream keeps working: {r}"
-    );
+    // The other upstream keeps working.
+    assert_current_utc_time(&r);
 
-    // The supervisor restarts it, and its tools come back.
+    // Meanwhile its tools leave the list, the other server's stay, and the
+    // status tool shows it down.
+    let listed = client.list_all("tools/list", "tools").await.unwrap();
+    let names: Vec<&str> = listed.iter().filter_map(|t| t["name"].as_str()).collect();
+    assert!(
+        !names.iter().any(|n| n.starts_with("every__")),
+        "a down server's tools are listed: {names:?}"
+    );
+    assert!(names.contains(&"time__get_current_time"), "{names:?}");
+    let every = source_status(&client, "every").await;
+    assert_eq!(every["state"], json!("down"), "{every}");
+    assert_eq!(every["healthy"], json!(false), "{every}");
+    assert!(
+        every["error"].as_str().is_some_and(|e| !e.is_empty()),
+        "{every}"
+    );
+    assert_eq!(source_status(&client, "time").await["state"], json!("up"));
+
+    // The supervisor restarts it once it can start, and its tools come back.
+    std::fs::remove_file(&hold).unwrap();
     wait_for_tools(&client, &["every__echo"], Duration::from_secs(30)).await;
     let r = call(&client, "every__echo", json!({"message": "back"})).await;
     assert!(text(&r).contains("back"), "{r}");
-    let status = call(&client, "mcpyard__status", json!({})).await;
-    let every = status["structuredContent"]["sources"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["name"] == json!("every"))
-        .unwrap()
-        .clone();
+    let every = source_status(&client, "every").await;
+    assert_eq!(every["state"], json!("up"), "{every}");
+    assert_eq!(every["healthy"], json!(true), "{every}");
     assert!(every["restarts"].as_u64().unwrap() >= 1, "{every}");
     client.shutdown().await;
+}
+
+/// The `mcpyard__status` entry of source `name`.
+async fn source_status(client: &mcpyard_client::McpClient, name: &str) -> serde_json::Value {
+    let status = call(client, "mcpyard__status", json!({})).await;
+    status["structuredContent"]["sources"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["name"] == json!(name)))
+        .cloned()
+        .unwrap_or_else(|| panic!("no source {name} in {status}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -272,5 +301,109 @@ async fn a_restarted_http_upstream_is_picked_up_again_without_a_failed_call() {
         gw.proc.log_text().contains("session expired"),
         "the gateway says it started a new session"
     );
+    client.shutdown().await;
+}
+
+/// An HTTP upstream says its tools changed and goes away before the list
+/// can be fetched: its tools stay listed (the failed fetch says nothing
+/// about them), so the next call reaches the restarted server and renews
+/// the session instead of failing on an unknown tool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_that_cannot_be_fetched_keeps_its_tools_for_the_restarted_upstream() {
+    let dir = scratch();
+    let port = free_port();
+    let first = start_http_upstream(dir.path(), port, 1).await;
+    let config = format!("[servers.up]\nurl = \"http://127.0.0.1:{port}/mcp\"\n");
+    let gw = Gateway::start(&config, dir.path()).await;
+    let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
+    wait_for_tools(
+        &client,
+        &["up__echo", "up__announce"],
+        Duration::from_secs(30),
+    )
+    .await;
+
+    let r = call(&client, "up__announce", json!({})).await;
+    assert_eq!(text(&r), "announced", "{r}");
+    wait_for_log(&gw.proc, "listing failed", Duration::from_secs(10)).await;
+    drop(first);
+    let listed = client.list_all("tools/list", "tools").await.unwrap();
+    let names: Vec<&str> = listed.iter().filter_map(|t| t["name"].as_str()).collect();
+    assert!(
+        names.contains(&"up__echo"),
+        "a failed fetch emptied the list: {names:?}"
+    );
+
+    let _second = start_http_upstream(dir.path(), port, 2).await;
+    let r = client
+        .request(
+            "tools/call",
+            Some(json!({"name": "up__echo", "arguments": {"said": "after"}})),
+            RequestOptions::default(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("the call after the restart failed: {e}"));
+    assert_eq!(text(&r), r#"{"said": "after"}"#, "{r}");
+    // The renewed session's lists replace the old ones.
+    wait_for_tools(&client, &["up__second"], Duration::from_secs(10)).await;
+    client.shutdown().await;
+}
+
+/// An HTTP upstream restarted in place forgets the gateway's session: the
+/// renewed session gets what a new connection gets, its lists fetched again
+/// and what clients watch subscribed again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewed_http_session_is_subscribed_again_and_its_lists_fetched() {
+    let dir = scratch();
+    let port = free_port();
+    let mut first = start_http_upstream(dir.path(), port, 1).await;
+    let config = format!("[servers.up]\nurl = \"http://127.0.0.1:{port}/mcp\"\n");
+    let gw = Gateway::start(&config, dir.path()).await;
+    let seen = Arc::new(Recorder::default());
+    let client = gw.client(seen.clone(), json!({})).await;
+    wait_for_tools(&client, &["up__touch"], Duration::from_secs(30)).await;
+    client
+        .request(
+            "resources/subscribe",
+            Some(json!({"uri": "mem://a"})),
+            RequestOptions::default(),
+        )
+        .await
+        .expect("subscribe");
+    let r = call(&client, "up__touch", json!({})).await;
+    assert_eq!(text(&r), r#"["mem://a"]"#, "{r}");
+
+    first.stop();
+    let _second = start_http_upstream(dir.path(), port, 2).await;
+    // The first call renews the session; the subscription follows.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = call(&client, "up__touch", json!({})).await;
+        if text(&r) == r#"["mem://a"]"# {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the renewed session was not subscribed again: {r}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        gw.proc.log_text().contains("session expired"),
+        "the gateway renewed the session"
+    );
+    wait_for_tools(&client, &["up__second"], Duration::from_secs(10)).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while seen
+        .notifications_named("notifications/resources/updated")
+        .len()
+        < 2
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no update from the restarted server"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     client.shutdown().await;
 }

@@ -59,10 +59,10 @@ async fn a_local_model_answers_sampling_for_a_client_that_cannot_and_chats_for_p
         audit.contains("server=every") && audit.contains("model=tiny-chat"),
         "{audit}"
     );
-    assert!(
-        audit.contains("request_sha256=") && audit.contains("completion_tokens="),
-        "{audit}"
-    );
+    assert!(audit.contains("request_sha256="), "{audit}");
+    // The request asked for 50 tokens; the server's cap of 8 wins.
+    let used = audit_field(audit, "completion_tokens");
+    assert!((1..=8).contains(&used), "over the cap of 8: {audit}");
     assert!(
         !log.contains(secret_prompt),
         "the prompt leaked into the log"
@@ -98,6 +98,95 @@ async fn a_local_model_answers_sampling_for_a_client_that_cannot_and_chats_for_p
             > 0,
         "{summary}"
     );
+}
+
+/// The number after `name=` in a log line.
+fn audit_field(line: &str, name: &str) -> u64 {
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix(&format!("{name}=")))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no number {name}= in {line}"))
+}
+
+/// A client that can sample: with `mode = "always"` the local model still
+/// answers and the client is never asked; with the default `fallback` the
+/// client answers and the local model is not used.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_can_sample_is_asked_unless_the_server_says_always() {
+    let dir = scratch();
+    let (_llama, port) = start_llama(dir.path()).await;
+    let config = format!(
+        "[inference]\nbackends = [{{ name = \"llama\", kind = \"openai\", url = \"http://127.0.0.1:{port}\" }}]\n\n{}[servers.local.sampling]\nmode = \"always\"\nmodels = [\"tiny-chat\"]\nmax_tokens = 8\n\n{}[servers.client.sampling]\nmodels = [\"tiny-chat\"]\nmax_tokens = 8\n",
+        everything_stdio("local"),
+        everything_stdio("client"),
+    );
+    let gw = Gateway::start(&config, dir.path()).await;
+    let recorder = Arc::new(Recorder::default());
+    let client = gw.client(recorder.clone(), json!({"sampling": {}})).await;
+    wait_for_tools(
+        &client,
+        &[
+            "local__trigger-sampling-request",
+            "client__trigger-sampling-request",
+        ],
+        Duration::from_secs(60),
+    )
+    .await;
+    let sampled_by_client = || {
+        recorder
+            .requests
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(m, _)| m == "sampling/createMessage")
+            .count()
+    };
+    let audit_lines = |log: &str| {
+        log.lines()
+            .filter(|l| l.contains("sampling request answered by a local model"))
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+
+    let r = call(
+        &client,
+        "local__trigger-sampling-request",
+        json!({"prompt": "say hi", "maxTokens": 50}),
+    )
+    .await;
+    assert_ne!(r["isError"], json!(true), "{r}");
+    let said = text(&r);
+    assert!(said.contains("\"model\": \"tiny-chat\""), "{said}");
+    assert!(!said.contains(SAMPLED_TEXT), "{said}");
+    assert_eq!(
+        sampled_by_client(),
+        0,
+        "mode = always never asks the client"
+    );
+    let audit = audit_lines(&gw.proc.log_text());
+    assert_eq!(audit.len(), 1, "{audit:?}");
+    assert!(audit[0].contains("server=local"), "{audit:?}");
+
+    let r = call(
+        &client,
+        "client__trigger-sampling-request",
+        json!({"prompt": "say hi", "maxTokens": 50}),
+    )
+    .await;
+    assert_ne!(r["isError"], json!(true), "{r}");
+    let said = text(&r);
+    assert!(
+        said.contains(SAMPLED_TEXT),
+        "answered by the client: {said}"
+    );
+    assert!(!said.contains("tiny-chat"), "{said}");
+    assert_eq!(sampled_by_client(), 1);
+    assert_eq!(
+        audit_lines(&gw.proc.log_text()).len(),
+        1,
+        "the local model was not used for the client that can sample"
+    );
+    client.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -448,6 +448,15 @@ async fn wait_for_updates(recorder: &Recorder, n: usize) {
     }
 }
 
+/// The URIs of the resources/updated notifications `recorder` got, in order.
+fn updated_uris(recorder: &Recorder) -> Vec<String> {
+    recorder
+        .notifications_named("notifications/resources/updated")
+        .iter()
+        .filter_map(|p| p["uri"].as_str().map(str::to_owned))
+        .collect()
+}
+
 /// The upstream's own view of its subscriptions, from its `touch` tool
 /// (which also sends an update for each).
 async fn upstream_subscriptions(client: &mcpyard_client::McpClient) -> Vec<String> {
@@ -476,31 +485,35 @@ async fn resource_subscriptions_are_shared_counted_and_renewed() {
     let b = gw.client(b_seen.clone(), json!({})).await;
     let c = gw.client(c_seen.clone(), json!({})).await;
     wait_for_tools(&a, &["watch__touch"], Duration::from_secs(30)).await;
-    let subscribe = |client: &mcpyard_client::McpClient, method: &'static str| {
-        let client = client.clone();
-        async move {
-            client
-                .request(
-                    method,
-                    Some(json!({"uri": "mem://a"})),
-                    RequestOptions::default(),
-                )
-                .await
-                .unwrap_or_else(|e| panic!("{method}: {e}"))
-        }
-    };
-    subscribe(&a, "resources/subscribe").await;
-    subscribe(&b, "resources/subscribe").await;
-    subscribe(&b, "resources/unsubscribe").await;
+    let subscribe =
+        |client: &mcpyard_client::McpClient, method: &'static str, uri: &'static str| {
+            let client = client.clone();
+            async move {
+                client
+                    .request(method, Some(json!({"uri": uri})), RequestOptions::default())
+                    .await
+                    .unwrap_or_else(|e| panic!("{method}: {e}"))
+            }
+        };
+    subscribe(&a, "resources/subscribe", "mem://a").await;
+    subscribe(&b, "resources/subscribe", "mem://a").await;
+    subscribe(&b, "resources/unsubscribe", "mem://a").await;
+    subscribe(&b, "resources/subscribe", "mem://b").await;
+    subscribe(&c, "resources/subscribe", "mem://b").await;
     // B leaving did not unsubscribe the upstream: A still watches.
-    assert_eq!(upstream_subscriptions(&c).await, ["mem://a"]);
+    assert_eq!(upstream_subscriptions(&c).await, ["mem://a", "mem://b"]);
+    // The upstream sends the update of `mem://a` before that of `mem://b`,
+    // and each session's notifications keep their order: once B and C have
+    // the update of `mem://b`, one of `mem://a` sent to them would be there.
     wait_for_updates(&a_seen, 1).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    wait_for_updates(&b_seen, 1).await;
+    wait_for_updates(&c_seen, 1).await;
+    assert_eq!(updated_uris(&a_seen), ["mem://a"]);
     for (who, seen) in [("b", &b_seen), ("c", &c_seen)] {
-        assert!(
-            seen.notifications_named("notifications/resources/updated")
-                .is_empty(),
-            "{who} is not subscribed but got an update"
+        assert_eq!(
+            updated_uris(seen),
+            ["mem://b"],
+            "{who} watches only mem://b"
         );
     }
 
@@ -522,7 +535,11 @@ async fn resource_subscriptions_are_shared_counted_and_renewed() {
             .await;
         if let Ok(r) = r {
             if r["isError"] != json!(true) {
-                assert_eq!(text(&r), r#"["mem://a"]"#, "renewed after the restart");
+                assert_eq!(
+                    text(&r),
+                    r#"["mem://a", "mem://b"]"#,
+                    "renewed after the restart"
+                );
                 break;
             }
         }
@@ -531,16 +548,171 @@ async fn resource_subscriptions_are_shared_counted_and_renewed() {
     }
     wait_for_updates(&a_seen, 2).await;
 
-    // A's session ends: nobody watches, so the upstream is told.
+    // A's session ends: nobody watches `mem://a`, so the upstream is told.
     a.shutdown().await;
     let deadline = Instant::now() + Duration::from_secs(10);
-    while !upstream_subscriptions(&c).await.is_empty() {
+    while upstream_subscriptions(&c).await != ["mem://b"] {
         assert!(
             Instant::now() < deadline,
-            "still subscribed after the last session ended"
+            "still subscribed to mem://a after the last session watching it ended"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     b.shutdown().await;
     c.shutdown().await;
+}
+
+/// A client with roots: answers `roots/list` with two roots of its own and
+/// records everything else as [`Recorder`] does.
+#[derive(Default)]
+struct RootsClient {
+    seen: Recorder,
+}
+
+const CLIENT_ROOTS: [(&str, &str); 2] = [
+    ("file:///srv/projects/alpha", "alpha"),
+    ("file:///srv/projects/beta", "beta"),
+];
+
+#[async_trait::async_trait]
+impl mcpyard_client::ClientHandler for RootsClient {
+    async fn on_request(
+        &self,
+        method: &str,
+        params: Option<serde_json::Value>,
+        related: Option<mcpyard_proto::RequestId>,
+    ) -> Result<serde_json::Value, mcpyard_proto::ErrorObject> {
+        let answer = self.seen.on_request(method, params, related).await;
+        if method == "roots/list" {
+            let roots: Vec<_> = CLIENT_ROOTS
+                .iter()
+                .map(|(uri, name)| json!({"uri": uri, "name": name}))
+                .collect();
+            return Ok(json!({ "roots": roots }));
+        }
+        answer
+    }
+
+    async fn on_notification(
+        &self,
+        method: &str,
+        params: Option<serde_json::Value>,
+        related: Option<mcpyard_proto::RequestId>,
+    ) {
+        self.seen.on_notification(method, params, related).await;
+    }
+}
+
+/// How many `roots/list` requests reached `recorder`.
+fn roots_requests(recorder: &Recorder) -> usize {
+    recorder
+        .requests
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(m, _)| m == "roots/list")
+        .count()
+}
+
+/// Runs server-everything's long operation for `client` and, once its first
+/// progress arrived (the call is in flight upstream), tells the gateway the
+/// client's roots changed: the gateway passes that on and the upstream asks
+/// for the roots again, while the only call in flight is this client's.
+async fn roots_changed_during_a_call(client: &mcpyard_client::McpClient, seen: &Recorder) {
+    let token = "long-call";
+    let running = tokio::spawn({
+        let client = client.clone();
+        async move {
+            client
+                .request(
+                    "tools/call",
+                    Some(json!({
+                        "name": "every__trigger-long-running-operation",
+                        "arguments": {"duration": 3, "steps": 3},
+                        "_meta": {"progressToken": token},
+                    })),
+                    RequestOptions::default(),
+                )
+                .await
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !seen
+        .notifications_named("notifications/progress")
+        .iter()
+        .any(|p| p["progressToken"] == json!(token))
+    {
+        assert!(Instant::now() < deadline, "no progress of the long call");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    client
+        .notify("notifications/roots/list_changed", None)
+        .await
+        .expect("notify");
+    let r = running.await.expect("joined").expect("the long call");
+    assert!(text(&r).contains("completed"), "{r}");
+}
+
+/// Polls server-everything's `get-roots-list` until its text contains
+/// `wanted`; returns that text.
+async fn roots_seen_upstream(client: &mcpyard_client::McpClient, wanted: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = call(client, "every__get-roots-list", json!({})).await;
+        assert_ne!(r["isError"], json!(true), "{r}");
+        let said = text(&r);
+        if said.contains(wanted) {
+            return said;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the upstream's roots never showed {wanted:?}; last: {said}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// An upstream asking for roots gets the roots of the client whose call is
+/// in flight; when that client has no roots capability, an empty list (the
+/// gateway declared roots to the upstream, the client has none to give),
+/// and the client itself is never asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn roots_come_from_the_calling_client_or_are_an_empty_list() {
+    let dir = scratch();
+    let gw = Gateway::start(&everything_stdio("every"), dir.path()).await;
+    let with_roots = Arc::new(RootsClient::default());
+    let a = gw
+        .client(with_roots.clone(), json!({"roots": {"listChanged": true}}))
+        .await;
+    let without_seen = Arc::new(Recorder::default());
+    let b = gw.client(without_seen.clone(), json!({})).await;
+    wait_for_tools(
+        &a,
+        &[
+            "every__get-roots-list",
+            "every__trigger-long-running-operation",
+        ],
+        Duration::from_secs(60),
+    )
+    .await;
+    // server-everything asks once after connecting, and on a call of
+    // `get-roots-list` until it has an answer: with B's call, it has one
+    // (none of B's) and asks no more until told the roots changed.
+    roots_seen_upstream(&b, "no roots are currently configured").await;
+
+    roots_changed_during_a_call(&a, &with_roots.seen).await;
+    assert_eq!(roots_requests(&with_roots.seen), 1, "asked once");
+    let said = roots_seen_upstream(&a, "(2 total)").await;
+    for (uri, name) in CLIENT_ROOTS {
+        assert!(said.contains(uri) && said.contains(name), "{said}");
+    }
+
+    // The client without roots: the upstream gets an empty list, which
+    // replaces what it knew (an error would leave A's roots in place).
+    roots_changed_during_a_call(&b, &without_seen).await;
+    roots_seen_upstream(&b, "no roots are currently configured").await;
+    assert_eq!(roots_requests(&without_seen), 0, "B cannot answer roots");
+    assert_eq!(roots_requests(&with_roots.seen), 1, "A was not asked for B");
+    a.shutdown().await;
+    b.shutdown().await;
 }

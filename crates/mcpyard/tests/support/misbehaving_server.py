@@ -9,9 +9,9 @@ Modes (argv[1]):
   asking   a call to `ask` asks the client (elicitation/create) for a colour,
            after `delay` seconds when the arguments say so, and answers with
            what the client said; `slow` never answers.
-  watching offers resource `mem://a` with subscriptions; a call to `touch`
-           sends notifications/resources/updated for each subscribed URI and
-           answers with the list of subscribed URIs.
+  watching offers resources `mem://a` and `mem://b` with subscriptions; a
+           call to `touch` sends notifications/resources/updated for each
+           subscribed URI, in order, and answers with the list of them.
   slowstart  sleeps 3 s before reading anything (a cold interpreter or a
            package being fetched); otherwise well behaved.
 """
@@ -73,7 +73,8 @@ for line in sys.stdin:
     elif method == "tools/list":
         send({"jsonrpc": "2.0", "id": mid, "result": {"tools": TOOLS}})
     elif method == "resources/list":
-        send({"jsonrpc": "2.0", "id": mid, "result": {"resources": [{"uri": "mem://a", "name": "a"}]}})
+        send({"jsonrpc": "2.0", "id": mid, "result": {"resources": [
+            {"uri": "mem://a", "name": "a"}, {"uri": "mem://b", "name": "b"}]}})
     elif method == "resources/subscribe":
         SUBSCRIBED.add(msg["params"]["uri"])
         send({"jsonrpc": "2.0", "id": mid, "result": {}})

@@ -538,3 +538,82 @@ pub fn python_task(url: &str, tool_name: &str, arguments: &Value) -> Value {
         Duration::from_secs(120),
     )
 }
+
+// ---- exact checks of real servers' answers
+
+/// Seconds since the Unix epoch of an ISO 8601 date-time with an offset
+/// (`2026-11-30T15:20:56+00:00`, as mcp-server-time writes it).
+pub fn iso8601_to_unix(s: &str) -> Option<i64> {
+    let (date, rest) = s.split_once('T')?;
+    let mut d = date.split('-').map(|p| p.parse::<i64>().ok());
+    let (y, m, day) = (d.next()??, d.next()??, d.next()??);
+    let (time, sign, offset) = match rest.find(['+', '-']) {
+        Some(i) => (
+            &rest[..i],
+            if &rest[i..=i] == "+" { 1 } else { -1 },
+            &rest[i + 1..],
+        ),
+        None => (rest.strip_suffix('Z')?, 1, "00:00"),
+    };
+    let mut t = time.split(':').map(|p| p.parse::<i64>().ok());
+    let (hh, mm, ss) = (t.next()??, t.next()??, t.next()??);
+    let (oh, om) = offset.split_once(':')?;
+    let offset_s = sign * (oh.parse::<i64>().ok()? * 3600 + om.parse::<i64>().ok()? * 60);
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(days * 86_400 + hh * 3600 + mm * 60 + ss - offset_s)
+}
+
+/// Asserts that `result` is mcp-server-time's `get_current_time` for UTC,
+/// not an error, and within a minute of this machine's clock.
+pub fn assert_current_utc_time(result: &Value) {
+    assert_ne!(result["isError"], json!(true), "{result}");
+    let answer = &result["structuredContent"];
+    assert_eq!(answer["timezone"], json!("UTC"), "{result}");
+    let at = answer["datetime"].as_str().unwrap_or_default();
+    assert!(at.ends_with("+00:00"), "not a UTC time: {result}");
+    let at = iso8601_to_unix(at).unwrap_or_else(|| panic!("not a date-time: {result}"));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_secs() as i64;
+    assert!((now - at).abs() <= 60, "{at} is not now ({now}): {result}");
+}
+
+/// server-everything's `get-sum` text for `a` + `b`.
+pub fn everything_sum_text(a: i64, b: i64) -> String {
+    format!("The sum of {a} and {b} is {}.", a + b)
+}
+
+/// support/http_upstream.py on a given loopback port (to restart it in
+/// place), as generation `generation` of the server.
+pub async fn start_http_upstream(dir: &Path, port: u16, generation: u32) -> Proc {
+    let mut cmd = Command::new("python3");
+    cmd.arg(support_file("http_upstream.py"))
+        .arg(port.to_string())
+        .arg(generation.to_string());
+    let p = Proc::spawn(
+        &format!("http upstream {generation}"),
+        cmd,
+        &dir.join(format!("http-upstream-{generation}.log")),
+    );
+    wait_port(port, Duration::from_secs(30)).await;
+    p
+}
+
+/// Waits until the text of `proc`'s log contains `needle`.
+pub async fn wait_for_log(proc: &Proc, needle: &str, timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    while !proc.log_text().contains(needle) {
+        assert!(
+            Instant::now() < deadline,
+            "{needle:?} not logged within {timeout:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
