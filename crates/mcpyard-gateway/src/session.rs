@@ -36,7 +36,8 @@ pub struct Session {
     /// Ended by DELETE, by the stream closing (stdio / SSE) or by shutdown.
     ended: CancellationToken,
     /// Stateless era: where the call behind this request puts what it needs
-    /// the client to answer (see `round_trips`).
+    /// the client to answer (see `round_trips`). Kept after the request's
+    /// first answer: the call goes on and may ask again on a later leg.
     input: Mutex<Option<InputSink>>,
     /// When the client last used the session (a request, or the end of one).
     last_active: Mutex<Instant>,
@@ -403,7 +404,6 @@ impl Session {
     /// Ends the session: in-flight requests are cancelled, waits fail.
     pub fn end(&self) {
         self.ended.cancel();
-        *self.input.lock().expect("session lock poisoned") = None;
         *self.stream.lock().expect("session lock poisoned") = None;
     }
 

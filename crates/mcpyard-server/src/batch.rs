@@ -176,7 +176,7 @@ pub(crate) async fn answer(
     gateway
         .handle(session, msg, related)
         .await
-        .unwrap_or_else(|| Message::error(id, ErrorObject::internal("no answer was produced")))
+        .unwrap_or_else(|| Message::error(id, ErrorObject::internal("the request was cancelled")))
 }
 
 #[cfg(test)]

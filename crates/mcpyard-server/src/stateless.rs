@@ -204,7 +204,7 @@ pub(crate) async fn post(
                 session.end();
                 answer
                     .unwrap_or_else(|| {
-                        Message::error(Some(id), ErrorObject::internal("no answer was produced"))
+                        Message::error(Some(id), ErrorObject::internal("the request was cancelled"))
                     })
                     .to_value()
             })

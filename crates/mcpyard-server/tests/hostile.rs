@@ -245,6 +245,7 @@ fn npm_upstream(name: &str, package: &str, args: &[&str]) -> UpstreamSpec {
             command: node.display().to_string(),
             args: all,
             env: BTreeMap::new(),
+            inherit_env: vec![],
             cwd: None,
         },
         timeout: WAIT,
