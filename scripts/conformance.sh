@@ -5,10 +5,12 @@
 #   b  mcpyard in front of the fixture (stdio upstream, names not prefixed)
 #   c  @modelcontextprotocol/server-everything directly (Streamable HTTP)
 #   d  mcpyard in front of server-everything (HTTP upstream, names not prefixed)
+#   e  mcpyard in front of `mcpyard stdio` in front of the fixture: the stdio
+#      front door, reached by the suite through the HTTP one
 # Gates: every scenario passes in (a); the scenarios of EVERYTHING_PASSES pass
 # in (c) (server-everything does not offer the fixture names, so the others
 # fail there by design); each scenario that passes directly, in (a) or (c),
-# passes through the gateway, in (b) or (d), with at least as many checks and
+# passes through the gateway, in (b) and (e), or (d), with at least as many checks and
 # no more warnings (a check the gateway made the suite skip, or a new warning,
 # is a loss even when nothing fails), unless FEWER_CHECKS names it with why.
 # Checks are those that judge (SUCCESS, WARNING, FAILURE): INFO entries record
@@ -20,7 +22,7 @@
 # as "tool not found" is shown as VACUOUS and gates nothing: the suite accepts
 # an isError result there (tools-call-simple-text, tools-call-error).
 #
-# Usage: scripts/conformance.sh [--direct-only] [--runs a,b,c,d] [--keep DIR]
+# Usage: scripts/conformance.sh [--direct-only] [--runs a,b,c,d,e] [--keep DIR]
 #   --direct-only  run (a) and (c) only (no gateway needed)
 #   --runs LIST    run only these columns; gates whose columns did not run are skipped
 #   --keep DIR     copy every run's output (checks.json per scenario, logs) to DIR
@@ -35,7 +37,7 @@ cd "$ROOT"
 TOOLS="${MCPYARD_TOOLS:-$ROOT/.tools}"
 BIN="${MCPYARD_BIN:-$ROOT/target/debug/mcpyard}"
 RUN_TIMEOUT="${CONFORMANCE_RUN_TIMEOUT:-600}"
-RUNS="a,b,c,d"
+RUNS="a,b,c,d,e"
 KEEP=""
 # What server-everything passes directly with the suite and the server the
 # install script pins; fewer is a failure (a broken run, or a changed peer).
@@ -46,7 +48,8 @@ resources-list resources-subscribe resources-unsubscribe prompts-list"
 # The gateway answers a POST as JSON when nothing related to the request is
 # sent before its answer; the suite then skips its checks of SSE streams
 # (concurrent streams work, priming events, retry, resuming after a cut).
-FEWER_CHECKS="b:server-sse-multiple-streams d:server-sse-multiple-streams b:server-sse-polling"
+FEWER_CHECKS="b:server-sse-multiple-streams d:server-sse-multiple-streams b:server-sse-polling
+e:server-sse-multiple-streams e:server-sse-polling"
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -225,6 +228,26 @@ prefix = \"\""
   stop_last "$LAST_PID"
 fi
 
+if want e; then
+  gateway_config inner "[servers.conf]
+command = \"$PYTHON\"
+args = [\"$FIXTURE\", \"--stdio\"]
+prefix = \"\""
+  gateway_config e "[servers.conf]
+command = \"$BIN\"
+args = [\"stdio\", \"--config\", \"$WORK/inner.toml\"]
+prefix = \"\""
+  port="$(free_port)"
+  start gateway-e "$BIN" serve --config "$WORK/e.toml" --listen "127.0.0.1:$port"
+  if wait_port "$LAST_PID" "$port" gateway-e; then
+    run_suite e "http://127.0.0.1:$port/mcp"
+  else
+    log "run e: gateway did not start; every scenario counts as failed"
+    while read -r s; do echo "$s FAIL 0 0 gateway-did-not-start"; done <"$WORK/scenarios" >"$WORK/e.results"
+  fi
+  stop_last "$LAST_PID"
+fi
+
 # --- (c) server-everything directly, (d) gateway in front of it -------------------
 if want c || want d; then
   ev_port="$(free_port)"
@@ -258,7 +281,7 @@ fewer_checks = {tuple(e.split(":", 1)) for e in sys.argv[4].split()}
 names = [l.strip() for l in open(os.path.join(work, "scenarios")) if l.strip()]
 MISSING = ("FAIL", 0, 0, "missing")
 res = {}
-for r in "abcd":
+for r in "abcde":
     path = os.path.join(work, f"{r}.results")
     res[r] = {}
     if r in runs and os.path.exists(path):
@@ -293,7 +316,7 @@ if "c" in runs:
         else:
             broken.append(("c", n, "no longer passes against server-everything directly: " + result("c", n)[3]))
 for n in names:
-    for direct, via in (("a", "b"), ("c", "d")):
+    for direct, via in (("a", "b"), ("a", "e"), ("c", "d")):
         if direct not in runs or via not in runs or cell(direct, n) != "PASS":
             continue
         _, d_checks, d_warn, _ = result(direct, n)
@@ -324,7 +347,8 @@ def shown(r, n):
     return c
 
 w = max(len(n) for n in names)
-cols = (("a", "fixture", 12), ("b", "gw+fixture", 12), ("c", "everything", 12), ("d", "gw+everything", 13))
+cols = (("a", "fixture", 12), ("b", "gw+fixture", 12), ("c", "everything", 12), ("d", "gw+everything", 13),
+        ("e", "gw+stdio+fixture", 16))
 hdr = f"{'scenario':<{w}}  " + "  ".join(f"{title:<{width}}" for _, title, width in cols)
 print(hdr)
 print("-" * len(hdr))
@@ -332,7 +356,7 @@ for n in names:
     print(f"{n:<{w}}  " + "  ".join(f"{shown(r, n):<{width}}" for r, _, width in cols))
 print()
 print("a = fixture directly, b = gateway + fixture (stdio), c = server-everything directly, "
-      "d = gateway + server-everything (HTTP); a cell is the result, then checks/warnings; "
+      "d = gateway + server-everything (HTTP), e = gateway + mcpyard stdio + fixture; a cell is the result, then checks/warnings; "
       "'!' = a gate broken; VACUOUS = green only because the tool is missing")
 for g, n, why in broken:
     print(f"  BROKEN {n}: {why}")
@@ -340,7 +364,7 @@ if "c" in runs:
     new = [n for n in names if cell("c", n) == "PASS" and n not in everything_passes]
     if new:
         print("  server-everything now also passes " + ", ".join(new) + ": add to EVERYTHING_PASSES")
-counts = {r: sum(1 for n in names if cell(r, n) == "PASS") for r in "abcd" if r in runs}
+counts = {r: sum(1 for n in names if cell(r, n) == "PASS") for r in "abcde" if r in runs}
 print("scenarios passing: " + ", ".join(f"{r}={counts[r]}/{len(names)}" for r in counts))
 print(f"conformance gates: {kept} passed, {len(broken)} failed")
 sys.exit(1 if broken else 0)
