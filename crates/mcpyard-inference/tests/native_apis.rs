@@ -438,8 +438,8 @@ async fn cancelling_a_streamed_chat_closes_the_backend_stream() {
         )
         .await;
     assert!(
-        answer.to_value().to_string().contains("cancelled"),
-        "{answer:?}"
+        answer.is_none(),
+        "a cancelled request was answered: {answer:?}"
     );
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while !f.closed.load(std::sync::atomic::Ordering::SeqCst) {

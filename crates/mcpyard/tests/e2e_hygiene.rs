@@ -332,3 +332,64 @@ async fn a_second_sigterm_leaves_no_process_of_an_upstream_behind() {
         group_members(group)
     );
 }
+
+// ---- logs -----------------------------------------------------------------
+
+/// A session id is the client's credential for its session: ending the
+/// session for idleness is logged without it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_ids_stay_out_of_the_log() {
+    let dir = scratch();
+    let cfg = dir.path().join("mcpyard.toml");
+    std::fs::write(&cfg, "session_idle_timeout = \"1s\"\n").expect("write config");
+    let (proc, port) = serve(
+        dir.path(),
+        &["--config", cfg.to_str().expect("utf-8 path")],
+        &[],
+    )
+    .await;
+    let body = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "probe", "version": "1"}}
+    })
+    .to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .expect("connect");
+    stream.write_all(request.as_bytes()).await.expect("send");
+    let mut answer = String::new();
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_string(&mut answer))
+        .await
+        .expect("answered within 10 s")
+        .expect("read the answer");
+    let session_id = answer
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .starts_with("mcp-session-id:")
+                .then(|| l.split_once(':').map(|(_, v)| v.trim().to_owned()))
+                .flatten()
+        })
+        .unwrap_or_else(|| panic!("no Mcp-Session-Id in {answer}"));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !proc.log_text().contains("without use") {
+        assert!(
+            Instant::now() < deadline,
+            "the idle session was not ended:\n{}",
+            proc.log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let log = proc.log_text();
+    assert!(
+        !log.contains(&session_id),
+        "the session id is in the log:\n{log}"
+    );
+}
