@@ -40,6 +40,10 @@ const LIVENESS: Duration = Duration::from_secs(5);
 /// Seconds between two progress notifications of the upstream.
 const STEP_SECONDS: f64 = 0.004;
 
+/// The stall tests run one at a time: each loads both cores with a flood of
+/// progress, and the liveness bound is about the gateway, not the machine.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// How many progress notifications fill `channel_capacity` plus every byte
 /// buffer of the stalled connection ten times over.
 fn ten_times_the_buffers(channel_capacity: usize, receive_buffer: usize) -> usize {
@@ -334,6 +338,7 @@ fn check_thinned_progress(messages: &[Value], steps: usize) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_stops_reading_its_answer_stream_does_not_stall_the_upstream() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let dir = scratch();
     let gw = Gateway::start(&everything_stdio("every"), dir.path()).await;
     let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
@@ -378,6 +383,7 @@ async fn a_client_that_stops_reading_its_answer_stream_does_not_stall_the_upstre
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_stops_reading_its_session_stream_does_not_stall_the_upstream() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let dir = scratch();
     let gw = Gateway::start(&everything_stdio("every"), dir.path()).await;
     let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
@@ -507,6 +513,7 @@ fn find(haystack: &[u8], needle: &[u8], from: usize) -> Option<usize> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_legacy_sse_client_that_stops_reading_does_not_stall_the_upstream() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let dir = scratch();
     let gw = Gateway::start(&everything_stdio("every"), dir.path()).await;
     let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
@@ -617,6 +624,7 @@ impl ClientHandler for StuckOnProgress {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stuck_notification_handler_does_not_hold_up_answers() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let client = McpClient::connect(
         TransportSpec::Stdio {
             command: node().display().to_string(),
