@@ -90,6 +90,12 @@ impl Transport {
         }
     }
 
+    /// Whether abandoning a request's exchange (the POST) is itself the
+    /// cancellation the 2026-07-28 era expects, so no notification is sent.
+    pub(crate) fn cancels_by_closing(&self) -> bool {
+        matches!(self, Transport::StreamableHttp(_))
+    }
+
     /// The child's pid (also its process group id), for stdio.
     pub(crate) fn process_id(&self) -> Option<u32> {
         match self {
