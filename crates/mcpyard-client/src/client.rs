@@ -583,6 +583,25 @@ impl McpClient {
         Ok(answer)
     }
 
+    /// One round of a request, for a caller that passes an `input_required`
+    /// answer on to its own 2026-07-28 client instead of answering it here:
+    /// the answer comes back as the server gave it, and the caller retries
+    /// with `inputResponses` and `requestState` in `params`. In the handshake
+    /// era this is [`McpClient::request_with_id`].
+    pub async fn request_single_round(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        options: RequestOptions,
+        on_sent: impl FnOnce(RequestId) + Send,
+    ) -> Result<Value, ClientError> {
+        let params = match self.inner.envelope.get() {
+            Some(envelope) => Some(with_envelope(params, envelope)),
+            None => params,
+        };
+        self.exchange(method, params, options, on_sent).await
+    }
+
     /// Runs the handler for every input request of one `input_required`
     /// answer at once; the first refusal ends the request with its error.
     async fn answer_input(

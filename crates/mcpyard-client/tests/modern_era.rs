@@ -105,7 +105,10 @@ fn free_port() -> u16 {
 
 /// Our Python SDK 2.x server over Streamable HTTP on a loopback port.
 fn start_modern_server_http() -> (Process, TransportSpec) {
-    let port = free_port();
+    start_modern_server_http_on(free_port())
+}
+
+fn start_modern_server_http_on(port: u16) -> (Process, TransportSpec) {
     let child = Command::new(python("venv"))
         .arg(modern_server_script())
         .arg("http")
@@ -398,6 +401,99 @@ async fn list_changes_over_stdio_arrive_on_the_listen_stream() {
 async fn list_changes_over_streamable_http_arrive_on_the_listen_stream() {
     let (_server, spec) = start_modern_server_http();
     list_changes_reach_the_handler(spec).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_listen_stream_is_opened_again_after_the_server_restarts() {
+    let port = free_port();
+    let (server, spec) = start_modern_server_http_on(port);
+    let handler = Arc::new(Answering::default());
+    let client = McpClient::connect(spec, handler.clone(), auto())
+        .await
+        .expect("connect");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The era has no session: the same client goes on with the new process,
+    // once its listen stream, broken by the restart, is open again.
+    drop(server);
+    let (_server, _) = start_modern_server_http_on(port);
+    let start = Instant::now();
+    while handler.notified("notifications/tools/list_changed") == 0 {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "no tools/list_changed reached the handler after the restart"
+        );
+        call(&client, "grow", json!({})).await.expect("grow");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert!(!client.is_closed());
+    client.shutdown().await;
+}
+
+fn group_exists(pgid: u32) -> bool {
+    let pgid = i32::try_from(pgid).expect("a pid fits in i32");
+    assert!(pgid > 1);
+    // SAFETY: signal 0 only checks for existence.
+    let rc = unsafe { libc::killpg(pgid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_client_ends_the_server_despite_the_open_listen_stream() {
+    let handler = Arc::new(Answering::default());
+    let client = McpClient::connect(modern_server_stdio(), handler, auto())
+        .await
+        .expect("connect");
+    // Let the listen stream (a request that never ends) be open.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let pgid = client.process_id().expect("a child process");
+    assert!(group_exists(pgid));
+    drop(client);
+    let start = Instant::now();
+    while group_exists(pgid) {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the server outlived its last client handle"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_single_round_hands_input_required_to_the_caller() {
+    let handler = Arc::new(Answering::default());
+    let client = McpClient::connect(modern_server_stdio(), handler.clone(), auto())
+        .await
+        .expect("connect");
+    let params = json!({"name": "consult", "arguments": {"question": "q"}});
+    let first = client
+        .request_single_round("tools/call", Some(params.clone()), bounded(), |_| {})
+        .await
+        .expect("first round");
+    assert_eq!(first["resultType"], "input_required", "{first}");
+    let mut keys: Vec<&String> = first["inputRequests"]
+        .as_object()
+        .expect("input requests")
+        .keys()
+        .collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["model", "user"]);
+    assert!(
+        handler.asked().is_empty(),
+        "the caller answers, not the handler"
+    );
+
+    let mut retry = params;
+    retry["inputResponses"] = json!({
+        "model": {"role": "assistant", "content": {"type": "text", "text": "seven"}, "model": "m"},
+        "user": {"action": "accept", "content": {"name": "Bo"}},
+    });
+    retry["requestState"] = first["requestState"].clone();
+    let done = client
+        .request_single_round("tools/call", Some(retry), bounded(), |_| {})
+        .await
+        .expect("second round");
+    assert_eq!(first_text(&done), "model said seven; user is Bo", "{done}");
+    client.shutdown().await;
 }
 
 /// server-everything (TypeScript SDK) refuses `server/discover`: in Auto the

@@ -67,8 +67,9 @@ async def consult(question: str, ctx: Context) -> CallToolResult | InputRequired
 
 @server.tool()
 async def grow(ctx: Context) -> str:
-    """Adds the tool `grown` and tells listeners the list changed."""
-    server.add_tool(lambda: "grown", name="grown", description="Added at run time.")
+    """Adds the tool `grown` (once) and tells listeners the list changed."""
+    if "grown" not in {t.name for t in await server.list_tools()}:
+        server.add_tool(lambda: "grown", name="grown", description="Added at run time.")
     await ctx.notify_tools_changed()
     return "grew"
 
