@@ -726,7 +726,7 @@ impl McpClient {
         if method == methods::INITIALIZE
             || method == methods::SERVER_DISCOVER
             || self.is_closed()
-            || (self.is_modern() && self.inner.transport.cancels_by_closing())
+            || (self.is_modern() && self.inner.transport.is_streamable_http())
         {
             return;
         }
@@ -748,11 +748,17 @@ impl McpClient {
         });
     }
 
-    /// Sends a notification.
+    /// Sends a notification. Over Streamable HTTP in the 2026-07-28 era
+    /// there is nothing to send it on (that wire has no client
+    /// notifications), so it is dropped.
     pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), ClientError> {
         let shared = &self.inner.shared;
         if shared.closed.is_cancelled() {
             return Err(ClientError::Closed);
+        }
+        if self.is_modern() && self.inner.transport.is_streamable_http() {
+            tracing::debug!(target: "mcpyard::upstream", server = %shared.label, "{method} not sent: the 2026-07-28 HTTP wire has no client notifications");
+            return Ok(());
         }
         let message = Message::notification(method, params);
         self.inner

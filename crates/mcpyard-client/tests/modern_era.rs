@@ -429,6 +429,26 @@ async fn the_listen_stream_is_opened_again_after_the_server_restarts() {
     client.shutdown().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notifications_are_not_posted_to_a_modern_http_server() {
+    let (_server, spec) = start_modern_server_http();
+    let client = McpClient::connect(spec, Arc::new(Answering::default()), auto())
+        .await
+        .expect("connect");
+    // The era's HTTP wire has no client notifications (the server would
+    // refuse the POST for want of a session); the gateway forwards roots
+    // changes to every upstream whatever its era.
+    client
+        .notify("notifications/roots/list_changed", None)
+        .await
+        .expect("nothing to send is no failure");
+    let reversed = call(&client, "reverse", json!({"text": "ok"}))
+        .await
+        .expect("reverse");
+    assert_eq!(first_text(&reversed), "ko");
+    client.shutdown().await;
+}
+
 fn group_exists(pgid: u32) -> bool {
     let pgid = i32::try_from(pgid).expect("a pid fits in i32");
     assert!(pgid > 1);

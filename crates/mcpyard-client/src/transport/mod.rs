@@ -90,9 +90,9 @@ impl Transport {
         }
     }
 
-    /// Whether abandoning a request's exchange (the POST) is itself the
-    /// cancellation the 2026-07-28 era expects, so no notification is sent.
-    pub(crate) fn cancels_by_closing(&self) -> bool {
+    /// Streamable HTTP: in the 2026-07-28 era it carries no client
+    /// notifications (abandoning a request's POST is its cancellation).
+    pub(crate) fn is_streamable_http(&self) -> bool {
         matches!(self, Transport::StreamableHttp(_))
     }
 
