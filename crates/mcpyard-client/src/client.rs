@@ -538,7 +538,11 @@ impl McpClient {
             if answer.get("resultType").and_then(Value::as_str) != Some("input_required") {
                 return Ok(answer);
             }
-            let mut retry = params.clone();
+            let Value::Object(mut retry) = params.clone() else {
+                return Err(ClientError::Protocol(format!(
+                    "{method}: the server asked for input, but params that are not an object cannot carry the answers"
+                )));
+            };
             let asked = answer
                 .get("inputRequests")
                 .and_then(Value::as_object)
@@ -548,7 +552,7 @@ impl McpClient {
                     Some(asked) => {
                         state_only_wait = STATE_ONLY_BACKOFF;
                         let responses = self.answer_input(asked, first_id.clone()).await?;
-                        retry["inputResponses"] = Value::Object(responses);
+                        retry.insert("inputResponses".into(), Value::Object(responses));
                     }
                     None => {
                         tokio::time::sleep(state_only_wait).await;
@@ -559,14 +563,14 @@ impl McpClient {
             };
             self.bounded(round, deadline, &options).await?;
             if let Some(state) = answer.get("requestState") {
-                retry["requestState"] = state.clone();
+                retry.insert("requestState".into(), state.clone());
             }
             let left = RequestOptions {
                 timeout: deadline.map(|d| d.saturating_duration_since(tokio::time::Instant::now())),
                 cancel: options.cancel.clone(),
             };
             answer = self
-                .exchange(method, Some(retry), left, |_| {})
+                .exchange(method, Some(Value::Object(retry)), left, |_| {})
                 .await
                 .map_err(|e| match e {
                     ClientError::Timeout(_) => {
@@ -1057,5 +1061,57 @@ async fn answer_server_request(
             server = %shared.label,
             "could not answer the server's {method}: {e}"
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_envelope_joins_the_callers_meta_and_replaces_a_forwarded_one() {
+        let mut envelope = Map::new();
+        envelope.insert(PROTOCOL_VERSION_KEY.into(), json!(MODERN_PROTOCOL_VERSION));
+        envelope.insert(CLIENT_CAPABILITIES_KEY.into(), json!({"sampling": {}}));
+        let stamped = with_envelope(
+            Some(json!({"name": "echo", "_meta": {
+                "progressToken": 7,
+                CLIENT_CAPABILITIES_KEY: {"roots": {}},
+            }})),
+            &envelope,
+        );
+        assert_eq!(
+            stamped,
+            json!({"name": "echo", "_meta": {
+                "progressToken": 7,
+                PROTOCOL_VERSION_KEY: MODERN_PROTOCOL_VERSION,
+                CLIENT_CAPABILITIES_KEY: {"sampling": {}},
+            }})
+        );
+        assert_eq!(
+            with_envelope(None, &envelope),
+            json!({"_meta": Value::Object(envelope.clone())})
+        );
+        assert_eq!(with_envelope(Some(json!([1])), &envelope), json!([1]));
+    }
+
+    #[test]
+    fn only_lists_that_may_change_are_listened_to() {
+        assert_eq!(
+            listen_filter(&json!({"tools": {"listChanged": true}, "prompts": {}})),
+            Some(json!({"toolsListChanged": true}))
+        );
+        assert_eq!(listen_filter(&json!({"tools": {}})), None);
+    }
+
+    #[test]
+    fn only_a_discover_result_naming_the_era_adopts_it() {
+        assert!(offers_modern(
+            &json!({"supportedVersions": ["2025-11-25", "2026-07-28"]})
+        ));
+        assert!(!offers_modern(
+            &json!({"supportedVersions": ["2025-11-25"]})
+        ));
+        assert!(!offers_modern(&json!({})));
     }
 }

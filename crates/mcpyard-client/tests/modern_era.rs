@@ -140,6 +140,8 @@ struct Asked {
 #[derive(Debug, Default)]
 struct Answering {
     refuse_elicitation: bool,
+    /// Never answers elicitation.
+    stall_elicitation: bool,
     asked: Mutex<Vec<Asked>>,
     notified: Mutex<Vec<String>>,
 }
@@ -174,6 +176,7 @@ impl ClientHandler for Answering {
                 "content": {"type": "text", "text": "forty-two"},
                 "model": "test-model",
             })),
+            "elicitation/create" if self.stall_elicitation => std::future::pending().await,
             "elicitation/create" if self.refuse_elicitation => {
                 Err(ErrorObject::new(-32042, "the user is away"))
             }
@@ -356,6 +359,35 @@ async fn a_refused_input_request_fails_the_call_with_the_handlers_error() {
         }
         other => panic!("expected the handler's error, got {other:?}"),
     }
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_request_timeout_covers_the_handlers_answers() {
+    let handler = Arc::new(Answering {
+        stall_elicitation: true,
+        ..Answering::default()
+    });
+    let client = McpClient::connect(modern_server_stdio(), handler, auto())
+        .await
+        .expect("connect");
+    let started = Instant::now();
+    let err = client
+        .request(
+            "tools/call",
+            Some(json!({"name": "consult", "arguments": {"question": "q"}})),
+            RequestOptions {
+                timeout: Some(Duration::from_secs(1)),
+                cancel: None,
+            },
+        )
+        .await
+        .expect_err("the handler never answers");
+    assert!(
+        matches!(err, ClientError::Timeout(t) if t == Duration::from_secs(1)),
+        "{err:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
     client.shutdown().await;
 }
 
