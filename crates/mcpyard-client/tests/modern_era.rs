@@ -398,18 +398,17 @@ async fn list_changes_reach_the_handler(spec: TransportSpec) {
     let client = McpClient::connect(spec, handler.clone(), auto())
         .await
         .expect("connect");
-    // The listen stream opens in the background; give it a moment to be
-    // acknowledged before the change is made.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let grew = call(&client, "grow", json!({})).await.expect("grow");
-    assert_eq!(first_text(&grew), "grew");
+    // The listen stream opens in the background and the server replays
+    // nothing to a late listener: announce until the announcement arrives.
     let start = Instant::now();
     while handler.notified("notifications/tools/list_changed") == 0 {
         assert!(
             start.elapsed() < Duration::from_secs(10),
             "no tools/list_changed reached the handler"
         );
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        let grew = call(&client, "grow", json!({})).await.expect("grow");
+        assert_eq!(first_text(&grew), "grew");
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
     assert_eq!(
         handler.notified("notifications/subscriptions/acknowledged"),
