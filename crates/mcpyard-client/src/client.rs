@@ -1,4 +1,6 @@
-//! The MCP client: one connection, one `initialize`, many concurrent requests.
+//! The MCP client: one connection, one `initialize` (or, in the 2026-07-28
+//! era, one `server/discover` and an envelope on every request), many
+//! concurrent requests.
 //!
 //! Requests are multiplexed by integer id over the single connection; a
 //! pending map of oneshot senders pairs answers with callers. One dispatcher
@@ -9,6 +11,13 @@
 //! stall the reader) and their answer is sent back. When the
 //! transport dies every pending request fails at once with
 //! [`ClientError::Closed`].
+//!
+//! In the 2026-07-28 era there is no session: a request that needs the
+//! client (sampling, elicitation, roots) is answered `input_required`; the
+//! client answers the input requests through the same handler that answers
+//! server requests in the handshake era, and retries. List changes arrive
+//! on a `subscriptions/listen` stream and reach the handler like any
+//! notification.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -17,8 +26,11 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
+use mcpyard_proto::envelope::{
+    CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, PROTOCOL_VERSION_KEY, SERVER_INFO_KEY,
+};
 use mcpyard_proto::{methods, Message, RequestId};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio_util::sync::CancellationToken;
 
@@ -45,6 +57,38 @@ const MAX_DETACHED_NOTIFICATIONS: usize = 64;
 /// request may take to go out.
 const CANCEL_SEND_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The protocol version of the era without `initialize`.
+pub const MODERN_PROTOCOL_VERSION: &str = "2026-07-28";
+
+/// Most times a request answered `input_required` is retried.
+pub const MAX_INPUT_ROUNDS: usize = 10;
+
+/// How long the `server/discover` probe may take before the handshake is
+/// tried instead.
+const DISCOVER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// First and longest wait before retrying a request whose `input_required`
+/// answer asked for nothing but time (request state only).
+const STATE_ONLY_BACKOFF: Duration = Duration::from_millis(50);
+const STATE_ONLY_BACKOFF_CAP: Duration = Duration::from_millis(250);
+
+/// First and longest wait before a `subscriptions/listen` stream that ended
+/// is opened again.
+const LISTEN_RETRY: Duration = Duration::from_secs(1);
+const LISTEN_RETRY_CAP: Duration = Duration::from_secs(30);
+
+/// Which protocol era [`McpClient::connect`] speaks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum EraPolicy {
+    /// `initialize` and a session, as every server before 2026-07-28 wants.
+    #[default]
+    Handshake,
+    /// Ask with `server/discover` first and speak 2026-07-28 when the server
+    /// offers it; fall back to the handshake otherwise. The legacy SSE
+    /// transport always uses the handshake.
+    Auto,
+}
+
 /// Settings for [`McpClient::connect`].
 #[derive(Debug, Clone)]
 pub struct ConnectOptions {
@@ -62,6 +106,8 @@ pub struct ConnectOptions {
     /// A label for logs (the server's configured name); stderr lines of a
     /// child process are logged under it.
     pub label: String,
+    /// Whether to try the 2026-07-28 era first.
+    pub era: EraPolicy,
 }
 
 impl Default for ConnectOptions {
@@ -73,6 +119,7 @@ impl Default for ConnectOptions {
             protocol_version: "2025-11-25".into(),
             connect_timeout: Duration::from_secs(30),
             label: "upstream".into(),
+            era: EraPolicy::Handshake,
         }
     }
 }
@@ -92,6 +139,18 @@ pub struct RequestOptions {
 #[derive(Clone)]
 pub struct McpClient {
     inner: Arc<Inner>,
+    /// Held by the application's handles only: the client's own background
+    /// work (the listen stream) must not keep the connection open.
+    _owner: Option<Arc<Owner>>,
+}
+
+/// Closes the connection once the application dropped its last handle.
+struct Owner(Arc<Shared>);
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        self.0.close();
+    }
 }
 
 type Answer = Result<Value, ClientError>;
@@ -104,6 +163,10 @@ struct Shared {
     closed: CancellationToken,
     handler: Arc<dyn ClientHandler>,
     label: String,
+    /// The id of the open `subscriptions/listen` request (0: none): what
+    /// arrives on it is delivered like a handshake-era notification, tied
+    /// to no request.
+    listen_id: AtomicI64,
 }
 
 impl Shared {
@@ -129,6 +192,11 @@ impl Shared {
         }
     }
 
+    fn is_listen_stream(&self, id: &RequestId) -> bool {
+        let listen = self.listen_id.load(Ordering::Relaxed);
+        listen != 0 && *id == RequestId::Number(listen)
+    }
+
     /// Marks the connection closed and fails every pending request.
     fn close(&self) {
         self.closed.cancel();
@@ -144,6 +212,8 @@ struct Inner {
     transport: Transport,
     next_id: AtomicI64,
     init_result: OnceLock<Value>,
+    /// In the 2026-07-28 era, the `_meta` keys every request carries.
+    envelope: OnceLock<Map<String, Value>>,
 }
 
 impl Drop for Inner {
@@ -176,7 +246,10 @@ impl std::fmt::Debug for McpClient {
 }
 
 impl McpClient {
-    /// Opens the transport, runs `initialize` + `notifications/initialized`.
+    /// Opens the transport, runs `initialize` + `notifications/initialized`
+    /// (with [`EraPolicy::Auto`], `server/discover` first: a server that
+    /// offers 2026-07-28 is spoken to in that era, any other answer falls
+    /// back to `initialize`).
     ///
     /// The whole of it is bounded by `options.connect_timeout`; on any
     /// failure the transport is shut down (a child process is killed and
@@ -191,6 +264,8 @@ impl McpClient {
             TransportSpec::Sse { .. } => LEGACY_SSE_PROTOCOL_VERSION.to_owned(),
             _ => options.protocol_version.clone(),
         };
+        let try_modern =
+            options.era == EraPolicy::Auto && !matches!(spec, TransportSpec::Sse { .. });
         let described = spec.describe();
         let closed = CancellationToken::new();
         let (link, rx) = Link::new(&options.label, closed.clone());
@@ -214,17 +289,27 @@ impl McpClient {
             closed,
             handler,
             label: options.label.clone(),
+            listen_id: AtomicI64::new(0),
         });
         let inner = Arc::new(Inner {
             shared: shared.clone(),
             transport,
             next_id: AtomicI64::new(1),
             init_result: OnceLock::new(),
+            envelope: OnceLock::new(),
         });
-        tokio::spawn(dispatch(rx, shared, Arc::downgrade(&inner)));
-        let client = McpClient { inner };
+        tokio::spawn(dispatch(rx, shared.clone(), Arc::downgrade(&inner)));
+        let client = McpClient {
+            inner,
+            _owner: Some(Arc::new(Owner(shared))),
+        };
 
-        match client.handshake(&version, &options, deadline).await {
+        let connected = if try_modern {
+            client.negotiate(&version, &options, deadline).await
+        } else {
+            client.handshake(&version, &options, deadline).await
+        };
+        match connected {
             Ok(()) => {
                 tracing::info!(target: "mcpyard::upstream", server = %options.label, "connected ({described})");
                 Ok(client)
@@ -234,6 +319,107 @@ impl McpClient {
                 Err(e)
             }
         }
+    }
+
+    /// Probes with `server/discover`: a result offering 2026-07-28 is
+    /// adopted; a JSON-RPC error, an HTTP 4xx without one, or a result
+    /// without that version means a server of the handshake era.
+    async fn negotiate(
+        &self,
+        version: &str,
+        options: &ConnectOptions,
+        deadline: tokio::time::Instant,
+    ) -> Result<(), ClientError> {
+        let mut envelope = Map::new();
+        envelope.insert(PROTOCOL_VERSION_KEY.into(), json!(MODERN_PROTOCOL_VERSION));
+        envelope.insert(CLIENT_CAPABILITIES_KEY.into(), options.capabilities.clone());
+        envelope.insert(
+            CLIENT_INFO_KEY.into(),
+            json!({"name": options.client_name, "version": options.client_version}),
+        );
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let probe = self
+            .exchange(
+                methods::SERVER_DISCOVER,
+                Some(json!({ "_meta": envelope })),
+                RequestOptions {
+                    timeout: Some(left.min(DISCOVER_TIMEOUT)),
+                    cancel: None,
+                },
+                |_| {},
+            )
+            .await;
+        let legacy_why = match probe {
+            Ok(discovered) if offers_modern(&discovered) => {
+                self.adopt(discovered, envelope, options);
+                return Ok(());
+            }
+            Ok(_) => "its server/discover result offers no 2026-07-28".to_owned(),
+            Err(ClientError::Rpc(e)) => format!("server/discover: {}", e.message),
+            Err(ClientError::Http { status, .. }) if (400..500).contains(&status) => {
+                format!("server/discover: HTTP {status}")
+            }
+            Err(ClientError::Timeout(_)) if tokio::time::Instant::now() < deadline => {
+                "no answer to server/discover".to_owned()
+            }
+            Err(ClientError::Timeout(_)) => {
+                return Err(ClientError::Timeout(options.connect_timeout))
+            }
+            Err(e) => return Err(e),
+        };
+        tracing::debug!(target: "mcpyard::upstream", server = %options.label, "using the handshake: {legacy_why}");
+        self.handshake(version, options, deadline).await
+    }
+
+    /// Takes the 2026-07-28 era: from now on every request carries
+    /// `envelope`. The discover result is kept in the shape of an
+    /// `initialize` result, so callers read it the same way in both eras.
+    fn adopt(&self, discovered: Value, envelope: Map<String, Value>, options: &ConnectOptions) {
+        let capabilities = discovered
+            .get("capabilities")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        let server_info = discovered
+            .get("_meta")
+            .and_then(|m| m.get(SERVER_INFO_KEY))
+            .filter(|info| info.is_object())
+            .cloned()
+            .unwrap_or_else(|| json!({"name": options.label, "version": ""}));
+        let mut described = json!({
+            "protocolVersion": MODERN_PROTOCOL_VERSION,
+            "capabilities": capabilities,
+            "serverInfo": server_info,
+        });
+        if let Some(instructions) = discovered.get("instructions") {
+            described["instructions"] = instructions.clone();
+        }
+        let _ = self.inner.envelope.set(envelope);
+        let _ = self.inner.init_result.set(described);
+        if let Some(filter) = listen_filter(&capabilities) {
+            tokio::spawn(keep_listening(
+                McpClient {
+                    inner: self.inner.clone(),
+                    _owner: None,
+                },
+                filter,
+            ));
+        }
+    }
+
+    /// Whether the connection speaks the 2026-07-28 era.
+    pub fn is_modern(&self) -> bool {
+        self.inner.envelope.get().is_some()
+    }
+
+    /// Checks that the server still answers: `ping` in the handshake era,
+    /// `server/discover` in the 2026-07-28 era (which has no `ping`).
+    pub async fn check_alive(&self, options: RequestOptions) -> Result<(), ClientError> {
+        let method = if self.is_modern() {
+            methods::SERVER_DISCOVER
+        } else {
+            methods::PING
+        };
+        self.request(method, None, options).await.map(|_| ())
     }
 
     async fn handshake(
@@ -279,13 +465,15 @@ impl McpClient {
     }
 
     /// The `initialize` result the server gave (serverInfo, capabilities,
-    /// instructions, protocolVersion).
+    /// instructions, protocolVersion). In the 2026-07-28 era, the same
+    /// fields taken from its `server/discover` result.
     pub fn initialize_result(&self) -> &Value {
         static NONE: Value = Value::Null;
         self.inner.init_result.get().unwrap_or(&NONE)
     }
 
-    /// The protocol version the server agreed to.
+    /// The protocol version the server agreed to (`2026-07-28` when the
+    /// connection speaks that era).
     pub fn protocol_version(&self) -> &str {
         self.initialize_result()
             .get("protocolVersion")
@@ -305,7 +493,9 @@ impl McpClient {
     }
 
     /// Sends a request and waits for its result. A timeout or cancellation
-    /// sends `notifications/cancelled` for it.
+    /// sends `notifications/cancelled` for it. In the 2026-07-28 era the
+    /// request carries the envelope, and an `input_required` answer is
+    /// resolved (see [`McpClient::request_with_id`]).
     pub async fn request(
         &self,
         method: &str,
@@ -318,7 +508,164 @@ impl McpClient {
     /// Like [`McpClient::request`], with a hook that learns the request's
     /// upstream id right before the message goes out (so progress and
     /// server requests on its stream can be tied back to it).
+    ///
+    /// In the 2026-07-28 era, an answer with `resultType: "input_required"`
+    /// has its input requests answered by the handler's `on_request` (with
+    /// the first request's id as `related`), and the request is sent again
+    /// with the responses and the server's request state, up to
+    /// [`MAX_INPUT_ROUNDS`] times; the timeout covers every round.
     pub async fn request_with_id(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        options: RequestOptions,
+        on_sent: impl FnOnce(RequestId) + Send,
+    ) -> Result<Value, ClientError> {
+        let Some(envelope) = self.inner.envelope.get() else {
+            return self.exchange(method, params, options, on_sent).await;
+        };
+        let params = with_envelope(params, envelope);
+        let deadline = options.timeout.map(|t| tokio::time::Instant::now() + t);
+        let mut first_id = None;
+        let mut answer = self
+            .exchange(method, Some(params.clone()), options.clone(), |id| {
+                first_id = Some(id.clone());
+                on_sent(id);
+            })
+            .await?;
+        let mut state_only_wait = STATE_ONLY_BACKOFF;
+        for _ in 0..MAX_INPUT_ROUNDS {
+            if answer.get("resultType").and_then(Value::as_str) != Some("input_required") {
+                return Ok(answer);
+            }
+            let Value::Object(mut retry) = params.clone() else {
+                return Err(ClientError::Protocol(format!(
+                    "{method}: the server asked for input, but params that are not an object cannot carry the answers"
+                )));
+            };
+            let asked = answer
+                .get("inputRequests")
+                .and_then(Value::as_object)
+                .filter(|asked| !asked.is_empty());
+            let round = async {
+                match asked {
+                    Some(asked) => {
+                        state_only_wait = STATE_ONLY_BACKOFF;
+                        let responses = self.answer_input(asked, first_id.clone()).await?;
+                        retry.insert("inputResponses".into(), Value::Object(responses));
+                    }
+                    None => {
+                        tokio::time::sleep(state_only_wait).await;
+                        state_only_wait = (state_only_wait * 2).min(STATE_ONLY_BACKOFF_CAP);
+                    }
+                }
+                Ok::<(), ClientError>(())
+            };
+            self.bounded(round, deadline, &options).await?;
+            if let Some(state) = answer.get("requestState") {
+                retry.insert("requestState".into(), state.clone());
+            }
+            let left = RequestOptions {
+                timeout: deadline.map(|d| d.saturating_duration_since(tokio::time::Instant::now())),
+                cancel: options.cancel.clone(),
+            };
+            answer = self
+                .exchange(method, Some(Value::Object(retry)), left, |_| {})
+                .await
+                .map_err(|e| match e {
+                    ClientError::Timeout(_) => {
+                        ClientError::Timeout(options.timeout.unwrap_or_default())
+                    }
+                    other => other,
+                })?;
+        }
+        if answer.get("resultType").and_then(Value::as_str) == Some("input_required") {
+            return Err(ClientError::Protocol(format!(
+                "{method}: the server still asked for input after {MAX_INPUT_ROUNDS} rounds"
+            )));
+        }
+        Ok(answer)
+    }
+
+    /// One round of a request, for a caller that passes an `input_required`
+    /// answer on to its own 2026-07-28 client instead of answering it here:
+    /// the answer comes back as the server gave it, and the caller retries
+    /// with `inputResponses` and `requestState` in `params`. In the handshake
+    /// era this is [`McpClient::request_with_id`].
+    pub async fn request_single_round(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        options: RequestOptions,
+        on_sent: impl FnOnce(RequestId) + Send,
+    ) -> Result<Value, ClientError> {
+        let params = match self.inner.envelope.get() {
+            Some(envelope) => Some(with_envelope(params, envelope)),
+            None => params,
+        };
+        self.exchange(method, params, options, on_sent).await
+    }
+
+    /// Runs the handler for every input request of one `input_required`
+    /// answer at once; the first refusal ends the request with its error.
+    async fn answer_input(
+        &self,
+        asked: &Map<String, Value>,
+        related: Option<RequestId>,
+    ) -> Result<Map<String, Value>, ClientError> {
+        let handler = &self.inner.shared.handler;
+        let answers = asked.iter().map(|(key, request)| {
+            let related = related.clone();
+            async move {
+                let Some(method) = request.get("method").and_then(Value::as_str) else {
+                    return Err(ClientError::Protocol(format!(
+                        "input request `{key}` names no method"
+                    )));
+                };
+                let params = request.get("params").cloned();
+                let result = handler
+                    .on_request(method, params, related)
+                    .await
+                    .map_err(ClientError::Rpc)?;
+                Ok((key.clone(), result))
+            }
+        });
+        Ok(futures::future::try_join_all(answers)
+            .await?
+            .into_iter()
+            .collect())
+    }
+
+    /// Runs `work` within what is left of a request's time, its
+    /// cancellation and the connection's life.
+    async fn bounded<T>(
+        &self,
+        work: impl Future<Output = Result<T, ClientError>>,
+        deadline: Option<tokio::time::Instant>,
+        options: &RequestOptions,
+    ) -> Result<T, ClientError> {
+        let timeout = async {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d).await,
+                None => std::future::pending().await,
+            }
+        };
+        let cancelled = async {
+            match &options.cancel {
+                Some(token) => token.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            outcome = work => outcome,
+            () = self.inner.shared.closed.cancelled() => Err(ClientError::Closed),
+            () = timeout => Err(ClientError::Timeout(options.timeout.unwrap_or_default())),
+            () = cancelled => Err(ClientError::Cancelled),
+        }
+    }
+
+    /// One request and its answer, as it goes on the wire.
+    async fn exchange(
         &self,
         method: &str,
         params: Option<Value>,
@@ -377,8 +724,14 @@ impl McpClient {
     /// Tells the server to stop working on `id`, without making the caller
     /// wait for the message to go out.
     fn cancel_upstream(&self, id: i64, method: &str, reason: &str) {
-        // The spec forbids cancelling initialize.
-        if method == methods::INITIALIZE || self.is_closed() {
+        // The spec forbids cancelling initialize and server/discover; over
+        // HTTP the 2026-07-28 era takes the closed connection of the
+        // abandoned POST as the cancellation.
+        if method == methods::INITIALIZE
+            || method == methods::SERVER_DISCOVER
+            || self.is_closed()
+            || (self.is_modern() && self.inner.transport.is_streamable_http())
+        {
             return;
         }
         let client = self.clone();
@@ -399,11 +752,17 @@ impl McpClient {
         });
     }
 
-    /// Sends a notification.
+    /// Sends a notification. Over Streamable HTTP in the 2026-07-28 era
+    /// there is nothing to send it on (that wire has no client
+    /// notifications), so it is dropped.
     pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), ClientError> {
         let shared = &self.inner.shared;
         if shared.closed.is_cancelled() {
             return Err(ClientError::Closed);
+        }
+        if self.is_modern() && self.inner.transport.is_streamable_http() {
+            tracing::debug!(target: "mcpyard::upstream", server = %shared.label, "{method} not sent: the 2026-07-28 HTTP wire has no client notifications");
+            return Ok(());
         }
         let message = Message::notification(method, params);
         self.inner
@@ -470,6 +829,105 @@ impl McpClient {
     }
 }
 
+/// Whether a `server/discover` result offers the 2026-07-28 era.
+fn offers_modern(discovered: &Value) -> bool {
+    discovered
+        .get("supportedVersions")
+        .and_then(Value::as_array)
+        .is_some_and(|versions| {
+            versions
+                .iter()
+                .any(|v| v.as_str() == Some(MODERN_PROTOCOL_VERSION))
+        })
+}
+
+/// `params` with the envelope's keys in its `_meta`, next to whatever the
+/// caller put there (a progress token); the envelope of this hop replaces
+/// any the caller forwarded.
+fn with_envelope(params: Option<Value>, envelope: &Map<String, Value>) -> Value {
+    let mut params = match params {
+        Some(Value::Object(p)) => p,
+        None | Some(Value::Null) => Map::new(),
+        // Not an object: the server will say what is wrong with it.
+        Some(other) => return other,
+    };
+    let meta = params
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !meta.is_object() {
+        *meta = Value::Object(Map::new());
+    }
+    if let Value::Object(meta) = meta {
+        for (key, value) in envelope {
+            meta.insert(key.clone(), value.clone());
+        }
+    }
+    Value::Object(params)
+}
+
+/// The `subscriptions/listen` filter for the lists the server says may
+/// change; `None` when none may.
+fn listen_filter(capabilities: &Value) -> Option<Value> {
+    let mut filter = Map::new();
+    for (capability, flag) in [
+        ("tools", "toolsListChanged"),
+        ("prompts", "promptsListChanged"),
+        ("resources", "resourcesListChanged"),
+    ] {
+        if capabilities[capability]["listChanged"].as_bool() == Some(true) {
+            filter.insert(flag.into(), Value::Bool(true));
+        }
+    }
+    (!filter.is_empty()).then_some(Value::Object(filter))
+}
+
+/// Keeps a `subscriptions/listen` stream open while the client is: its
+/// notifications reach the handler through the dispatcher. A stream that
+/// ends is opened again after a pause that grows while it keeps ending; a
+/// server that does not know the method is not asked again.
+async fn keep_listening(client: McpClient, filter: Value) {
+    let shared = client.inner.shared.clone();
+    let mut wait = LISTEN_RETRY;
+    loop {
+        let opened = tokio::time::Instant::now();
+        let outcome = client
+            .request_with_id(
+                methods::SUBSCRIPTIONS_LISTEN,
+                Some(json!({ "notifications": filter })),
+                RequestOptions::default(),
+                |id| {
+                    if let RequestId::Number(n) = id {
+                        shared.listen_id.store(n, Ordering::Relaxed);
+                    }
+                },
+            )
+            .await;
+        shared.listen_id.store(0, Ordering::Relaxed);
+        match outcome {
+            _ if client.is_closed() => return,
+            Err(ClientError::Closed) => return,
+            Err(ClientError::Rpc(e)) if e.code == mcpyard_proto::codes::METHOD_NOT_FOUND => {
+                tracing::debug!(target: "mcpyard::upstream", server = %shared.label, "the server does not offer subscriptions/listen");
+                return;
+            }
+            Ok(_) => {
+                tracing::debug!(target: "mcpyard::upstream", server = %shared.label, "the server ended the listen stream")
+            }
+            Err(e) => {
+                tracing::debug!(target: "mcpyard::upstream", server = %shared.label, "the listen stream failed: {e}")
+            }
+        }
+        if opened.elapsed() > LISTEN_RETRY_CAP {
+            wait = LISTEN_RETRY;
+        }
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            () = shared.closed.cancelled() => return,
+        }
+        wait = (wait * 2).min(LISTEN_RETRY_CAP);
+    }
+}
+
 /// The dispatcher: one per connection, in the order messages were read.
 async fn dispatch(mut rx: mpsc::Receiver<Inbound>, shared: Arc<Shared>, inner: Weak<Inner>) {
     let detached = Arc::new(Semaphore::new(MAX_DETACHED_NOTIFICATIONS));
@@ -493,6 +951,12 @@ async fn dispatch(mut rx: mpsc::Receiver<Inbound>, shared: Arc<Shared>, inner: W
                     "the server reported an error for no request: {error}"
                 ),
                 Message::Notification { method, params } => {
+                    // The listen stream's opening frame is bookkeeping of
+                    // that stream, not news for the application.
+                    if method == methods::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED {
+                        continue;
+                    }
+                    let related = related.filter(|id| !shared.is_listen_stream(id));
                     let handler = shared.handler.clone();
                     let mut handling = Box::pin(async move {
                         handler.on_notification(&method, params, related).await;
@@ -597,5 +1061,57 @@ async fn answer_server_request(
             server = %shared.label,
             "could not answer the server's {method}: {e}"
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_envelope_joins_the_callers_meta_and_replaces_a_forwarded_one() {
+        let mut envelope = Map::new();
+        envelope.insert(PROTOCOL_VERSION_KEY.into(), json!(MODERN_PROTOCOL_VERSION));
+        envelope.insert(CLIENT_CAPABILITIES_KEY.into(), json!({"sampling": {}}));
+        let stamped = with_envelope(
+            Some(json!({"name": "echo", "_meta": {
+                "progressToken": 7,
+                CLIENT_CAPABILITIES_KEY: {"roots": {}},
+            }})),
+            &envelope,
+        );
+        assert_eq!(
+            stamped,
+            json!({"name": "echo", "_meta": {
+                "progressToken": 7,
+                PROTOCOL_VERSION_KEY: MODERN_PROTOCOL_VERSION,
+                CLIENT_CAPABILITIES_KEY: {"sampling": {}},
+            }})
+        );
+        assert_eq!(
+            with_envelope(None, &envelope),
+            json!({"_meta": Value::Object(envelope.clone())})
+        );
+        assert_eq!(with_envelope(Some(json!([1])), &envelope), json!([1]));
+    }
+
+    #[test]
+    fn only_lists_that_may_change_are_listened_to() {
+        assert_eq!(
+            listen_filter(&json!({"tools": {"listChanged": true}, "prompts": {}})),
+            Some(json!({"toolsListChanged": true}))
+        );
+        assert_eq!(listen_filter(&json!({"tools": {}})), None);
+    }
+
+    #[test]
+    fn only_a_discover_result_naming_the_era_adopts_it() {
+        assert!(offers_modern(
+            &json!({"supportedVersions": ["2025-11-25", "2026-07-28"]})
+        ));
+        assert!(!offers_modern(
+            &json!({"supportedVersions": ["2025-11-25"]})
+        ));
+        assert!(!offers_modern(&json!({})));
     }
 }

@@ -2,7 +2,9 @@
 //! process), Streamable HTTP or legacy HTTP+SSE. The gateway uses it for its
 //! upstreams; it is also usable on its own.
 //!
-//! One `initialize` per connection. Over Streamable HTTP, a server that
+//! One `initialize` per connection, or with [`EraPolicy::Auto`] and a
+//! server that offers it, the 2026-07-28 era: no session, an envelope on
+//! every request, `input_required` answers resolved through the handler. Over Streamable HTTP, a server that
 //! forgot the session (it restarted: 404, or the 400 of servers built on the
 //! TypeScript SDK) gets a new one transparently and the request is sent
 //! again; [`ClientHandler::on_session_restarted`] tells the application,
@@ -28,7 +30,8 @@ mod spec;
 mod transport;
 
 pub use client::{
-    ConnectOptions, McpClient, RequestOptions, LEGACY_SSE_PROTOCOL_VERSION, MAX_LIST_PAGES,
+    ConnectOptions, EraPolicy, McpClient, RequestOptions, LEGACY_SSE_PROTOCOL_VERSION,
+    MAX_INPUT_ROUNDS, MAX_LIST_PAGES, MODERN_PROTOCOL_VERSION,
 };
 pub use error::ClientError;
 pub use handler::{ClientHandler, NoopHandler};

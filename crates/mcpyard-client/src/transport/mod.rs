@@ -90,6 +90,12 @@ impl Transport {
         }
     }
 
+    /// Streamable HTTP: in the 2026-07-28 era it carries no client
+    /// notifications (abandoning a request's POST is its cancellation).
+    pub(crate) fn is_streamable_http(&self) -> bool {
+        matches!(self, Transport::StreamableHttp(_))
+    }
+
     /// The child's pid (also its process group id), for stdio.
     pub(crate) fn process_id(&self) -> Option<u32> {
         match self {

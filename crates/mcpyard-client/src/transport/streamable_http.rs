@@ -29,6 +29,10 @@ use crate::ClientError;
 
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
+/// 2026-07-28: the request's method, mirrored from the body.
+const METHOD_HEADER: &str = "mcp-method";
+/// 2026-07-28: the tool, prompt or resource a request names, mirrored.
+const NAME_HEADER: &str = "mcp-name";
 const LAST_EVENT_ID: &str = "last-event-id";
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 /// How many times a response stream that ended early is resumed.
@@ -97,7 +101,13 @@ impl Core {
             .header(ACCEPT, ACCEPT_BOTH)
             .header(CONTENT_TYPE, "application/json")
             .body(message.to_vec());
-        if message.method() != Some(methods::INITIALIZE) {
+        if let Some(mirrored) = modern_headers(message) {
+            // A 2026-07-28 request stands alone: no session, its era and
+            // names mirrored into headers for the server to route on.
+            for (name, value) in mirrored {
+                req = req.header(name, value);
+            }
+        } else if message.method() != Some(methods::INITIALIZE) {
             req = self.with_session(req);
         }
         req.send()
@@ -176,6 +186,11 @@ impl StreamableHttpTransport {
             Message::Request { id, .. } => Some(id.clone()),
             _ => None,
         };
+        if !resp.status().is_success() && modern_headers(message).is_some() {
+            // The era answers errors with a 4xx status and the JSON-RPC
+            // error as the body: that error is the answer.
+            return rpc_error_body(resp).await.map(Some);
+        }
         answer(&self.core, resp, related, scope).await
     }
 
@@ -286,6 +301,74 @@ impl StreamableHttpTransport {
         }
         self.core.link.session_restarted().await;
         Ok(())
+    }
+}
+
+/// The headers a 2026-07-28 request carries (`None` for any other message):
+/// the era is read from the envelope in `params._meta`, so a message is
+/// modern exactly when the server would treat it so.
+fn modern_headers(message: &Message) -> Option<Vec<(&'static str, String)>> {
+    let Message::Request { method, params, .. } = message else {
+        return None;
+    };
+    let version = mcpyard_proto::meta(params.as_ref())?
+        .get(mcpyard_proto::envelope::PROTOCOL_VERSION_KEY)?
+        .as_str()?;
+    let mut headers = vec![
+        (VERSION_HEADER, version.to_owned()),
+        (METHOD_HEADER, method.clone()),
+    ];
+    let name_key = match method.as_str() {
+        methods::TOOLS_CALL | methods::PROMPTS_GET => Some("name"),
+        methods::RESOURCES_READ => Some("uri"),
+        _ => None,
+    };
+    if let Some(name) = name_key.and_then(|k| params.as_ref()?.get(k)?.as_str()) {
+        headers.push((NAME_HEADER, encode_header_value(name)));
+    }
+    Some(headers)
+}
+
+/// A header value as sent: visible ASCII (and inner spaces) verbatim,
+/// anything else as `=?base64?<base64 of its UTF-8>?=`.
+fn encode_header_value(value: &str) -> String {
+    let plain = value.bytes().all(|b| (0x20..=0x7e).contains(&b))
+        && value == value.trim()
+        && !(value.starts_with("=?base64?") && value.ends_with("?="));
+    if plain {
+        value.to_owned()
+    } else {
+        use base64::Engine;
+        format!(
+            "=?base64?{}?=",
+            base64::engine::general_purpose::STANDARD.encode(value.as_bytes())
+        )
+    }
+}
+
+/// Reads the JSON-RPC error a 2026-07-28 server sent with a 4xx status; a
+/// body that is not one (a server of an older era refusing the request)
+/// is the HTTP error itself.
+async fn rpc_error_body(resp: reqwest::Response) -> Result<Message, ClientError> {
+    let status = resp.status().as_u16();
+    let is_json = body_kind(&resp) == BodyKind::Json;
+    let body = read_capped(resp, MAX_MESSAGE_BYTES).await?;
+    match Message::from_slice(&body) {
+        Ok(m @ Message::Error { .. }) if is_json => Ok(m),
+        _ => {
+            let mut preview = String::from_utf8_lossy(&body).trim().to_owned();
+            if preview.len() > 1024 {
+                let cut = (0..=1024)
+                    .rev()
+                    .find(|i| preview.is_char_boundary(*i))
+                    .unwrap_or(0);
+                preview.truncate(cut);
+            }
+            Err(ClientError::Http {
+                status,
+                body: preview,
+            })
+        }
     }
 }
 
@@ -539,7 +622,51 @@ async fn listen(core: Arc<Core>) {
 
 #[cfg(test)]
 mod tests {
-    use super::names_a_lost_session;
+    use super::{encode_header_value, modern_headers, names_a_lost_session};
+    use mcpyard_proto::Message;
+    use serde_json::json;
+
+    #[test]
+    fn header_values_outside_visible_ascii_are_base64() {
+        assert_eq!(encode_header_value("get_time"), "get_time");
+        assert_eq!(encode_header_value("a b"), "a b");
+        assert_eq!(encode_header_value("café"), "=?base64?Y2Fmw6k=?=");
+        assert_eq!(encode_header_value(" x"), "=?base64?IHg=?=");
+        assert_eq!(
+            encode_header_value("=?base64?x?="),
+            "=?base64?PT9iYXNlNjQ/eD89?="
+        );
+    }
+
+    #[test]
+    fn only_requests_with_the_envelope_get_the_era_headers() {
+        let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28"});
+        let call = Message::request(
+            1,
+            "tools/call",
+            Some(json!({"name": "echo", "_meta": meta})),
+        );
+        assert_eq!(
+            modern_headers(&call),
+            Some(vec![
+                ("mcp-protocol-version", "2026-07-28".to_owned()),
+                ("mcp-method", "tools/call".to_owned()),
+                ("mcp-name", "echo".to_owned()),
+            ])
+        );
+        let read = Message::request(
+            2,
+            "resources/read",
+            Some(json!({"uri": "file:///x", "_meta": meta})),
+        );
+        assert_eq!(modern_headers(&read).expect("modern")[2].1, "file:///x");
+        let legacy = Message::request(3, "tools/call", Some(json!({"name": "echo"})));
+        assert_eq!(modern_headers(&legacy), None);
+        assert_eq!(
+            modern_headers(&Message::notification("notifications/initialized", None)),
+            None
+        );
+    }
 
     #[test]
     fn lost_sessions_are_told_from_bad_requests() {
