@@ -305,9 +305,11 @@ impl Gateway {
                 if cancel.is_cancelled() {
                     return None;
                 }
-                if request_session.is_stateless() {
-                    if let Ok(result) = &mut outcome {
+                if let Ok(result) = &mut outcome {
+                    if request_session.is_stateless() {
                         stamp_stateless_result(&method, result);
+                    } else {
+                        unstamp_for_handshake_era(result);
                     }
                 }
                 Some(match outcome {
@@ -1120,6 +1122,25 @@ fn stamp_stateless_result(method: &str, result: &mut Value) {
     let meta = obj.entry("_meta").or_insert_with(|| json!({}));
     if let Some(meta) = meta.as_object_mut() {
         meta.insert(envelope::SERVER_INFO_KEY.into(), Gateway::server_info());
+    }
+}
+
+/// A result a 2026-07-28 upstream gave goes to a client of an older era
+/// without that era's fields, and without the upstream's name in `_meta`.
+fn unstamp_for_handshake_era(result: &mut Value) {
+    let Some(obj) = result.as_object_mut() else {
+        return;
+    };
+    if obj.get("resultType").and_then(Value::as_str) == Some("complete") {
+        obj.remove("resultType");
+    }
+    obj.remove("ttlMs");
+    obj.remove("cacheScope");
+    if let Some(meta) = obj.get_mut("_meta").and_then(Value::as_object_mut) {
+        meta.remove(envelope::SERVER_INFO_KEY);
+        if meta.is_empty() {
+            obj.remove("_meta");
+        }
     }
 }
 

@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use mcpyard_client::{ClientError, ConnectOptions, McpClient, RequestOptions};
+use mcpyard_client::{ClientError, ConnectOptions, EraPolicy, McpClient, RequestOptions};
 use mcpyard_proto::{codes, ErrorObject, RequestId};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
@@ -144,9 +144,11 @@ impl Upstream {
             State::Down { error } => ("down", Some(error.clone())),
             State::Stopped => ("stopped", None),
         };
-        let server_info = self
-            .client()
+        let client = self.client();
+        let server_info = client
+            .as_ref()
             .and_then(|c| c.initialize_result().get("serverInfo").cloned());
+        let protocol_version = client.map(|c| c.protocol_version().to_owned());
         json!({
             "name": self.spec.name,
             "kind": "mcp",
@@ -157,6 +159,7 @@ impl Upstream {
             "since_seconds": h.since.elapsed().as_secs(),
             "restarts": h.restarts,
             "serverInfo": server_info,
+            "protocolVersion": protocol_version,
         })
     }
 
@@ -171,6 +174,9 @@ impl Upstream {
             let options = ConnectOptions {
                 capabilities: upstream_capabilities(),
                 label: self.spec.name.clone(),
+                // A server that offers 2026-07-28 is spoken to in that era;
+                // its input requests reach the relay like server requests.
+                era: EraPolicy::Auto,
                 ..ConnectOptions::default()
             };
             let handler: Arc<dyn mcpyard_client::ClientHandler> = self.relay.clone();
@@ -405,17 +411,15 @@ impl Upstream {
     }
 }
 
-/// A ping; an error answer still proves the server alive.
+/// A ping (`server/discover` in the 2026-07-28 era); an error answer still
+/// proves the server alive.
 async fn ping(client: &McpClient) -> Result<(), ClientError> {
     let options = RequestOptions {
         timeout: Some(HEALTH_CHECK_TIMEOUT),
         cancel: None,
     };
-    match client
-        .request(mcpyard_proto::methods::PING, None, options)
-        .await
-    {
-        Ok(_) | Err(ClientError::Rpc(_)) => Ok(()),
+    match client.check_alive(options).await {
+        Ok(()) | Err(ClientError::Rpc(_)) => Ok(()),
         Err(e) => Err(e),
     }
 }

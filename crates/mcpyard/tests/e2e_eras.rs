@@ -286,9 +286,21 @@ fn a_cancelled_request_gets_no_answer() {
     );
 }
 
-/// Runs support/py_input_check.py as client `label` against `target`.
+/// Runs support/py_input_check.py as client `label` against `target`, in
+/// the SDK's default mode.
 fn python_input_check(
     target: &str,
+    label: &str,
+    calls: &Value,
+    command: Option<&[String]>,
+) -> Value {
+    python_input_check_in(target, "auto", label, calls, command)
+}
+
+/// [`python_input_check`] in `mode` (auto or legacy).
+fn python_input_check_in(
+    target: &str,
+    mode: &str,
     label: &str,
     calls: &Value,
     command: Option<&[String]>,
@@ -297,7 +309,8 @@ fn python_input_check(
     cmd.arg(support_file("py_input_check.py"))
         .arg(target)
         .arg(label)
-        .arg(calls.to_string());
+        .arg(calls.to_string())
+        .args(["--mode", mode]);
     if let Some(argv) = command {
         cmd.args(["--command", &json!(argv).to_string()]);
     }
@@ -420,4 +433,71 @@ async fn requests_that_need_the_client_round_trip_in_the_stateless_era() {
     let (calls, _) = input_calls("S", true);
     let summary = python_input_check("stdio", "S", &calls, Some(&stdio_argv));
     check_input_summary(&summary, "S", true);
+}
+
+/// The server of the client crate's tests that serves 2026-07-28 (Python
+/// SDK 2.x), as a `[servers.NAME]` table: over stdio, or at `url`.
+fn modern_server() -> std::path::PathBuf {
+    root().join("crates/mcpyard-client/tests/support/py2_modern_server.py")
+}
+
+/// An upstream that speaks 2026-07-28 is spoken to in that era, over stdio
+/// and Streamable HTTP: its `input_required` answers reach a 2026-07-28
+/// client as the gateway's own round trips and an older client as ordinary
+/// server requests; its list changes come on a listen stream and reach the
+/// catalogue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstreams_of_the_stateless_era_are_spoken_to_in_it() {
+    let dir = scratch();
+    let web_port = free_port();
+    let mut cmd = Command::new(tool("venv/bin/python"));
+    cmd.arg(modern_server())
+        .arg("http")
+        .arg(web_port.to_string());
+    let _web = Proc::spawn("py2-modern http", cmd, &dir.path().join("modern-http.log"));
+    wait_port(web_port, Duration::from_secs(30)).await;
+    let config = format!(
+        "[servers.modern]\ncommand = {}\nargs = [{}, \"stdio\"]\n\n[servers.modernweb]\nurl = \"http://127.0.0.1:{web_port}/mcp\"\n",
+        path_str(&tool("venv/bin/python")),
+        path_str(&modern_server()),
+    );
+    let gw = Gateway::start(&config, dir.path()).await;
+    let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
+    wait_for_tools(
+        &client,
+        &["modern__consult", "modernweb__consult"],
+        Duration::from_secs(60),
+    )
+    .await;
+    let status = call(&client, "mcpyard__status", json!({})).await;
+    for name in ["modern", "modernweb"] {
+        let source = status["structuredContent"]["sources"]
+            .as_array()
+            .and_then(|s| s.iter().find(|s| s["name"] == name))
+            .unwrap_or_else(|| panic!("{name} in {status}"));
+        assert_eq!(source["protocolVersion"], "2026-07-28", "{source}");
+    }
+
+    let calls = json!([
+        ["modern__consult", {"question": "q"}],
+        ["modernweb__consult", {"question": "q"}],
+    ]);
+    for (mode, label) in [("auto", "N"), ("legacy", "O")] {
+        let summary = python_input_check_in(&gw.url(), mode, label, &calls, None);
+        assert_eq!(summary["ok"], true, "{mode}: {summary}");
+        for result in summary["results"].as_array().expect("results") {
+            assert_ne!(result["isError"], true, "{mode}: {result}");
+            assert_eq!(
+                result["content"][0]["text"],
+                format!("model said sampled for {label}; user is user {label}"),
+                "{mode}: {result}"
+            );
+        }
+    }
+
+    // A list change announced on the upstream's listen stream.
+    let grew = call(&client, "modern__grow", json!({})).await;
+    assert_eq!(text(&grew), "grew", "{grew}");
+    wait_for_tools(&client, &["modern__grown"], Duration::from_secs(30)).await;
+    client.shutdown().await;
 }

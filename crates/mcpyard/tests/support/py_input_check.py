@@ -2,7 +2,7 @@
 Python SDK 2.x in its default mode, answering each request with values that
 name the caller, and prints one JSON summary.
 
-    py_input_check.py TARGET LABEL CALLS_JSON [--command JSON]
+    py_input_check.py TARGET LABEL CALLS_JSON [--command JSON] [--mode auto|legacy]
 
 TARGET is a Streamable HTTP URL or `stdio` (then --command is the program to
 start, as a JSON array). LABEL goes into every answer, so concurrent clients
@@ -23,6 +23,7 @@ async def main() -> None:
     parser.add_argument("label")
     parser.add_argument("calls")
     parser.add_argument("--command")
+    parser.add_argument("--mode", default="auto", choices=["auto", "legacy"])
     args = parser.parse_args()
     label = args.label
     asked: list[str] = []
@@ -52,6 +53,7 @@ async def main() -> None:
     try:
         async with Client(
             server,
+            mode=args.mode,
             sampling_callback=sampling,
             elicitation_callback=elicitation,
             list_roots_callback=roots,
