@@ -4,7 +4,8 @@
 //!
 //! One `initialize` per connection, or with [`EraPolicy::Auto`] and a
 //! server that offers it, the 2026-07-28 era: no session, an envelope on
-//! every request, `input_required` answers resolved through the handler. Over Streamable HTTP, a server that
+//! every request, `input_required` answers resolved through the handler.
+//! Over Streamable HTTP, a server that
 //! forgot the session (it restarted: 404, or the 400 of servers built on the
 //! TypeScript SDK) gets a new one transparently and the request is sent
 //! again; [`ClientHandler::on_session_restarted`] tells the application,
