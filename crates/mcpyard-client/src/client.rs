@@ -28,6 +28,7 @@ use std::time::Duration;
 
 use mcpyard_proto::envelope::{
     CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, PROTOCOL_VERSION_KEY, SERVER_INFO_KEY,
+    UNSUPPORTED_PROTOCOL_VERSION,
 };
 use mcpyard_proto::{methods, Message, RequestId};
 use serde_json::{json, Map, Value};
@@ -77,6 +78,22 @@ const STATE_ONLY_BACKOFF_CAP: Duration = Duration::from_millis(250);
 const LISTEN_RETRY: Duration = Duration::from_secs(1);
 const LISTEN_RETRY_CAP: Duration = Duration::from_secs(30);
 
+/// Whether `initialize` was refused with -32022: the server serves none of
+/// the handshake's versions. Over HTTP the error may come as a 4xx whose
+/// body is the JSON-RPC error.
+fn refuses_the_handshake(e: &ClientError) -> bool {
+    let code = match e {
+        ClientError::Rpc(err) => Some(err.code),
+        ClientError::Http { status, body } if (400..500).contains(status) => {
+            serde_json::from_str::<Value>(body)
+                .ok()
+                .and_then(|v| v.pointer("/error/code").and_then(Value::as_i64))
+        }
+        _ => None,
+    };
+    code == Some(UNSUPPORTED_PROTOCOL_VERSION)
+}
+
 /// Which protocol era [`McpClient::connect`] speaks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum EraPolicy {
@@ -87,6 +104,13 @@ pub enum EraPolicy {
     /// offers it; fall back to the handshake otherwise. The legacy SSE
     /// transport always uses the handshake.
     Auto,
+    /// The handshake first; 2026-07-28 only for a server that refuses it
+    /// with -32022 (it serves none of the handshake's versions), on a new
+    /// connection, since the refused one may be bound to the handshake.
+    /// What a gateway wants: a server of both eras keeps what only the
+    /// handshake era has (a session for its own requests, log messages,
+    /// `resources/subscribe`), and one of the new era alone still works.
+    HandshakeFirst,
 }
 
 /// Settings for [`McpClient::connect`].
@@ -259,13 +283,37 @@ impl McpClient {
         handler: Arc<dyn ClientHandler>,
         options: ConnectOptions,
     ) -> Result<Self, ClientError> {
+        if options.era != EraPolicy::HandshakeFirst {
+            return Self::connect_once(spec, handler, options).await;
+        }
+        let first = Self::connect_once(spec.clone(), handler.clone(), options.clone()).await;
+        match first {
+            Err(e) if refuses_the_handshake(&e) => {
+                tracing::debug!(target: "mcpyard::upstream", server = %options.label, "the server refused the handshake ({e}); trying 2026-07-28");
+                let options = ConnectOptions {
+                    era: EraPolicy::Auto,
+                    ..options
+                };
+                Self::connect_once(spec, handler, options).await
+            }
+            other => other,
+        }
+    }
+
+    async fn connect_once(
+        spec: TransportSpec,
+        handler: Arc<dyn ClientHandler>,
+        options: ConnectOptions,
+    ) -> Result<Self, ClientError> {
         let deadline = tokio::time::Instant::now() + options.connect_timeout;
         let version = match spec {
             TransportSpec::Sse { .. } => LEGACY_SSE_PROTOCOL_VERSION.to_owned(),
             _ => options.protocol_version.clone(),
         };
-        let try_modern =
-            options.era == EraPolicy::Auto && !matches!(spec, TransportSpec::Sse { .. });
+        let era = match spec {
+            TransportSpec::Sse { .. } => EraPolicy::Handshake,
+            _ => options.era,
+        };
         let described = spec.describe();
         let closed = CancellationToken::new();
         let (link, rx) = Link::new(&options.label, closed.clone());
@@ -304,10 +352,11 @@ impl McpClient {
             _owner: Some(Arc::new(Owner(shared))),
         };
 
-        let connected = if try_modern {
-            client.negotiate(&version, &options, deadline).await
-        } else {
-            client.handshake(&version, &options, deadline).await
+        let connected = match era {
+            EraPolicy::Auto => client.negotiate(&version, &options, deadline).await,
+            EraPolicy::Handshake => client.handshake(&version, &options, deadline).await,
+            // Decided by `connect`: the handshake is tried first.
+            EraPolicy::HandshakeFirst => client.handshake(&version, &options, deadline).await,
         };
         match connected {
             Ok(()) => {
@@ -330,6 +379,22 @@ impl McpClient {
         options: &ConnectOptions,
         deadline: tokio::time::Instant,
     ) -> Result<(), ClientError> {
+        let legacy_why = match self.probe_modern(options, deadline).await? {
+            None => return Ok(()),
+            Some(why) => why,
+        };
+        tracing::debug!(target: "mcpyard::upstream", server = %options.label, "using the handshake: {legacy_why}");
+        self.handshake(version, options, deadline).await
+    }
+
+    /// Sends `server/discover` and adopts the 2026-07-28 era when the
+    /// result offers it (`None`); otherwise says why not. Transport
+    /// failures and the connect deadline are errors.
+    async fn probe_modern(
+        &self,
+        options: &ConnectOptions,
+        deadline: tokio::time::Instant,
+    ) -> Result<Option<String>, ClientError> {
         let mut envelope = Map::new();
         envelope.insert(PROTOCOL_VERSION_KEY.into(), json!(MODERN_PROTOCOL_VERSION));
         envelope.insert(CLIENT_CAPABILITIES_KEY.into(), options.capabilities.clone());
@@ -349,10 +414,10 @@ impl McpClient {
                 |_| {},
             )
             .await;
-        let legacy_why = match probe {
+        Ok(Some(match probe {
             Ok(discovered) if offers_modern(&discovered) => {
                 self.adopt(discovered, envelope, options);
-                return Ok(());
+                return Ok(None);
             }
             Ok(_) => "its server/discover result offers no 2026-07-28".to_owned(),
             Err(ClientError::Rpc(e)) => format!("server/discover: {}", e.message),
@@ -366,9 +431,7 @@ impl McpClient {
                 return Err(ClientError::Timeout(options.connect_timeout))
             }
             Err(e) => return Err(e),
-        };
-        tracing::debug!(target: "mcpyard::upstream", server = %options.label, "using the handshake: {legacy_why}");
-        self.handshake(version, options, deadline).await
+        }))
     }
 
     /// Takes the 2026-07-28 era: from now on every request carries

@@ -174,9 +174,11 @@ impl Upstream {
             let options = ConnectOptions {
                 capabilities: upstream_capabilities(),
                 label: self.spec.name.clone(),
-                // A server that offers 2026-07-28 is spoken to in that era;
-                // its input requests reach the relay like server requests.
-                era: EraPolicy::Auto,
+                // The handshake keeps what only its era has (server requests
+                // in a session, logs, subscriptions); a server of the
+                // 2026-07-28 era alone is spoken to in that era, its input
+                // requests reaching the relay like server requests.
+                era: EraPolicy::HandshakeFirst,
                 ..ConnectOptions::default()
             };
             let handler: Arc<dyn mcpyard_client::ClientHandler> = self.relay.clone();

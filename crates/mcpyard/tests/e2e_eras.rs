@@ -441,11 +441,12 @@ fn modern_server() -> std::path::PathBuf {
     root().join("crates/mcpyard-client/tests/support/py2_modern_server.py")
 }
 
-/// An upstream that speaks 2026-07-28 is spoken to in that era, over stdio
-/// and Streamable HTTP: its `input_required` answers reach a 2026-07-28
-/// client as the gateway's own round trips and an older client as ordinary
-/// server requests; its list changes come on a listen stream and reach the
-/// catalogue.
+/// An upstream of the 2026-07-28 era alone (it refuses `initialize`) is
+/// spoken to in that era, over stdio and Streamable HTTP: its
+/// `input_required` answers reach a 2026-07-28 client as the gateway's own
+/// round trips and an older client as ordinary server requests; its list
+/// changes come on a listen stream and reach the catalogue. A server of
+/// both eras keeps the handshake, and what only that era has.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn upstreams_of_the_stateless_era_are_spoken_to_in_it() {
     let dir = scratch();
@@ -453,11 +454,12 @@ async fn upstreams_of_the_stateless_era_are_spoken_to_in_it() {
     let mut cmd = Command::new(tool("venv/bin/python"));
     cmd.arg(modern_server())
         .arg("http")
-        .arg(web_port.to_string());
+        .arg(web_port.to_string())
+        .arg("--modern-only");
     let _web = Proc::spawn("py2-modern http", cmd, &dir.path().join("modern-http.log"));
     wait_port(web_port, Duration::from_secs(30)).await;
     let config = format!(
-        "[servers.modern]\ncommand = {}\nargs = [{}, \"stdio\"]\n\n[servers.modernweb]\nurl = \"http://127.0.0.1:{web_port}/mcp\"\n",
+        "[servers.modern]\ncommand = {}\nargs = [{}, \"stdio\", \"--modern-only\"]\n\n[servers.modernweb]\nurl = \"http://127.0.0.1:{web_port}/mcp\"\n\n[servers.both]\ncommand = {0}\nargs = [{1}, \"stdio\"]\n",
         path_str(&tool("venv/bin/python")),
         path_str(&modern_server()),
     );
@@ -465,17 +467,21 @@ async fn upstreams_of_the_stateless_era_are_spoken_to_in_it() {
     let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
     wait_for_tools(
         &client,
-        &["modern__consult", "modernweb__consult"],
+        &["modern__consult", "modernweb__consult", "both__reverse"],
         Duration::from_secs(60),
     )
     .await;
     let status = call(&client, "mcpyard__status", json!({})).await;
-    for name in ["modern", "modernweb"] {
+    for (name, era) in [
+        ("modern", "2026-07-28"),
+        ("modernweb", "2026-07-28"),
+        ("both", "2025-11-25"),
+    ] {
         let source = status["structuredContent"]["sources"]
             .as_array()
             .and_then(|s| s.iter().find(|s| s["name"] == name))
             .unwrap_or_else(|| panic!("{name} in {status}"));
-        assert_eq!(source["protocolVersion"], "2026-07-28", "{source}");
+        assert_eq!(source["protocolVersion"], era, "{source}");
     }
 
     let calls = json!([

@@ -3,8 +3,11 @@
 user (answered with `input_required` in that era), and a tool that adds a
 tool and announces the change to `subscriptions/listen` streams.
 
-Usage: python py2_modern_server.py stdio
-       python py2_modern_server.py http PORT   (binds 127.0.0.1)
+Usage: python py2_modern_server.py stdio [--modern-only]
+       python py2_modern_server.py http PORT [--modern-only]   (binds 127.0.0.1)
+
+--modern-only makes it a server of the 2026-07-28 era alone: `initialize`
+is refused with -32022 naming the versions it serves, as such servers do.
 """
 
 import sys
@@ -74,7 +77,66 @@ async def grow(ctx: Context) -> str:
     return "grew"
 
 
+def refuse_the_handshake() -> None:
+    from mcp.server.runner import ServerRunner
+    from mcp.shared.exceptions import MCPError
+
+    def refuse(self, params):
+        requested = (params or {}).get("protocolVersion")
+        raise MCPError(
+            code=-32022,
+            message="Unsupported protocol version",
+            data={"supported": ["2026-07-28"], "requested": requested},
+        )
+
+    ServerRunner._handle_initialize = refuse
+
+
+def refusing_the_handshake_over_http(app):
+    """The app, with an `initialize` POST refused (HTTP 400, -32022)."""
+    import json
+
+    async def wrapped(scope, receive, send):
+        if scope["type"] != "http" or scope["method"] != "POST":
+            return await app(scope, receive, send)
+        received, body, more = [], b"", True
+        while more:
+            message = await receive()
+            received.append(message)
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        try:
+            request = json.loads(body)
+        except ValueError:
+            request = None
+        if isinstance(request, dict) and request.get("method") == "initialize":
+            requested = (request.get("params") or {}).get("protocolVersion")
+            error = {"code": -32022, "message": "Unsupported protocol version",
+                     "data": {"supported": ["2026-07-28"], "requested": requested}}
+            payload = json.dumps({"jsonrpc": "2.0", "id": request.get("id"), "error": error}).encode()
+            await send({"type": "http.response.start", "status": 400,
+                        "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body", "body": payload})
+            return None
+        replay = iter(received)
+
+        async def receive_again():
+            return next(replay, None) or await receive()
+
+        return await app(scope, receive_again, send)
+
+    return wrapped
+
+
 if __name__ == "__main__":
+    if "--modern-only" in sys.argv and sys.argv[1] == "http":
+        import uvicorn
+
+        app = refusing_the_handshake_over_http(server.streamable_http_app())
+        uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
+        sys.exit(0)
+    if "--modern-only" in sys.argv:
+        refuse_the_handshake()
     if sys.argv[1] == "stdio":
         server.run("stdio")
     else:
