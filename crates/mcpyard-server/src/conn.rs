@@ -26,7 +26,7 @@ use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
@@ -44,6 +44,13 @@ pub(crate) struct ConnectionLimits {
 }
 
 impl ConnectionLimits {
+    /// How often a connection's deadlines are checked: a quarter of the
+    /// shortest, between 50 ms and 1 s, so a deadline is kept within that.
+    fn check_every(&self) -> Duration {
+        (self.header_read.min(self.keep_alive) / 4)
+            .clamp(Duration::from_millis(50), Duration::from_secs(1))
+    }
+
     pub(crate) fn of(opts: &HttpOptions) -> Self {
         Self {
             max_connections: opts.max_connections.max(1),
@@ -152,8 +159,12 @@ async fn serve_connection(
     let conn = hyper::server::conn::http1::Builder::new().serve_connection(io, service);
     let mut conn = std::pin::pin!(conn);
     let mut draining = false;
+    // Deadlines are checked on a coarse tick rather than re-armed per
+    // request: a timer per request costs more than the limits are worth.
+    let mut check = tokio::time::interval(limits.check_every());
+    check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    check.reset();
     loop {
-        let deadline = activity.deadline(&limits);
         tokio::select! {
             done = conn.as_mut() => {
                 if let Err(e) = done {
@@ -161,8 +172,7 @@ async fn serve_connection(
                 }
                 return;
             }
-            _ = activity.changed.notified() => {}
-            _ = sleep_until(deadline) => {
+            _ = check.tick() => {
                 if activity.deadline(&limits).is_some_and(|d| d <= Instant::now()) {
                     // Nothing is being answered: dropping the connection
                     // closes the socket and loses nothing.
@@ -178,19 +188,10 @@ async fn serve_connection(
     }
 }
 
-async fn sleep_until(deadline: Option<Instant>) {
-    match deadline {
-        Some(d) => tokio::time::sleep_until(d).await,
-        None => std::future::pending().await,
-    }
-}
-
 /// What a connection is doing, for its deadlines.
 #[derive(Debug)]
 struct Activity {
     state: Mutex<State>,
-    /// Woken when a deadline may have moved.
-    changed: Notify,
 }
 
 #[derive(Debug)]
@@ -214,7 +215,6 @@ impl Activity {
                 head_started: None,
                 answered_any: false,
             }),
-            changed: Notify::new(),
         }
     }
 
@@ -227,8 +227,6 @@ impl Activity {
         let mut s = self.state();
         if s.requests == 0 && s.head_started.is_none() {
             s.head_started = Some(Instant::now());
-            drop(s);
-            self.changed.notify_one();
         }
     }
 
@@ -258,7 +256,6 @@ impl Busy {
         s.requests += 1;
         s.head_started = None;
         drop(s);
-        activity.changed.notify_one();
         Self(activity.clone())
     }
 }
@@ -272,8 +269,6 @@ impl Drop for Busy {
             s.head_started = None;
             s.answered_any = true;
         }
-        drop(s);
-        self.0.changed.notify_one();
     }
 }
 
