@@ -65,7 +65,8 @@ else
     conf_args=()
     if [ "$CONFORMANCE_MODE" = direct ]; then
       conf_args=(--direct-only)
-    elif ! step build-gateway cargo build -p mcpyard; then
+    # --all-targets: the features `cargo test` built with, so nothing is rebuilt.
+    elif ! step build-gateway cargo build --workspace --all-targets; then
       failed_any=1; TOTAL_FAILED=$((TOTAL_FAILED + 1))
       conf_args=(--direct-only)
     fi

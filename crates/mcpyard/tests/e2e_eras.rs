@@ -322,15 +322,20 @@ fn python_input_check_in(
 /// The tools that need the client, of a stdio upstream (Python SDK 1.x) and
 /// of a Streamable HTTP one (server-everything), with what each answer must
 /// contain for client `label`.
-/// `all`: every tool; else only the HTTP upstream's, whose server says
-/// which call each of its requests belongs to (a stdio server cannot, so
+/// `all`: every tool; else only the HTTP upstreams', whose servers say
+/// which call each of their requests belongs to (a stdio server cannot, so
 /// concurrent clients of one stdio upstream may be asked for each other).
 fn input_calls(label: &str, all: bool) -> (Value, Vec<String>) {
     let mut calls = vec![
         json!(["web__trigger-sampling-request", {"prompt": "hello"}]),
         json!(["web__trigger-elicitation-request", {}]),
+        json!(["py1web__client_roots", {}]),
     ];
-    let mut expected = vec![format!("sampled for {label}"), format!("user {label}")];
+    let mut expected = vec![
+        format!("sampled for {label}"),
+        format!("user {label}"),
+        format!("file:///work/{label}"),
+    ];
     if all {
         calls.extend([
             json!(["py1__ask_model", {"prompt": "hello"}]),
@@ -366,12 +371,7 @@ fn check_input_summary(summary: &Value, label: &str, all: bool) {
             result["name"]
         );
     }
-    let kinds: &[&str] = if all {
-        &["sampling", "elicitation", "roots"]
-    } else {
-        &["sampling", "elicitation"]
-    };
-    for kind in kinds {
+    for kind in ["sampling", "elicitation", "roots"] {
         assert!(
             summary["asked"]
                 .as_array()
@@ -391,8 +391,15 @@ fn check_input_summary(summary: &Value, label: &str, all: bool) {
 async fn requests_that_need_the_client_round_trip_in_the_stateless_era() {
     let dir = scratch();
     let (_web, web_port) = start_everything("streamableHttp", dir.path()).await;
+    let py1_port = free_port();
+    let mut cmd = Command::new(tool("venv1/bin/python"));
+    cmd.arg(support_file("py1_server.py"))
+        .arg("http")
+        .arg(py1_port.to_string());
+    let _py1web = Proc::spawn("py1 http", cmd, &dir.path().join("py1-http.log"));
+    wait_port(py1_port, Duration::from_secs(30)).await;
     let config = format!(
-        "[servers.py1]\ncommand = {}\nargs = [{}]\n\n[servers.web]\nurl = \"http://127.0.0.1:{web_port}/mcp\"\n",
+        "[servers.py1]\ncommand = {}\nargs = [{}]\n\n[servers.web]\nurl = \"http://127.0.0.1:{web_port}/mcp\"\n\n[servers.py1web]\nurl = \"http://127.0.0.1:{py1_port}/mcp\"\n",
         path_str(&tool("venv1/bin/python")),
         path_str(&support_file("py1_server.py")),
     );
@@ -400,7 +407,11 @@ async fn requests_that_need_the_client_round_trip_in_the_stateless_era() {
     let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
     wait_for_tools(
         &client,
-        &["py1__ask_model", "web__trigger-sampling-request"],
+        &[
+            "py1__ask_model",
+            "web__trigger-sampling-request",
+            "py1web__client_roots",
+        ],
         Duration::from_secs(60),
     )
     .await;

@@ -1,6 +1,12 @@
-"""A stdio MCP server built on the Python SDK 1.x (FastMCP), as people write
+"""An MCP server built on the Python SDK 1.x (FastMCP), as people write
 their own: a plain tool, and tools that need the client while they run
-(sampling, elicitation, roots). Run with .tools/venv1's Python."""
+(sampling, elicitation, roots). Run with .tools/venv1's Python:
+
+    py1_server.py              over stdio
+    py1_server.py http PORT    over Streamable HTTP on 127.0.0.1:PORT/mcp
+"""
+
+import sys
 
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.types import SamplingMessage, TextContent
@@ -46,4 +52,9 @@ async def client_roots(ctx: Context) -> str:
 
 
 if __name__ == "__main__":
-    server.run("stdio")
+    if sys.argv[1:2] == ["http"]:
+        server.settings.host = "127.0.0.1"
+        server.settings.port = int(sys.argv[2])
+        server.run("streamable-http")
+    else:
+        server.run("stdio")
