@@ -393,3 +393,27 @@ async fn session_ids_stay_out_of_the_log() {
         "the session id is in the log:\n{log}"
     );
 }
+
+/// A file that listens beyond loopback without a key, served on loopback
+/// with `--api-key`: no warning says the gateway is open, since it is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_does_not_call_a_gateway_open_that_the_flag_protects() {
+    let dir = scratch();
+    let cfg = dir.path().join("mcpyard.toml");
+    std::fs::write(&cfg, "listen = \"0.0.0.0:7117\"\n").expect("write config");
+    let (proc, port) = serve(
+        dir.path(),
+        &[
+            "--config",
+            cfg.to_str().expect("utf-8 path"),
+            "--api-key",
+            "flag-key-9",
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(initialize_status(port, None).await, 401);
+    let log = proc.log_text();
+    assert!(log.contains("authentication on"), "{log}");
+    assert!(!log.contains("no API key is set"), "{log}");
+}

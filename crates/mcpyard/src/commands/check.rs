@@ -15,7 +15,7 @@ pub(super) fn run(path: &Path) -> ExitCode {
             let mut out = std::io::stdout().lock();
             // A closed stdout (`| head`) is not an error worth reporting.
             let _ = out.write_all(summary(&settings).as_bytes());
-            for w in &settings.warnings {
+            for w in settings.warnings.iter().chain(&settings.exposure_warning()) {
                 eprintln!("warning: {w}");
             }
             ExitCode::SUCCESS

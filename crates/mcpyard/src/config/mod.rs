@@ -74,6 +74,19 @@ pub(crate) struct Settings {
     pub(crate) limits: Limits,
 }
 
+impl Settings {
+    /// Said by `check`, which sees the file alone: `serve` says the same at
+    /// start, knowing its `--listen` and `--api-key`.
+    pub(crate) fn exposure_warning(&self) -> Option<String> {
+        (!self.listen.ip().is_loopback() && self.api_key.is_none()).then(|| {
+            format!(
+                "{}: `listen` is not a loopback address and no API key is set (`api_key` or {API_KEY_VAR}): anyone who can reach {} can use every upstream",
+                self.source, self.listen
+            )
+        })
+    }
+}
+
 // By hand: the derived form would print header values, environment values
 // and the api key.
 impl fmt::Debug for Settings {
@@ -339,12 +352,6 @@ fn from_text(
         .as_ref()
         .map(|t| server::duration(&ctx, "client_request_timeout", t))
         .transpose()?;
-
-    if !listen.ip().is_loopback() && api_key.is_none() {
-        warnings.push(format!(
-            "{file}: `listen` is not a loopback address and no API key is set (`api_key` or {API_KEY_VAR}): anyone who can reach {listen} can use every upstream"
-        ));
-    }
 
     let defaults = GatewayConfig::default();
     let page_size = match top.page_size {

@@ -386,13 +386,11 @@ fn warnings_for_risky_but_valid_settings() {
     );
     assert!(!s.warnings[0].contains("plain-text-key"));
     let s = toml_without_key_var("listen = \"0.0.0.0:7117\"").unwrap();
-    assert!(
-        s.warnings[0].contains("not a loopback address"),
-        "{:?}",
-        s.warnings
-    );
+    let exposed = s.exposure_warning().expect("a warning");
+    assert!(exposed.contains("not a loopback address"), "{exposed}");
     let s = toml("listen = \"0.0.0.0:7117\"\napi_key = \"${MCPYARD_API_KEY}\"").unwrap();
     assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    assert_eq!(s.exposure_warning(), None);
     let s =
         toml("[servers.x]\nurl = \"http://h/\"\nheaders = { Authorization = \"Bearer abc\" }\n")
             .unwrap();
