@@ -78,6 +78,22 @@ const STATE_ONLY_BACKOFF_CAP: Duration = Duration::from_millis(250);
 const LISTEN_RETRY: Duration = Duration::from_secs(1);
 const LISTEN_RETRY_CAP: Duration = Duration::from_secs(30);
 
+/// Resolves at `deadline`; never without one.
+async fn until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Resolves when `token` is cancelled; never without one.
+async fn until_cancelled(token: Option<&CancellationToken>) {
+    match token {
+        Some(token) => token.cancelled().await,
+        None => std::future::pending().await,
+    }
+}
+
 /// Whether `initialize` was refused with -32022: the server serves none of
 /// the handshake's versions. Over HTTP the error may come as a 4xx whose
 /// body is the JSON-RPC error.
@@ -707,23 +723,11 @@ impl McpClient {
         deadline: Option<tokio::time::Instant>,
         options: &RequestOptions,
     ) -> Result<T, ClientError> {
-        let timeout = async {
-            match deadline {
-                Some(d) => tokio::time::sleep_until(d).await,
-                None => std::future::pending().await,
-            }
-        };
-        let cancelled = async {
-            match &options.cancel {
-                Some(token) => token.cancelled().await,
-                None => std::future::pending().await,
-            }
-        };
         tokio::select! {
             outcome = work => outcome,
             () = self.inner.shared.closed.cancelled() => Err(ClientError::Closed),
-            () = timeout => Err(ClientError::Timeout(options.timeout.unwrap_or_default())),
-            () = cancelled => Err(ClientError::Cancelled),
+            () = until(deadline) => Err(ClientError::Timeout(options.timeout.unwrap_or_default())),
+            () = until_cancelled(options.cancel.as_ref()) => Err(ClientError::Cancelled),
         }
     }
 
@@ -757,18 +761,8 @@ impl McpClient {
                 _ => rx.await.unwrap_or(Err(ClientError::Closed)),
             }
         };
-        let timeout = async {
-            match options.timeout {
-                Some(limit) => tokio::time::sleep(limit).await,
-                None => std::future::pending().await,
-            }
-        };
-        let cancelled = async {
-            match &options.cancel {
-                Some(token) => token.cancelled().await,
-                None => std::future::pending().await,
-            }
-        };
+        let timeout = until(options.timeout.map(|t| tokio::time::Instant::now() + t));
+        let cancelled = until_cancelled(options.cancel.as_ref());
         tokio::select! {
             biased;
             answer = exchange => answer,

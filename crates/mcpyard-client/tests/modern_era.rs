@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use common::{everything_js, first_text, names, node, workspace_root};
+use common::{everything_js, first_text, names, node, workspace_root, Seen};
 use mcpyard_client::{
     ClientError, ClientHandler, ConnectOptions, EraPolicy, McpClient, RequestOptions,
     TransportSpec, MODERN_PROTOCOL_VERSION,
@@ -127,14 +127,6 @@ fn start_modern_server_http_on(port: u16) -> (Process, TransportSpec) {
     (process, spec)
 }
 
-/// One request the handler was asked to answer.
-#[derive(Debug, Clone)]
-struct Asked {
-    method: String,
-    params: Option<Value>,
-    related: Option<RequestId>,
-}
-
 /// Answers sampling with a fixed model reply and elicitation with a fixed
 /// name (or refuses elicitation), and records what it was asked and told.
 #[derive(Debug, Default)]
@@ -142,12 +134,12 @@ struct Answering {
     refuse_elicitation: bool,
     /// Never answers elicitation.
     stall_elicitation: bool,
-    asked: Mutex<Vec<Asked>>,
+    asked: Mutex<Vec<Seen>>,
     notified: Mutex<Vec<String>>,
 }
 
 impl Answering {
-    fn asked(&self) -> Vec<Asked> {
+    fn asked(&self) -> Vec<Seen> {
         self.asked.lock().expect("not poisoned").clone()
     }
 
@@ -165,7 +157,7 @@ impl ClientHandler for Answering {
         params: Option<Value>,
         related: Option<RequestId>,
     ) -> Result<Value, ErrorObject> {
-        self.asked.lock().expect("not poisoned").push(Asked {
+        self.asked.lock().expect("not poisoned").push(Seen {
             method: method.to_owned(),
             params,
             related,

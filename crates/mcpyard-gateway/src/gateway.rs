@@ -123,7 +123,7 @@ impl Gateway {
             let sessions = sessions.clone();
             move |event: TaskEvent| {
                 if let Some(session) = event.owner.as_deref().and_then(|id| sessions.get(id)) {
-                    session.try_notify(event.notification());
+                    session.notify(event.notification(), None);
                 }
             }
         });

@@ -333,30 +333,33 @@ mod tests {
 
     /// A call that asks the client once and answers with what it got.
     async fn asking_call(sink: InputSink, _cancel: CancellationToken) -> Outcome {
-        {
-            let got = ask(
-                &sink,
-                "sampling/createMessage",
-                Some(json!({"maxTokens": 5})),
-                Duration::from_secs(5),
+        let got = ask(
+            &sink,
+            "sampling/createMessage",
+            Some(json!({"maxTokens": 5})),
+            Duration::from_secs(5),
+        )
+        .await?;
+        Ok(json!({"content": [{"type": "text", "text": got["content"]["text"]}]}))
+    }
+
+    /// The first leg of [`asking_call`]: its input request.
+    async fn first_leg_of_asking_call(trips: &RoundTrips, gone: &CancellationToken) -> Value {
+        trips
+            .first_leg(
+                request_identity("tools/call", &call_params()),
+                asking_call,
+                gone,
             )
-            .await?;
-            Ok(json!({"content": [{"type": "text", "text": got["content"]["text"]}]}))
-        }
+            .await
+            .expect("first leg")
     }
 
     #[tokio::test]
     async fn a_call_that_asks_is_answered_over_two_legs() {
         let trips = RoundTrips::new(Duration::from_secs(5));
         let gone = CancellationToken::new();
-        let first = trips
-            .first_leg(
-                request_identity("tools/call", &call_params()),
-                asking_call,
-                &gone,
-            )
-            .await
-            .expect("first leg");
+        let first = first_leg_of_asking_call(&trips, &gone).await;
         assert_eq!(first["resultType"], "input_required");
         let (key, request) = first["inputRequests"]
             .as_object()
@@ -389,14 +392,7 @@ mod tests {
     async fn forged_or_mismatched_states_are_refused() {
         let trips = RoundTrips::new(Duration::from_secs(5));
         let gone = CancellationToken::new();
-        let first = trips
-            .first_leg(
-                request_identity("tools/call", &call_params()),
-                asking_call,
-                &gone,
-            )
-            .await
-            .expect("first leg");
+        let first = first_leg_of_asking_call(&trips, &gone).await;
         let state = first["requestState"].as_str().expect("state").to_owned();
         let mut other_tool = json!({"name": "every__echo", "requestState": state});
         let err = trips

@@ -241,12 +241,6 @@ impl Session {
         stream.is_some_and(|tx| self.offer(&tx, msg).is_ok())
     }
 
-    /// Queues a notification on the session stream without waiting (see
-    /// [`Session::notify`]).
-    pub fn try_notify(&self, msg: Message) {
-        self.notify(msg, None);
-    }
-
     /// Queues `msg` on `tx` if there is room, holds or drops it if not.
     /// Gives it back only when `tx` is closed.
     fn offer(&self, tx: &Outbound, msg: Message) -> Result<(), Message> {

@@ -104,7 +104,7 @@ impl Sessions {
             .cloned()
             .collect();
         for s in sessions {
-            s.try_notify(msg.clone());
+            s.notify(msg.clone(), None);
         }
         let method = msg.method().unwrap_or_default();
         for listener in self.listeners() {
@@ -144,7 +144,7 @@ impl Sessions {
     pub(crate) fn notify_subscribers(&self, source: usize, uri: &str, msg: &Message) {
         for id in self.subscriptions.subscribers(source, uri) {
             if let Some(session) = self.get(&id) {
-                session.try_notify(msg.clone());
+                session.notify(msg.clone(), None);
             } else if let Some(listener) = self
                 .listeners
                 .read()
@@ -167,7 +167,7 @@ impl Sessions {
             .cloned()
             .collect();
         for s in sessions {
-            s.try_notify(msg.clone());
+            s.notify(msg.clone(), None);
         }
     }
 }

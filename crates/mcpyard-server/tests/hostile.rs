@@ -747,7 +747,7 @@ async fn open_sse_streams_outlive_the_idle_timeout() {
         .gateway
         .session(&session)
         .expect("the session lives")
-        .try_notify(note);
+        .notify(note, None);
     assert!(
         stream_shows(&mut stream, "still here", WAIT).await,
         "the GET stream was cut while quiet"

@@ -336,11 +336,10 @@ fn check_thinned_progress(messages: &[Value], steps: usize) -> usize {
     progress.len()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_client_that_stops_reading_its_answer_stream_does_not_stall_the_upstream() {
-    let _alone = ONE_AT_A_TIME.lock().await;
-    let dir = scratch();
-    let gw = Gateway::start(&everything_stdio("every"), dir.path()).await;
+/// The gateway in front of server-everything over stdio, a client of it
+/// once the upstream's tools are listed, and the upstream's restart count.
+async fn everything_behind_the_gateway(dir: &std::path::Path) -> (Gateway, McpClient, u64) {
+    let gw = Gateway::start(&everything_stdio("every"), dir).await;
     let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
     wait_for_tools(
         &client,
@@ -348,7 +347,15 @@ async fn a_client_that_stops_reading_its_answer_stream_does_not_stall_the_upstre
         Duration::from_secs(60),
     )
     .await;
-    let restarts_before = restarts(&call(&client, "mcpyard__status", json!({})).await, "every");
+    let restarts = restarts(&call(&client, "mcpyard__status", json!({})).await, "every");
+    (gw, client, restarts)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_stops_reading_its_answer_stream_does_not_stall_the_upstream() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let dir = scratch();
+    let (gw, client, restarts_before) = everything_behind_the_gateway(dir.path()).await;
 
     let stalled = RawSession::open(gw.port).await;
     let (mut socket, receive_buffer) = small_window_connection(gw.port);
@@ -385,15 +392,7 @@ async fn a_client_that_stops_reading_its_answer_stream_does_not_stall_the_upstre
 async fn a_client_that_stops_reading_its_session_stream_does_not_stall_the_upstream() {
     let _alone = ONE_AT_A_TIME.lock().await;
     let dir = scratch();
-    let gw = Gateway::start(&everything_stdio("every"), dir.path()).await;
-    let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
-    wait_for_tools(
-        &client,
-        &["every__echo", "every__trigger-long-running-operation"],
-        Duration::from_secs(60),
-    )
-    .await;
-    let restarts_before = restarts(&call(&client, "mcpyard__status", json!({})).await, "every");
+    let (gw, client, restarts_before) = everything_behind_the_gateway(dir.path()).await;
 
     // The GET stream is opened and its head read, so it is attached before
     // the call; after that it is never read.
@@ -515,15 +514,7 @@ fn find(haystack: &[u8], needle: &[u8], from: usize) -> Option<usize> {
 async fn a_legacy_sse_client_that_stops_reading_does_not_stall_the_upstream() {
     let _alone = ONE_AT_A_TIME.lock().await;
     let dir = scratch();
-    let gw = Gateway::start(&everything_stdio("every"), dir.path()).await;
-    let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
-    wait_for_tools(
-        &client,
-        &["every__echo", "every__trigger-long-running-operation"],
-        Duration::from_secs(60),
-    )
-    .await;
-    let restarts_before = restarts(&call(&client, "mcpyard__status", json!({})).await, "every");
+    let (gw, client, restarts_before) = everything_behind_the_gateway(dir.path()).await;
 
     // The stalled client reads its stream only as far as the answer to
     // initialize, then no more.

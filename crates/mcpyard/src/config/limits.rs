@@ -98,20 +98,8 @@ fn count(ctx: &Context<'_>, key: &str, raw: Option<u64>) -> Result<Option<usize>
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
-    use super::super::{from_text, Format, Settings};
+    use super::super::tests::toml;
     use super::*;
-
-    fn toml(text: &str) -> Result<Settings, ConfigError> {
-        from_text(
-            "mcpyard.toml",
-            Some(Path::new("/cfg")),
-            text,
-            Format::Toml,
-            &|_| None,
-        )
-    }
 
     #[test]
     fn without_the_table_every_limit_has_its_default() {

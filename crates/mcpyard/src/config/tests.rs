@@ -15,7 +15,8 @@ fn env(name: &str) -> Option<String> {
     }
 }
 
-fn toml(text: &str) -> Result<Settings, ConfigError> {
+/// A TOML file read from /cfg, in a fixed environment.
+pub(super) fn toml(text: &str) -> Result<Settings, ConfigError> {
     from_text(
         "mcpyard.toml",
         Some(Path::new("/cfg")),
