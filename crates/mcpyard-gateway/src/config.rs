@@ -1,23 +1,29 @@
 //! The gateway's validated settings (the binary loads and checks files and
 //! builds these).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use mcpyard_client::TransportSpec;
 
+use crate::router::Layer;
+use crate::SourceSpec;
+
 /// Everything the gateway needs to start.
 #[derive(Debug, Clone)]
 pub struct GatewayConfig {
-    /// The upstream MCP servers to aggregate.
-    pub upstreams: Vec<UpstreamSpec>,
+    /// The sources to aggregate, in catalogue order: upstream MCP servers
+    /// ([`SourceSpec::mcp`]), local models, any other [`Source`](crate::Source).
+    pub sources: Vec<SourceSpec>,
+    /// Layers every routed call passes, outermost first, between the
+    /// tracing span and the per-source cap and timeout.
+    pub layers: Vec<Arc<dyn Layer>>,
     /// Timeout for a client's answer to a relayed request (sampling...).
     pub client_request_timeout: Duration,
     /// Items per page of `tools/list` and the other lists.
     pub page_size: usize,
-    /// Sources living in the gateway process (local models...).
-    pub locals: Vec<LocalSpec>,
     /// Answers sampling requests of upstreams that allow it.
-    pub sampler: Option<std::sync::Arc<dyn crate::Sampler>>,
+    pub sampler: Option<Arc<dyn crate::Sampler>>,
     /// A session with no open stream, nothing in flight and no task left is
     /// ended after this long without a request (its client gets 404 and
     /// initializes again): clients that vanish without DELETE would pile up
@@ -28,21 +34,13 @@ pub struct GatewayConfig {
     pub max_sessions: usize,
 }
 
-/// A local source and its exposure settings.
-#[derive(Debug, Clone)]
-pub struct LocalSpec {
-    pub source: std::sync::Arc<dyn crate::LocalSource>,
-    /// `None` means `<name>__`, `Some("")` no prefix.
-    pub prefix: Option<String>,
-}
-
 impl Default for GatewayConfig {
     fn default() -> Self {
         Self {
-            upstreams: Vec::new(),
+            sources: Vec::new(),
+            layers: Vec::new(),
             client_request_timeout: Duration::from_secs(300),
             page_size: 200,
-            locals: Vec::new(),
             sampler: None,
             session_idle_timeout: Duration::from_secs(60 * 60),
             max_sessions: 10_000,
@@ -51,48 +49,49 @@ impl Default for GatewayConfig {
 }
 
 impl GatewayConfig {
-    /// Checks what can be checked before connecting: unique server names,
+    /// The upstream MCP servers among the sources.
+    pub fn upstreams(&self) -> impl Iterator<Item = &UpstreamSpec> {
+        self.sources.iter().filter_map(SourceSpec::upstream)
+    }
+
+    /// Checks what can be checked before connecting: unique source names,
     /// prefixes that cannot shadow each other or the gateway's own tools.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let mut seen: Vec<(&str, String)> = vec![("mcpyard", "mcpyard__".to_owned())];
-        for u in &self.upstreams {
-            let prefix = u.effective_prefix();
-            if u.name.is_empty() {
-                return Err(ConfigError::Invalid {
-                    server: u.name.clone(),
-                    reason: "the server name is empty".into(),
-                });
+        let builtin = crate::source::builtin::SOURCE_NAME;
+        let mut seen: Vec<(&str, String)> = vec![(builtin, crate::source::builtin::PREFIX.into())];
+        for source in &self.sources {
+            let name = source.name();
+            let prefix = source.effective_prefix();
+            let invalid = |reason: String| ConfigError::Invalid {
+                server: name.to_owned(),
+                reason,
+            };
+            if name.is_empty() {
+                return Err(invalid("the server name is empty".into()));
             }
-            if u.name == crate::builtin::SOURCE_NAME {
-                return Err(ConfigError::Invalid {
-                    server: u.name.clone(),
-                    reason: "the name is reserved for the gateway's own tools".into(),
-                });
+            if name == builtin {
+                return Err(invalid(
+                    "the name is reserved for the gateway's own tools".into(),
+                ));
             }
-            if seen.iter().any(|(n, _)| *n == u.name) {
-                return Err(ConfigError::Invalid {
-                    server: u.name.clone(),
-                    reason: "the name is used twice".into(),
-                });
+            if seen.iter().any(|(n, _)| *n == name) {
+                return Err(invalid("the name is used twice".into()));
             }
             if !crate::catalog::is_valid_tool_name(&format!("{prefix}x")) {
-                return Err(ConfigError::Invalid {
-                    server: u.name.clone(),
-                    reason: format!(
-                        "prefix `{prefix}` would make tool names the MCP spec rejects (allowed: A-Z a-z 0-9 _ - .)"
-                    ),
-                });
+                return Err(invalid(format!(
+                    "prefix `{prefix}` would make tool names the MCP spec rejects (allowed: A-Z a-z 0-9 _ - .)"
+                )));
             }
             if !prefix.is_empty() {
                 if let Some((other, _)) = seen.iter().find(|(_, p)| *p == prefix) {
                     return Err(ConfigError::NameCollision {
                         name: format!("{prefix}*"),
                         first: (*other).to_owned(),
-                        second: u.name.clone(),
+                        second: name.to_owned(),
                     });
                 }
             }
-            seen.push((&u.name, prefix));
+            seen.push((name, prefix));
         }
         Ok(())
     }
@@ -109,6 +108,11 @@ pub struct UpstreamSpec {
     pub transport: TransportSpec,
     /// Per-call timeout.
     pub timeout: Duration,
+    /// How long the server may take to list its tools, resources and
+    /// prompts once connected; past it, it is shown down and reconnected.
+    pub list_timeout: Duration,
+    /// Calls it may run at once; more wait for a free place.
+    pub max_in_flight: usize,
     /// Whether this server's sampling requests may be answered by a local
     /// model; `None` (the default) never.
     pub sampling: Option<SamplingPolicy>,
@@ -129,6 +133,11 @@ pub struct SamplingPolicy {
 }
 
 impl UpstreamSpec {
+    /// Default of [`UpstreamSpec::list_timeout`].
+    pub const DEFAULT_LIST_TIMEOUT: Duration = Duration::from_secs(5);
+    /// Default of [`UpstreamSpec::max_in_flight`].
+    pub const DEFAULT_MAX_IN_FLIGHT: usize = 64;
+
     /// The prefix put before this server's names.
     pub fn effective_prefix(&self) -> String {
         match &self.prefix {

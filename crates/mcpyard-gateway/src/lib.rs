@@ -1,26 +1,35 @@
-//! The gateway: sources feed a catalog, the catalog serves clients.
+//! The gateway: sources feed a catalog, a router sends each call through
+//! its layers to its source, and downstream serves the clients.
 //!
-//! Downstream transports (in `mcpyard-server`) parse and frame; they hand
-//! each JSON-RPC message to [`Gateway::handle`] together with the client's
-//! [`Session`] and write back what it returns.
+//! - `source/`: every kind of source behind one [`Source`] trait (MCP
+//!   upstreams in `source/mcp/`, the gateway's own tools in `builtin.rs`);
+//! - `catalog/`: the merged lists, their names and cursors, and the
+//!   exposure stage;
+//! - `router/`: name → source → [`Layer`]s → source, and the tasks the
+//!   gateway runs;
+//! - `downstream/`: sessions, subscriptions, listen streams, the stateless
+//!   era's requests;
+//! - `gateway.rs`: composition at start and dispatch by method.
+//!
+//! Front doors (in `mcpyard-server`) parse and frame; they hand each client
+//! request to [`Gateway::request`] and everything else to
+//! [`Gateway::receive`].
 
-mod builtin;
 mod catalog;
 mod config;
+mod downstream;
+mod error;
 mod gateway;
-mod listen;
-mod local;
-mod relay;
-mod round_trips;
-mod session;
-mod sessions;
-mod subscriptions;
-mod tasks;
-mod upstream;
+mod router;
+mod source;
 
-pub use config::{ConfigError, GatewayConfig, LocalSpec, SamplingPolicy, UpstreamSpec};
-pub use gateway::Gateway;
-pub use local::{
-    CatalogCaller, LocalSource, Progress, Sampler, SamplingUsage, SourceHandle, ToolContext,
+pub use catalog::{Exposure, ListKind, SourceLists};
+pub use config::{ConfigError, GatewayConfig, SamplingPolicy, UpstreamSpec};
+pub use downstream::{Negotiated, Outbound, Session};
+pub use error::{Fault, RouteError};
+pub use gateway::{Answer, Gateway};
+pub use router::{Layer, Next, RoutedCall};
+pub use source::{
+    CallContext, CallLimits, ClientHandle, Identity, Progress, RouterHandle, Sampler,
+    SamplingUsage, Source, SourceEvents, SourceRequest, SourceSpec,
 };
-pub use session::{Negotiated, Outbound, Session};

@@ -48,17 +48,17 @@ async fn a_session_that_owns_tasks_outlives_the_idle_timeout() {
     let gw = gateway(Duration::from_secs(1), 100).await;
     let owner = Session::new(None);
     assert!(gw.register_session(owner.clone()));
+    let params = json!({"name": "mcpyard__docs", "arguments": {}, "task": {"ttl": 60000}});
     let created = gw
-        .handle(
+        .request(
             &owner,
-            Message::request(
-                RequestId::Number(1),
-                "tools/call",
-                Some(json!({"name": "mcpyard__docs", "arguments": {}, "task": {"ttl": 60000}})),
-            ),
+            RequestId::Number(1),
+            "tools/call",
+            Some(params),
             None,
         )
         .await
+        .into_reply()
         .expect("an answer");
     let Message::Response { result, .. } = created else {
         panic!("not a result: {created:?}")

@@ -8,7 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mcpyard_gateway::{Gateway, GatewayConfig, LocalSource, LocalSpec, Session, ToolContext};
+use mcpyard_gateway::{
+    Gateway, GatewayConfig, RouteError, Session, Source, SourceEvents, SourceLists, SourceRequest,
+    SourceSpec,
+};
 use mcpyard_proto::{codes, ErrorObject, Message, RequestId};
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, Notify};
@@ -35,25 +38,23 @@ impl Drop for Running {
 }
 
 #[async_trait]
-impl LocalSource for Slow {
+impl Source for Slow {
     fn name(&self) -> &str {
         "slow"
     }
 
-    fn tools(&self) -> Vec<Value> {
-        ["slow", "boom"]
+    fn start(&self, events: SourceEvents) {
+        let tools = ["slow", "boom"]
             .into_iter()
             .map(|name| json!({"name": name, "inputSchema": {"type": "object"}}))
-            .collect()
+            .collect();
+        events.publish(SourceLists::tools(tools));
     }
 
-    async fn call(
-        &self,
-        tool: &str,
-        arguments: Value,
-        ctx: ToolContext,
-    ) -> Result<Value, ErrorObject> {
-        if tool == "boom" {
+    async fn call(&self, mut request: SourceRequest) -> Result<Value, RouteError> {
+        let arguments = request.take_arguments();
+        let ctx = &request.context;
+        if request.name() == Some("boom") {
             return Ok(
                 json!({"content": [{"type": "text", "text": "no such city"}], "isError": true}),
             );
@@ -65,7 +66,7 @@ impl LocalSource for Slow {
             _ = self.release.notified() => Ok(json!({
                 "content": [{"type": "text", "text": format!("done {}", arguments["n"])}]
             })),
-            _ = ctx.cancel.cancelled() => Err(ErrorObject::internal("stopped")),
+            _ = ctx.cancel.cancelled() => Err(RouteError::internal("stopped")),
         }
     }
 
@@ -109,11 +110,15 @@ impl Client {
     async fn request(&mut self, method: &str, params: Value) -> Result<Value, ErrorObject> {
         let id = RequestId::Number(self.next_id);
         self.next_id += 1;
-        let msg = Message::request(id, method, Some(params));
-        let answer = tokio::time::timeout(WAIT, self.gateway.handle(&self.session, msg, None))
-            .await
-            .unwrap_or_else(|_| panic!("{method} answered within {WAIT:?}"))
-            .expect("a request gets an answer");
+        let answer = tokio::time::timeout(
+            WAIT,
+            self.gateway
+                .request(&self.session, id, method, Some(params), None),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{method} answered within {WAIT:?}"))
+        .into_reply()
+        .expect("a request gets an answer");
         match answer {
             Message::Response { result, .. } => Ok(result),
             Message::Error { error, .. } => Err(error),
@@ -168,10 +173,7 @@ async fn until(what: &str, done: impl Fn() -> bool) {
 async fn gateway() -> (Gateway, Arc<Slow>) {
     let slow = Arc::new(Slow::default());
     let config = GatewayConfig {
-        locals: vec![LocalSpec {
-            source: slow.clone(),
-            prefix: None,
-        }],
+        sources: vec![SourceSpec::new(slow.clone())],
         ..GatewayConfig::default()
     };
     let gateway = Gateway::start(config).await.expect("gateway starts");
@@ -213,12 +215,17 @@ async fn a_task_runs_in_the_background_and_its_result_is_the_calls() {
         let session = client.session.clone();
         let id = id.clone();
         tokio::spawn(async move {
-            let msg = Message::request(
-                RequestId::Number(100),
-                "tasks/result",
-                Some(json!({"taskId": id})),
-            );
-            gateway.handle(&session, msg, None).await
+            let params = json!({"taskId": id});
+            gateway
+                .request(
+                    &session,
+                    RequestId::Number(100),
+                    "tasks/result",
+                    Some(params),
+                    None,
+                )
+                .await
+                .into_reply()
         })
     };
     tokio::time::sleep(Duration::from_millis(50)).await;

@@ -5,7 +5,7 @@
 //! and token cap.
 
 use async_trait::async_trait;
-use mcpyard_gateway::{Sampler, SamplingPolicy, SamplingUsage, ToolContext};
+use mcpyard_gateway::{CallContext, Sampler, SamplingPolicy, SamplingUsage};
 use mcpyard_proto::ErrorObject;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
@@ -37,7 +37,7 @@ impl Sampler for InferenceSource {
             args["stop"] = stop.clone();
         }
         let args = Args::new(args).map_err(|e| ErrorObject::invalid_params(e.to_string()))?;
-        let call = Call::new(ToolContext::detached(CancellationToken::new()));
+        let call = Call::new(CallContext::detached(CancellationToken::new()));
         let result = chat::run(self.engine(), args, &call)
             .await
             .map_err(|e| ErrorObject::internal(format!("the local model could not answer: {e}")))?;

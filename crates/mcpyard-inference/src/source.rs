@@ -1,11 +1,10 @@
-//! The gateway's view of local models: a [`LocalSource`] named `local`
-//! whose tools are the dispatch table in `tools/`.
+//! The gateway's view of local models: a [`Source`] named `local` whose
+//! tools are the dispatch table in `tools/`.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use mcpyard_gateway::{LocalSource, LocalSpec, ToolContext};
-use mcpyard_proto::ErrorObject;
+use mcpyard_gateway::{RouteError, Source, SourceEvents, SourceLists, SourceRequest, SourceSpec};
 use serde_json::{json, Value};
 
 use crate::config::{InferenceConfig, InferenceConfigError};
@@ -42,19 +41,11 @@ impl InferenceSource {
     }
 
     /// The gateway registration: this source with its configured prefix.
-    pub fn into_local_spec(self) -> LocalSpec {
-        let prefix = Some(self.prefix().to_owned());
-        LocalSpec {
-            source: Arc::new(self),
-            prefix,
-        }
-    }
-}
-
-#[async_trait]
-impl LocalSource for InferenceSource {
-    fn name(&self) -> &str {
-        SOURCE_NAME
+    /// A model call may run as long as the backend allows (the inference
+    /// settings bound each backend request).
+    pub fn into_source_spec(self) -> SourceSpec {
+        let prefix = self.prefix().to_owned();
+        SourceSpec::new(Arc::new(self)).with_prefix(prefix)
     }
 
     fn tools(&self) -> Vec<Value> {
@@ -63,16 +54,29 @@ impl LocalSource for InferenceSource {
         }
         tools::TOOLS.iter().map(|t| (t.definition)()).collect()
     }
+}
 
-    async fn call(
-        &self,
-        tool: &str,
-        arguments: Value,
-        ctx: ToolContext,
-    ) -> Result<Value, ErrorObject> {
+#[async_trait]
+impl Source for InferenceSource {
+    fn name(&self) -> &str {
+        SOURCE_NAME
+    }
+
+    fn start(&self, events: SourceEvents) {
+        events.publish(SourceLists::tools(self.tools()));
+    }
+
+    async fn call(&self, mut request: SourceRequest) -> Result<Value, RouteError> {
+        let arguments = request.take_arguments();
+        let tool = request.name().unwrap_or_default().to_owned();
+        let tool = tool.as_str();
+        let ctx = request.context;
         let def = tools::find(tool)
             .filter(|_| self.inner.config().enabled)
-            .ok_or_else(|| ErrorObject::invalid_params(format!("Unknown tool: {tool}")))?;
+            .ok_or_else(|| RouteError::UnknownName {
+                kind: "tool",
+                name: tool.to_owned(),
+            })?;
         let outcome = match Args::new(arguments).and_then(|args| {
             args.declared_in(&(def.definition)())?;
             Ok(args)

@@ -17,6 +17,12 @@ pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
 /// 2026-07-28: a request whose answer is a stream of change notifications.
 pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
 
+/// Tasks (2025-11-25): a call run in the background, polled and fetched later.
+pub const TASKS_GET: &str = "tasks/get";
+pub const TASKS_RESULT: &str = "tasks/result";
+pub const TASKS_CANCEL: &str = "tasks/cancel";
+pub const TASKS_LIST: &str = "tasks/list";
+
 pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
 pub const ELICITATION_CREATE: &str = "elicitation/create";
 pub const ROOTS_LIST: &str = "roots/list";
@@ -30,6 +36,7 @@ pub const NOTIFICATION_TOOLS_LIST_CHANGED: &str = "notifications/tools/list_chan
 pub const NOTIFICATION_RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
 pub const NOTIFICATION_RESOURCES_UPDATED: &str = "notifications/resources/updated";
 pub const NOTIFICATION_PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
+pub const NOTIFICATION_TASKS_STATUS: &str = "notifications/tasks/status";
 /// The first frame of a `subscriptions/listen` stream: what it will carry.
 pub const NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED: &str =
     "notifications/subscriptions/acknowledged";

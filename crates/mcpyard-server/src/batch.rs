@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use futures::{Stream, StreamExt};
-use mcpyard_gateway::{Gateway, Outbound, Session};
+use mcpyard_gateway::{Answer, Gateway, Outbound, Session};
 use mcpyard_proto::{methods, parse_body, Body, ErrorObject, Message, ParseError};
 use serde::de::IgnoredAny;
 use tokio::sync::mpsc;
@@ -103,9 +103,7 @@ impl Batch {
                     ))
                 }
                 Ok(m) if m.is_request() => batch.requests.push(m),
-                Ok(m) => {
-                    gateway.handle(session, m, None).await;
-                }
+                Ok(m) => gateway.receive(session, m).await,
             }
         }
         batch
@@ -131,7 +129,7 @@ impl Batch {
             .map(move |msg| {
                 let (gateway, session, related) =
                     (gateway.clone(), session.clone(), related.clone());
-                async move { gateway.handle(&session, msg, related).await }
+                async move { answer(&gateway, &session, msg, related).await.into_reply() }
             })
             .buffered(limits.max_in_flight.max(1))
             .filter_map(std::future::ready)
@@ -165,18 +163,27 @@ pub(crate) async fn answer_on_lines(
     });
 }
 
-/// The gateway's answer to one request.
+/// The gateway's answer to one request message (anything else is only
+/// taken note of, and gets no answer).
 pub(crate) async fn answer(
     gateway: &Gateway,
     session: &Arc<Session>,
     msg: Message,
     related: Option<Outbound>,
-) -> Message {
-    let id = msg.id().cloned();
-    gateway
-        .handle(session, msg, related)
-        .await
-        .unwrap_or_else(|| Message::error(id, ErrorObject::internal("the request was cancelled")))
+) -> Answer {
+    match msg {
+        Message::Request { id, method, params } => {
+            gateway.request(session, id, &method, params, related).await
+        }
+        other => {
+            let id = other.id().cloned();
+            gateway.receive(session, other).await;
+            Answer::Reply(Message::error(
+                id,
+                ErrorObject::invalid_request("not a request"),
+            ))
+        }
+    }
 }
 
 #[cfg(test)]

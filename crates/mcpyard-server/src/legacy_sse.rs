@@ -114,13 +114,17 @@ pub(crate) async fn post(
         Ok(Body::Single(Ok(msg))) if msg.is_request() => {
             let (gateway, session) = (state.gateway.clone(), session.clone());
             // No answer is what a request the client cancelled gets.
-            futures::stream::once(async move { gateway.handle(&session, msg, None).await })
-                .filter_map(std::future::ready)
-                .boxed()
+            futures::stream::once(async move {
+                batch::answer(&gateway, &session, msg, None)
+                    .await
+                    .into_reply()
+            })
+            .filter_map(std::future::ready)
+            .boxed()
         }
         Ok(Body::Single(Ok(msg))) => {
             // Handled before the 202 so their effect precedes the next POST.
-            state.gateway.handle(&session, msg, None).await;
+            state.gateway.receive(&session, msg).await;
             return (StatusCode::ACCEPTED, "Accepted").into_response();
         }
         Ok(Body::Batch(items)) => Batch::sort(&state.gateway, &session, items)

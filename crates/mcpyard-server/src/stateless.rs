@@ -192,21 +192,14 @@ pub(crate) async fn post(
                 shutdown: state.shutdown.clone(),
                 status_of,
             };
-            let msg = Message::Request {
-                id: id.clone(),
-                method,
-                params,
-            };
             reply::reply(plan, move |related| async move {
-                let answer = gateway.handle(&session, msg, related).await;
+                let answer = gateway
+                    .request(&session, id, &method, params, related)
+                    .await;
                 // The session lives for this request only: anything still
                 // waiting on it (a relayed request) is released now.
                 session.end();
-                answer
-                    .unwrap_or_else(|| {
-                        Message::error(Some(id), ErrorObject::internal("the request was cancelled"))
-                    })
-                    .to_value()
+                answer.into_message().to_value()
             })
             .await
         }

@@ -171,13 +171,14 @@ async fn dispatch(
                 let tx = tx.clone();
                 tasks.spawn(async move {
                     // No answer is what a request the client cancelled gets.
-                    if let Some(answer) = gateway.handle(&session, msg, None).await {
-                        let _ = tx.send(answer).await;
+                    let answer = batch::answer(&gateway, &session, msg, None).await;
+                    if let Some(reply) = answer.into_reply() {
+                        let _ = tx.send(reply).await;
                     }
                 });
             }
             Ok(msg) => {
-                gateway.handle(session, msg, None).await;
+                gateway.receive(session, msg).await;
             }
         }
     }

@@ -294,12 +294,9 @@ async fn post_without_session(
 /// `Mcp-Session-Id` when the gateway accepts the handshake.
 async fn initialize(state: &AppState, accepts: Accepts, msg: Message) -> Response {
     let session = Session::new(None);
-    let id = msg.id().cloned();
-    let answer = state
-        .gateway
-        .handle(&session, msg, None)
+    let answer = batch::answer(&state.gateway, &session, msg, None)
         .await
-        .unwrap_or_else(|| Message::error(id, ErrorObject::internal("no answer was produced")));
+        .into_message();
     let accepted = matches!(answer, Message::Response { .. });
     if accepted && !state.gateway.register_session(session.clone()) {
         session.end();
@@ -352,7 +349,7 @@ async fn post_in_session(
             // Notifications and responses are handled before the 202 so that
             // their effect (initialized, a resolved sampling request) is in
             // place when the client's next POST arrives.
-            gateway.handle(&session, msg, None).await;
+            gateway.receive(&session, msg).await;
             StatusCode::ACCEPTED.into_response()
         }
         Ok(Body::Batch(items)) => {
@@ -381,6 +378,7 @@ async fn answer_request(
 ) -> Value {
     batch::answer(gateway, session, msg, related)
         .await
+        .into_message()
         .to_value()
 }
 

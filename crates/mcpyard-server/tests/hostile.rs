@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mcpyard_client::TransportSpec;
-use mcpyard_gateway::{Gateway, GatewayConfig, UpstreamSpec};
+use mcpyard_gateway::{Gateway, GatewayConfig, SourceSpec, UpstreamSpec};
 use mcpyard_proto::Message;
 use mcpyard_server::{serve_http_on, serve_stdio, BatchLimits, HttpOptions};
 use serde_json::{json, Value};
@@ -249,13 +249,15 @@ fn npm_upstream(name: &str, package: &str, args: &[&str]) -> UpstreamSpec {
             cwd: None,
         },
         timeout: WAIT,
+        list_timeout: UpstreamSpec::DEFAULT_LIST_TIMEOUT,
+        max_in_flight: UpstreamSpec::DEFAULT_MAX_IN_FLIGHT,
         sampling: None,
     }
 }
 
 fn gateway_with(upstream: UpstreamSpec) -> GatewayConfig {
     GatewayConfig {
-        upstreams: vec![upstream],
+        sources: vec![SourceSpec::mcp(upstream)],
         ..GatewayConfig::default()
     }
 }

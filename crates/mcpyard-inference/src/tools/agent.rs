@@ -157,7 +157,7 @@ async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolErro
                             tracing::info!(tool = %tool.exposed, iteration, "agent calls a tool");
                             let outcome = tokio::time::timeout_at(
                                 deadline,
-                                call.ctx.catalog.call_tool(&tool.exposed, arguments),
+                                call.ctx.router.call_tool(&tool.exposed, arguments),
                             )
                             .await;
                             match outcome {
@@ -271,7 +271,7 @@ fn offered_tools(args: &Args, call: &Call) -> Result<Vec<Offered>, ToolError> {
         })
     };
     let mut offered = Vec::new();
-    for tool in call.ctx.catalog.tools() {
+    for tool in call.ctx.router.tools() {
         let Some(name) = tool["name"].as_str() else {
             continue;
         };

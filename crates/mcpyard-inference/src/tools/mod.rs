@@ -16,7 +16,7 @@ mod transcribe_audio;
 use std::future::Future;
 use std::pin::Pin;
 
-use mcpyard_gateway::ToolContext;
+use mcpyard_gateway::CallContext;
 use serde_json::Value;
 
 pub(crate) use args::Args;
@@ -35,12 +35,12 @@ pub(crate) type ToolFuture<'a> =
 /// values keep growing).
 #[derive(Debug)]
 pub(crate) struct Call {
-    pub(crate) ctx: ToolContext,
+    pub(crate) ctx: CallContext,
     pub(crate) progress: Reporter,
 }
 
 impl Call {
-    pub(crate) fn new(ctx: ToolContext) -> Self {
+    pub(crate) fn new(ctx: CallContext) -> Self {
         let progress = Reporter::new(ctx.progress.clone());
         Self { ctx, progress }
     }

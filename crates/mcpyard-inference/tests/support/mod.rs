@@ -189,7 +189,7 @@ impl Harness {
     pub(crate) async fn new(config: InferenceConfig) -> Self {
         let source = InferenceSource::new(config).expect("valid inference config");
         let gateway = Gateway::start(GatewayConfig {
-            locals: vec![source.into_local_spec()],
+            sources: vec![source.into_source_spec()],
             ..GatewayConfig::default()
         })
         .await
@@ -221,13 +221,14 @@ impl Harness {
         let id = self
             .next_id
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let msg = Message::request(id, method, Some(params));
         let answer = tokio::time::timeout(
             Duration::from_secs(120),
-            self.gateway.handle(&self.session, msg, related),
+            self.gateway
+                .request(&self.session, id.into(), method, Some(params), related),
         )
         .await
         .expect("the gateway answered within 120 s")
+        .into_reply()
         .expect("a request gets a response");
         match answer {
             Message::Response { result, .. } => result,
@@ -281,16 +282,15 @@ impl Harness {
             .next_id
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let (tx, mut rx) = tokio::sync::mpsc::channel(1024);
-        let msg = Message::request(
-            id,
-            "tools/call",
-            Some(
-                json!({"name": format!("local__{tool}"), "arguments": args, "_meta": {"progressToken": "c1"}}),
-            ),
-        );
+        let params = json!({"name": format!("local__{tool}"), "arguments": args, "_meta": {"progressToken": "c1"}});
         let gateway = self.gateway.clone();
         let session = self.session.clone();
-        let call = tokio::spawn(async move { gateway.handle(&session, msg, Some(tx)).await });
+        let call = tokio::spawn(async move {
+            gateway
+                .request(&session, id.into(), "tools/call", Some(params), Some(tx))
+                .await
+                .into_reply()
+        });
         let first = tokio::time::timeout(Duration::from_secs(30), rx.recv())
             .await
             .expect("a progress notification within 30 s");
@@ -299,7 +299,7 @@ impl Harness {
             "notifications/cancelled",
             Some(json!({"requestId": id, "reason": "test"})),
         );
-        self.gateway.handle(&self.session, cancel, None).await;
+        self.gateway.receive(&self.session, cancel).await;
         tokio::time::timeout(Duration::from_secs(10), call)
             .await
             .expect("the cancelled call ended within 10 s")

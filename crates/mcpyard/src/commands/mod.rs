@@ -61,7 +61,7 @@ fn load_for_server(path: Option<&Path>, cli_level: Option<&str>) -> anyhow::Resu
     }
     tracing::info!(
         config = %settings.source,
-        servers = settings.gateway.upstreams.len(),
+        servers = settings.gateway.upstreams().count(),
         "configuration loaded"
     );
     Ok(settings)

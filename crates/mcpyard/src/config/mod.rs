@@ -21,7 +21,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use mcpyard_client::TransportSpec;
-use mcpyard_gateway::{ConfigError as GatewayConfigError, GatewayConfig, UpstreamSpec};
+use mcpyard_gateway::{ConfigError as GatewayConfigError, GatewayConfig, SourceSpec, UpstreamSpec};
 
 pub(crate) use error::ConfigError;
 pub(crate) use limits::Limits;
@@ -97,8 +97,7 @@ impl fmt::Debug for Settings {
                 "servers",
                 &self
                     .gateway
-                    .upstreams
-                    .iter()
+                    .upstreams()
                     .map(|u| u.name.as_str())
                     .collect::<Vec<_>>(),
             )
@@ -177,7 +176,7 @@ pub(crate) struct ServerSummary {
 impl Settings {
     /// The configured upstream called `name`.
     pub(crate) fn upstream(&self, name: &str) -> Option<&UpstreamSpec> {
-        self.gateway.upstreams.iter().find(|u| u.name == name)
+        self.gateway.upstreams().find(|u| u.name == name)
     }
 }
 
@@ -374,7 +373,7 @@ fn from_text(
     // without a change here.
     #[allow(clippy::needless_update)]
     let mut gateway = GatewayConfig {
-        upstreams,
+        sources: upstreams.into_iter().map(SourceSpec::mcp).collect(),
         client_request_timeout: client_request_timeout.unwrap_or(defaults.client_request_timeout),
         page_size,
         session_idle_timeout,
@@ -389,7 +388,7 @@ fn from_text(
         let source = mcpyard_inference::InferenceSource::new(inference)
             .map_err(|e| ctx.error("inference", e.to_string()))?;
         gateway.sampler = Some(std::sync::Arc::new(source.clone()));
-        gateway.locals.push(source.into_local_spec());
+        gateway.sources.push(source.into_source_spec());
     }
     // The gateway's own checks (reserved names, prefixes that would shadow
     // each other), reported like every other config error.

@@ -57,6 +57,10 @@ pub(crate) struct RawServer {
     /// (`transport` in TOML, `type` in JSON).
     pub(crate) transport: Option<(&'static str, String)>,
     pub(crate) timeout: Option<RawDuration>,
+    /// How long the server may take to list its tools once connected.
+    pub(crate) list_timeout: Option<RawDuration>,
+    /// Calls it may run at once.
+    pub(crate) max_in_flight: Option<u64>,
     pub(crate) prefix: Option<String>,
     pub(crate) enabled: bool,
     pub(crate) sampling: Option<RawSampling>,
@@ -212,6 +216,17 @@ pub(crate) fn build(
         None => DEFAULT_TIMEOUT,
         Some(t) => duration(ctx, &field("timeout"), &t)?,
     };
+    let list_timeout = match raw.list_timeout {
+        None => UpstreamSpec::DEFAULT_LIST_TIMEOUT,
+        Some(t) => duration(ctx, &field("list_timeout"), &t)?,
+    };
+    let max_in_flight = match raw.max_in_flight {
+        None => UpstreamSpec::DEFAULT_MAX_IN_FLIGHT,
+        Some(0) => return Err(ctx.error(&field("max_in_flight"), "must be at least 1")),
+        Some(n) => {
+            usize::try_from(n).map_err(|_| ctx.error(&field("max_in_flight"), "too large"))?
+        }
+    };
 
     let prefix = match raw.prefix {
         None => None,
@@ -251,6 +266,8 @@ pub(crate) fn build(
         prefix,
         transport,
         timeout,
+        list_timeout,
+        max_in_flight,
         sampling,
     }))
 }

@@ -56,7 +56,7 @@ fn toml_err(text: &str) -> String {
 fn the_embedded_default_has_no_upstreams_and_listens_on_loopback() {
     let s = embedded_default().unwrap();
     assert_eq!(s.source, "<embedded default>");
-    assert!(s.gateway.upstreams.is_empty());
+    assert_eq!(s.gateway.upstreams().count(), 0);
     assert_eq!(s.listen, DEFAULT_LISTEN);
     assert_eq!(s.listen.to_string(), "127.0.0.1:7117");
     assert!(s.api_key.is_none());
@@ -136,12 +136,7 @@ enabled = false
     assert_eq!(s.gateway.max_sessions, 64);
     assert!(s.warnings.is_empty(), "{:?}", s.warnings);
 
-    let names: Vec<_> = s
-        .gateway
-        .upstreams
-        .iter()
-        .map(|u| u.name.as_str())
-        .collect();
+    let names: Vec<_> = s.gateway.upstreams().map(|u| u.name.as_str()).collect();
     assert_eq!(names, ["everything", "remote", "legacy"]);
     let e = s.upstream("everything").unwrap();
     assert_eq!(e.prefix.as_deref(), Some(""));
@@ -203,7 +198,7 @@ fn the_claude_desktop_format_end_to_end() {
     )
     .unwrap();
     assert_eq!(s.listen, DEFAULT_LISTEN);
-    assert_eq!(s.gateway.upstreams.len(), 2);
+    assert_eq!(s.gateway.upstreams().count(), 2);
     assert!(matches!(
         &s.upstream("fs").unwrap().transport,
         TransportSpec::Stdio { inherit_env, .. } if inherit_env == &["*"]
@@ -492,7 +487,7 @@ fn sampling_by_a_local_model_is_off_unless_a_server_asks_for_it() {
         "[servers.a]\ncommand = \"a\"\n\n[servers.b]\ncommand = \"b\"\n[servers.b.sampling]\nmodels = [\"qwen3\"]\nmax_tokens = 256\n\n[servers.c]\ncommand = \"c\"\nsampling = { mode = \"always\" }\n",
     )
     .unwrap();
-    let ups = &s.gateway.upstreams;
+    let ups: Vec<_> = s.gateway.upstreams().collect();
     assert_eq!(ups[0].sampling, None);
     let b = ups[1].sampling.as_ref().expect("b allows local sampling");
     assert!(!b.always);

@@ -46,12 +46,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::Outbound;
 
-tokio::task_local! {
-    /// The gateway-owned task the running call serves, so that requests an
-    /// upstream makes on its behalf are tied to it (see [`TaskSignal`]).
-    pub(crate) static CURRENT_TASK: TaskSignal;
-}
-
 /// The `_meta` key that ties a message to its task.
 pub(crate) const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 /// The notification that tells a requestor a task's status changed.
@@ -188,6 +182,12 @@ pub(crate) enum TaskError {
     BadTaskParam,
     #[error("Too many tasks: {limit} {scope} is the limit; wait for tasks to finish or expire")]
     TooMany { limit: usize, scope: &'static str },
+}
+
+impl From<TaskError> for crate::RouteError {
+    fn from(e: TaskError) -> Self {
+        Self::Protocol(e.into())
+    }
 }
 
 impl From<TaskError> for ErrorObject {

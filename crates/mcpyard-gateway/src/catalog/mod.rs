@@ -4,6 +4,10 @@
 //! Each source's lists are cached here and replaced only when the source
 //! (re)connects or says `notifications/*/list_changed`; the merged view is
 //! rebuilt then, so `tools/list` is an `Arc` clone and a slice, never a fan-out.
+//! Between a source's lists and the merged view sits the exposure stage
+//! (`exposure.rs`): per source, what is offered and under which name.
+
+mod exposure;
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -13,9 +17,14 @@ use mcpyard_proto::{methods, ErrorObject};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+use exposure::Decision;
+pub use exposure::Exposure;
+
+use crate::source::Identity;
+
 /// The four kinds of list a source can offer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ListKind {
+pub enum ListKind {
     Tools,
     Resources,
     ResourceTemplates,
@@ -78,16 +87,26 @@ impl ListKind {
 
 /// What one source offers, as it listed it (names unprefixed).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct SourceLists {
-    pub(crate) items: [Vec<Value>; 4],
+pub struct SourceLists {
+    items: [Vec<Value>; 4],
+    /// The source runs task-augmented `tools/call` itself; otherwise the
+    /// gateway runs them, and says so on each tool.
+    pub(crate) runs_tasks: bool,
 }
 
 impl SourceLists {
-    pub(crate) fn get(&self, kind: ListKind) -> &[Value] {
+    /// Lists holding only these tools (`tools/list` items, own names).
+    pub fn tools(tools: Vec<Value>) -> Self {
+        let mut lists = Self::default();
+        lists.set(ListKind::Tools, tools);
+        lists
+    }
+
+    pub fn get(&self, kind: ListKind) -> &[Value] {
         &self.items[kind.index()]
     }
 
-    pub(crate) fn set(&mut self, kind: ListKind, items: Vec<Value>) {
+    pub fn set(&mut self, kind: ListKind, items: Vec<Value>) {
         self.items[kind.index()] = items;
     }
 }
@@ -156,6 +175,7 @@ impl View {
 struct Entry {
     name: String,
     prefix: String,
+    exposure: Exposure,
     /// What the source last listed; `None` before it first connected.
     lists: Option<SourceLists>,
     /// A source that is down is left out of the lists.
@@ -170,13 +190,15 @@ pub(crate) struct Catalog {
 }
 
 impl Catalog {
-    /// A catalog with one entry per source, in order: `(name, prefix)`.
-    pub(crate) fn new(sources: Vec<(String, String)>, page_size: usize) -> Self {
+    /// A catalog with one entry per source, in order: `(name, prefix,
+    /// exposure)`.
+    pub(crate) fn new(sources: Vec<(String, String, Exposure)>, page_size: usize) -> Self {
         let entries = sources
             .into_iter()
-            .map(|(name, prefix)| Entry {
+            .map(|(name, prefix, exposure)| Entry {
                 name,
                 prefix,
+                exposure,
                 lists: None,
                 up: false,
             })
@@ -188,13 +210,26 @@ impl Catalog {
         }
     }
 
+    /// The view every caller sees. Per-identity exposure will pick a view
+    /// by [`Identity`] in [`Catalog::view_for`].
     pub(crate) fn view(&self) -> Arc<View> {
         self.view.read().expect("catalog lock poisoned").clone()
     }
 
+    /// The view one caller sees: today the same for every identity, as no
+    /// exposure rule depends on it yet.
+    pub(crate) fn view_for(&self, _identity: &Identity) -> Arc<View> {
+        self.view()
+    }
+
     /// Replaces a source's lists (`None`: the source is down). Returns the
     /// kinds whose merged list changed, so clients can be told.
-    pub(crate) fn set_lists(&self, source: usize, lists: Option<SourceLists>) -> Vec<ListKind> {
+    pub(crate) fn set_lists(&self, source: usize, mut lists: Option<SourceLists>) -> Vec<ListKind> {
+        if let Some(lists) = lists.as_mut().filter(|l| !l.runs_tasks) {
+            lists.items[ListKind::Tools.index()]
+                .iter_mut()
+                .for_each(crate::router::tasks::advertise);
+        }
         let mut entries = self.entries.write().expect("catalog lock poisoned");
         let Some(entry) = entries.get_mut(source) else {
             return Vec::new();
@@ -259,8 +294,12 @@ fn build_view(entries: &[Entry]) -> View {
         if !entry.up {
             for kind in [ListKind::Tools, ListKind::Prompts] {
                 for name in src.get(kind).iter().filter_map(|i| i.get("name")?.as_str()) {
+                    let exposed = match entry.exposure.decide(name) {
+                        Decision::Denied => continue,
+                        Decision::Listed(exposed) | Decision::Hidden(exposed) => exposed,
+                    };
                     view.unavailable
-                        .insert(exposed_name(kind, &entry.prefix, name), source);
+                        .insert(exposed_name(kind, &entry.prefix, &exposed), source);
                 }
             }
             continue;
@@ -273,7 +312,12 @@ fn build_view(entries: &[Entry]) -> View {
                 let Some(name) = item.get("name").and_then(Value::as_str) else {
                     continue;
                 };
-                let exposed = exposed_name(kind, &entry.prefix, name);
+                let (exposed, listed) = match entry.exposure.decide(name) {
+                    Decision::Denied => continue,
+                    Decision::Listed(exposed) => (exposed, true),
+                    Decision::Hidden(exposed) => (exposed, false),
+                };
+                let exposed = exposed_name(kind, &entry.prefix, &exposed);
                 if routes.contains_key(&exposed) {
                     view.collisions
                         .push(format!("{exposed} (also offered by {})", entry.name));
@@ -286,6 +330,9 @@ fn build_view(entries: &[Entry]) -> View {
                         name: name.to_owned(),
                     },
                 );
+                if !listed {
+                    continue;
+                }
                 let mut item = item.clone();
                 item["name"] = Value::String(exposed);
                 lists[kind.index()].push(item);
@@ -378,7 +425,10 @@ mod tests {
 
     fn catalog(page: usize) -> Catalog {
         Catalog::new(
-            vec![("a".into(), "a__".into()), ("b".into(), "".into())],
+            vec![
+                ("a".into(), "a__".into(), Exposure::default()),
+                ("b".into(), "".into(), Exposure::default()),
+            ],
             page,
         )
     }
@@ -476,7 +526,13 @@ mod tests {
 
     #[test]
     fn collisions_keep_the_first_source() {
-        let c = Catalog::new(vec![("a".into(), "".into()), ("b".into(), "".into())], 100);
+        let c = Catalog::new(
+            vec![
+                ("a".into(), "".into(), Exposure::default()),
+                ("b".into(), "".into(), Exposure::default()),
+            ],
+            100,
+        );
         c.set_lists(0, Some(lists(&["x"])));
         c.set_lists(1, Some(lists(&["x", "y"])));
         let view = c.view();
@@ -540,6 +596,29 @@ mod tests {
         assert_eq!(view.resource_source("file:///a"), Some(1));
         assert_eq!(view.resource_source("test://template/7/data"), Some(1));
         assert_eq!(view.resource_source("other://x"), None);
+    }
+
+    #[test]
+    fn exposure_renames_hides_and_denies_before_the_prefix() {
+        let exposure = Exposure {
+            deny: vec!["drop".into()],
+            hidden: vec!["rare".into()],
+            rename: HashMap::from([("echo".into(), "say".into())]),
+            ..Exposure::default()
+        };
+        let c = Catalog::new(vec![("a".into(), "a__".into(), exposure)], 100);
+        c.set_lists(0, Some(lists(&["echo", "drop", "rare"])));
+        let view = c.view();
+        let names: Vec<_> = view
+            .list(ListKind::Tools)
+            .iter()
+            .map(|t| t["name"].clone())
+            .collect();
+        assert_eq!(names, vec![json!("a__say")]);
+        assert_eq!(view.tool("a__say").map(|r| r.name.as_str()), Some("echo"));
+        assert_eq!(view.tool("a__rare").map(|r| r.name.as_str()), Some("rare"));
+        assert!(view.tool("a__drop").is_none());
+        assert!(view.tool("a__echo").is_none());
     }
 
     #[test]

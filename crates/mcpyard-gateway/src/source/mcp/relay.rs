@@ -18,17 +18,18 @@ use async_trait::async_trait;
 use mcpyard_client::ClientHandler;
 use mcpyard_proto::{methods, ErrorObject, Message, RequestId};
 use serde_json::{json, Value};
-use tokio::sync::mpsc;
+use tokio::sync::Notify;
 
 use crate::catalog::ListKind;
-use crate::sessions::Sessions;
-use crate::tasks::{with_related_task, TaskSignal, CURRENT_TASK};
+use crate::downstream::Sessions;
+use crate::router::tasks::{with_related_task, TaskSignal};
+use crate::source::CallContext;
 use crate::{Outbound, Session};
 use crate::{Sampler, SamplingPolicy};
 
 /// The downstream side of one call in flight to an upstream.
 #[derive(Debug)]
-pub(crate) struct CallContext {
+pub(crate) struct InFlightCall {
     pub(crate) session: Arc<Session>,
     pub(crate) related: Option<Outbound>,
     /// The client's own progress token, to put back on progress it gets.
@@ -38,14 +39,54 @@ pub(crate) struct CallContext {
     seq: u64,
 }
 
-/// What the relay asks the upstream's supervisor to do.
-#[derive(Debug)]
-pub(crate) enum UpstreamEvent {
-    /// The upstream said one of its lists changed: fetch it again.
-    Refresh(&'static [ListKind]),
+/// What the upstream said changed since the supervisor last looked: a
+/// flood of `list_changed` is one refetch per kind, never a queue.
+#[derive(Debug, Default)]
+pub(crate) struct Changes {
+    pending: Mutex<Pending>,
+    wake: Notify,
+}
+
+#[derive(Debug, Default)]
+struct Pending {
+    kinds: Vec<ListKind>,
     /// The upstream forgot our session and a new one began: it may offer
     /// other things than before, and has no subscriptions.
-    SessionRenewed,
+    renewed: bool,
+}
+
+impl Changes {
+    /// The upstream said these lists changed: fetch them again.
+    fn lists_changed(&self, kinds: &[ListKind]) {
+        let mut pending = self.pending.lock().expect("changes lock poisoned");
+        for kind in kinds {
+            if !pending.kinds.contains(kind) {
+                pending.kinds.push(*kind);
+            }
+        }
+        drop(pending);
+        self.wake.notify_one();
+    }
+
+    fn session_renewed(&self) {
+        self.pending.lock().expect("changes lock poisoned").renewed = true;
+        self.wake.notify_one();
+    }
+
+    /// Waits for changes and takes them all: the kinds to fetch, and
+    /// whether the session was renewed (then everything is fetched).
+    pub(crate) async fn next(&self) -> (Vec<ListKind>, bool) {
+        loop {
+            {
+                let mut pending = self.pending.lock().expect("changes lock poisoned");
+                if pending.renewed || !pending.kinds.is_empty() {
+                    let taken = std::mem::take(&mut *pending);
+                    return (taken.kinds, taken.renewed);
+                }
+            }
+            self.wake.notified().await;
+        }
+    }
 }
 
 /// A local model standing in for clients that cannot sample.
@@ -62,11 +103,11 @@ pub(crate) struct Relay {
     source: usize,
     local_sampling: Option<LocalSampling>,
     sessions: Arc<Sessions>,
-    events: mpsc::UnboundedSender<UpstreamEvent>,
+    changes: Arc<Changes>,
     client_timeout: Duration,
     seq: AtomicU64,
-    by_request: Mutex<HashMap<RequestId, Arc<CallContext>>>,
-    by_token: Mutex<HashMap<String, Arc<CallContext>>>,
+    by_request: Mutex<HashMap<RequestId, Arc<InFlightCall>>>,
+    by_token: Mutex<HashMap<String, Arc<InFlightCall>>>,
 }
 
 /// Removes a call's entries when the call ends, however it ends.
@@ -79,7 +120,7 @@ pub(crate) struct CallGuard {
 
 impl CallGuard {
     /// Records the upstream id the call was sent with.
-    pub(crate) fn sent_as(&self, ctx: &Arc<CallContext>, id: RequestId) {
+    pub(crate) fn sent_as(&self, ctx: &Arc<InFlightCall>, id: RequestId) {
         self.relay
             .by_request
             .lock()
@@ -114,7 +155,7 @@ impl Relay {
         source: usize,
         local_sampling: Option<LocalSampling>,
         sessions: Arc<Sessions>,
-        events: mpsc::UnboundedSender<UpstreamEvent>,
+        changes: Arc<Changes>,
         client_timeout: Duration,
     ) -> Self {
         Self {
@@ -122,7 +163,7 @@ impl Relay {
             source,
             local_sampling,
             sessions,
-            events,
+            changes,
             client_timeout,
             seq: AtomicU64::new(1),
             by_request: Mutex::default(),
@@ -134,20 +175,19 @@ impl Relay {
     /// token it is replaced by one unique to this upstream.
     pub(crate) fn begin(
         self: &Arc<Self>,
-        session: &Arc<Session>,
-        related: Option<Outbound>,
+        routed: &CallContext,
         params: &mut Value,
-    ) -> (Arc<CallContext>, CallGuard) {
+    ) -> (Arc<InFlightCall>, CallGuard) {
         let seq = self.seq.fetch_add(1, Ordering::Relaxed);
         let progress_token = params
             .get_mut("_meta")
             .and_then(|m| m.get_mut("progressToken"))
             .map(|t| std::mem::replace(t, Value::String(format!("mcpyard-{seq}"))));
-        let ctx = Arc::new(CallContext {
-            session: session.clone(),
-            related,
+        let ctx = Arc::new(InFlightCall {
+            session: routed.client.session.clone(),
+            related: routed.client.related.clone(),
             progress_token: progress_token.clone(),
-            task: CURRENT_TASK.try_with(Clone::clone).ok(),
+            task: routed.task.clone(),
             seq,
         });
         let token = progress_token.map(|_| {
@@ -174,7 +214,7 @@ impl Relay {
     async fn request_for_task(
         &self,
         task: &TaskSignal,
-        ctx: &CallContext,
+        ctx: &InFlightCall,
         method: &str,
         params: Option<Value>,
     ) -> Result<Value, ErrorObject> {
@@ -205,7 +245,7 @@ impl Relay {
         &self,
         related: Option<&RequestId>,
         capability: Option<&str>,
-    ) -> Option<Arc<CallContext>> {
+    ) -> Option<Arc<InFlightCall>> {
         let calls = self.by_request.lock().expect("relay lock poisoned");
         if let Some(ctx) = related.and_then(|id| calls.get(id)) {
             return Some(ctx.clone());
@@ -221,7 +261,7 @@ impl Relay {
             .cloned()
     }
 
-    fn context_for_token(&self, token: &Value) -> Option<Arc<CallContext>> {
+    fn context_for_token(&self, token: &Value) -> Option<Arc<InFlightCall>> {
         let key = match token {
             Value::String(s) => s.clone(),
             other => other.to_string(),
@@ -335,7 +375,7 @@ impl ClientHandler for Relay {
     }
 
     async fn on_session_restarted(&self) {
-        let _ = self.events.send(UpstreamEvent::SessionRenewed);
+        self.changes.session_renewed();
     }
 
     /// Runs on the upstream's reader, which every client of the upstream
@@ -347,7 +387,7 @@ impl ClientHandler for Relay {
         related: Option<RequestId>,
     ) {
         if let Some(kinds) = ListKind::from_notification(method) {
-            let _ = self.events.send(UpstreamEvent::Refresh(kinds));
+            self.changes.lists_changed(kinds);
             return;
         }
         match method {

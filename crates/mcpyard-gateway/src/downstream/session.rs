@@ -11,7 +11,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::round_trips::{self, InputSink};
+use super::round_trips::{self, InputSink};
 
 /// Where messages for a client go: its session stream (GET stream, legacy
 /// SSE stream, stdout) or the response stream of one of its POSTs.

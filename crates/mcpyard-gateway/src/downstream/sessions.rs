@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use mcpyard_proto::Message;
 
-use crate::listen::Listener;
-use crate::subscriptions::Subscriptions;
+use super::listen::Listener;
+use super::subscriptions::Subscriptions;
 use crate::Session;
 
 /// Every session is in use and the registry is full.

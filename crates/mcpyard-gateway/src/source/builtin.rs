@@ -1,7 +1,16 @@
-//! The gateway's own tools: `status` (every source and its health) and
-//! `docs` (the bundled reference pages).
+//! The gateway's own tools as a source: `status` (every source and its
+//! health) and `docs` (the bundled reference pages).
 
+use std::sync::{Arc, OnceLock, Weak};
+
+use async_trait::async_trait;
 use serde_json::{json, Value};
+
+use crate::catalog::{ListKind, SourceLists};
+use crate::downstream::Sessions;
+use crate::router::Router;
+use crate::source::{Source, SourceEvents, SourceRequest};
+use crate::RouteError;
 
 /// The name of the built-in source and its prefix.
 pub(crate) const SOURCE_NAME: &str = "mcpyard";
@@ -11,15 +20,81 @@ pub(crate) const STATUS_TOOL: &str = "mcpyard__status";
 
 /// The bundled reference pages: (name, text).
 const PAGES: &[(&str, &str)] = &[
-    ("overview", include_str!("../docs/overview.md")),
-    ("configuration", include_str!("../docs/configuration.md")),
-    ("clients", include_str!("../docs/clients.md")),
-    ("local-models", include_str!("../docs/local-models.md")),
+    ("overview", include_str!("../../docs/overview.md")),
+    ("configuration", include_str!("../../docs/configuration.md")),
+    ("clients", include_str!("../../docs/clients.md")),
+    ("local-models", include_str!("../../docs/local-models.md")),
     (
         "troubleshooting",
-        include_str!("../docs/troubleshooting.md"),
+        include_str!("../../docs/troubleshooting.md"),
     ),
 ];
+
+/// The gateway's own tools.
+#[derive(Debug)]
+pub(crate) struct Builtin {
+    /// What the status tool reports on; set once the router exists.
+    router: OnceLock<Weak<Router>>,
+    sessions: Arc<Sessions>,
+}
+
+impl Builtin {
+    pub(crate) fn new(sessions: Arc<Sessions>) -> Self {
+        Self {
+            router: OnceLock::new(),
+            sessions,
+        }
+    }
+
+    pub(crate) fn attach(&self, router: &Arc<Router>) {
+        let _ = self.router.set(Arc::downgrade(router));
+    }
+
+    async fn gateway_status(&self) -> Value {
+        let Some(router) = self.router.get().and_then(Weak::upgrade) else {
+            return tool_error("the gateway is shutting down");
+        };
+        let view = router.catalog.view();
+        let counts = json!({
+            "tools": view.len(ListKind::Tools),
+            "resources": view.len(ListKind::Resources),
+            "resourceTemplates": view.len(ListKind::ResourceTemplates),
+            "prompts": view.len(ListKind::Prompts),
+        });
+        let mut sources = Vec::new();
+        for slot in router.slots().iter().filter(|s| s.name != SOURCE_NAME) {
+            sources.push(slot.source.status().await);
+        }
+        status(sources, counts, &view.collisions, self.sessions.len())
+    }
+}
+
+#[async_trait]
+impl Source for Builtin {
+    fn name(&self) -> &str {
+        SOURCE_NAME
+    }
+
+    fn start(&self, events: SourceEvents) {
+        events.publish(SourceLists::tools(tools()));
+    }
+
+    async fn call(&self, mut request: SourceRequest) -> Result<Value, RouteError> {
+        let arguments = request.take_arguments();
+        match request.name() {
+            Some("status") => Ok(self.gateway_status().await),
+            Some("docs") => Ok(docs(&arguments)),
+            other => Err(RouteError::UnknownName {
+                kind: "tool",
+                name: other.unwrap_or_default().to_owned(),
+            }),
+        }
+    }
+
+    async fn status(&self) -> Value {
+        json!({"name": SOURCE_NAME, "kind": "builtin", "healthy": true})
+    }
+}
 
 /// The built-in tools as `tools/list` items (unprefixed names).
 pub(crate) fn tools() -> Vec<Value> {

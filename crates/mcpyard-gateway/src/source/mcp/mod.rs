@@ -1,20 +1,24 @@
-//! One upstream MCP server, supervised: connected in the background,
-//! its lists fetched into the catalog, reconnected with backoff when it dies
-//! (a stdio child is restarted), left out of the catalog while it is down.
+//! One upstream MCP server as a source, supervised: connected in the
+//! background, its lists fetched into the catalog, reconnected with backoff
+//! when it dies (a stdio child is restarted), left out of the catalog while
+//! it is down.
 
-use std::sync::{Arc, Mutex, RwLock};
+mod relay;
+
+use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
+use async_trait::async_trait;
 use mcpyard_client::{ClientError, ConnectOptions, EraPolicy, McpClient, RequestOptions};
-use mcpyard_proto::{codes, ErrorObject, RequestId};
+use mcpyard_proto::RequestId;
 use serde_json::{json, Value};
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::catalog::{Catalog, ListKind, SourceLists};
-use crate::relay::{LocalSampling, Relay, UpstreamEvent};
-use crate::sessions::Sessions;
-use crate::{Outbound, Session, UpstreamSpec};
+use crate::catalog::{ListKind, SourceLists};
+use crate::downstream::Sessions;
+use crate::source::{CallContext, Source, SourceEvents, SourceRequest};
+use crate::{RouteError, UpstreamSpec};
+use relay::{Changes, LocalSampling, Relay};
 
 /// Where an upstream stands, for the status tool and for failing fast.
 #[derive(Debug, Clone)]
@@ -40,11 +44,14 @@ pub(crate) struct Upstream {
     client: RwLock<Option<McpClient>>,
     health: Mutex<Health>,
     relay: Arc<Relay>,
+    /// What the upstream said changed, coalesced until the supervisor
+    /// fetches it again.
+    changes: Arc<Changes>,
+    sessions: Arc<Sessions>,
     stop: CancellationToken,
-    /// Cancelled when the first connection attempt has ended (up or down).
-    first_attempt: CancellationToken,
     /// Cancelled when the supervisor has stopped and the client is shut down.
     done: CancellationToken,
+    me: Weak<Upstream>,
 }
 
 /// The capabilities mcpyard declares to every upstream: all it can relay.
@@ -66,17 +73,16 @@ const BACKOFF_START: Duration = Duration::from_millis(500);
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
 
 impl Upstream {
-    /// Creates the upstream and starts its supervisor.
-    pub(crate) fn spawn(
+    /// Creates the upstream; [`Source::start`] starts its supervisor.
+    pub(crate) fn new(
         index: usize,
         spec: UpstreamSpec,
-        catalog: Arc<Catalog>,
         sessions: Arc<Sessions>,
         client_timeout: Duration,
         sampler: Option<Arc<dyn crate::Sampler>>,
         stop: CancellationToken,
     ) -> Arc<Self> {
-        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let changes = Arc::new(Changes::default());
         let local_sampling = match (&spec.sampling, sampler) {
             (Some(policy), Some(sampler)) => Some(LocalSampling {
                 sampler,
@@ -89,10 +95,10 @@ impl Upstream {
             index,
             local_sampling,
             sessions.clone(),
-            events_tx,
+            changes.clone(),
             client_timeout,
         ));
-        let upstream = Arc::new(Self {
+        Arc::new_cyclic(|me| Self {
             index,
             spec,
             client: RwLock::new(None),
@@ -102,29 +108,18 @@ impl Upstream {
                 restarts: 0,
             }),
             relay,
+            changes,
+            sessions,
             stop,
-            first_attempt: CancellationToken::new(),
             done: CancellationToken::new(),
-        });
-        tokio::spawn(upstream.clone().supervise(catalog, sessions, events_rx));
-        upstream
+            me: me.clone(),
+        })
     }
 
     fn set_state(&self, state: State) {
-        let settled = !matches!(state, State::Connecting);
         let mut h = self.health.lock().expect("health lock poisoned");
         h.state = state;
         h.since = Instant::now();
-        drop(h);
-        if settled {
-            self.first_attempt.cancel();
-        }
-    }
-
-    /// Resolves once the first connection attempt has ended, connected (its
-    /// lists are in the catalog by then) or failed.
-    pub(crate) async fn first_attempt_ended(&self) {
-        self.first_attempt.cancelled().await
     }
 
     pub(crate) fn client(&self) -> Option<McpClient> {
@@ -154,6 +149,7 @@ impl Upstream {
             "kind": "mcp",
             "transport": self.spec.transport.describe(),
             "healthy": matches!(h.state, State::Up),
+            "ready": matches!(h.state, State::Up),
             "state": state,
             "error": error,
             "since_seconds": h.since.elapsed().as_secs(),
@@ -163,12 +159,7 @@ impl Upstream {
         })
     }
 
-    async fn supervise(
-        self: Arc<Self>,
-        catalog: Arc<Catalog>,
-        sessions: Arc<Sessions>,
-        mut events: mpsc::UnboundedReceiver<UpstreamEvent>,
-    ) {
+    async fn supervise(self: Arc<Self>, events: SourceEvents) {
         let mut backoff = BACKOFF_START;
         loop {
             let options = ConnectOptions {
@@ -193,6 +184,7 @@ impl Upstream {
                     self.set_state(State::Down {
                         error: e.to_string(),
                     });
+                    events.down();
                     tokio::select! {
                         _ = tokio::time::sleep(backoff) => {}
                         _ = self.stop.cancelled() => break,
@@ -204,9 +196,31 @@ impl Upstream {
             tracing::info!(server = %self.spec.name, "upstream connected");
             *self.client.write().expect("client lock poisoned") = Some(client.clone());
             let up_since = Instant::now();
-            let mut lists = self
-                .start_session(&client, &catalog, &sessions, SourceLists::default())
-                .await;
+            // A server that answers `initialize` and then never lists is
+            // not ready: its first listing has a deadline of its own.
+            let Some(mut lists) = self
+                .start_session(&client, &events, SourceLists::default())
+                .await
+            else {
+                *self.client.write().expect("client lock poisoned") = None;
+                client.shutdown().await;
+                if self.stop.is_cancelled() {
+                    break;
+                }
+                let error = format!(
+                    "connected, but did not list what it offers within {:?}",
+                    self.spec.list_timeout
+                );
+                tracing::warn!(server = %self.spec.name, "{error}; reconnecting in {backoff:?}");
+                self.set_state(State::Down { error });
+                events.down();
+                tokio::select! {
+                    _ = tokio::time::sleep(backoff) => {}
+                    _ = self.stop.cancelled() => break,
+                }
+                backoff = (backoff * 2).min(BACKOFF_MAX);
+                continue;
+            };
             self.set_state(State::Up);
             let mut health_check = tokio::time::interval(HEALTH_CHECK_EVERY);
             health_check.reset();
@@ -220,19 +234,22 @@ impl Upstream {
                         }
                     }
                     _ = self.stop.cancelled() => break,
-                    Some(event) = events.recv() => match event {
-                        UpstreamEvent::Refresh(kinds) => {
-                            lists = fetch_lists(&client, kinds, lists).await;
-                            self.publish(&catalog, &sessions, Some(lists.clone()));
+                    (kinds, renewed) = self.changes.next() => {
+                        let fetched = if renewed {
+                            self.start_session(&client, &events, lists.clone()).await
+                        } else {
+                            self.fetch_lists(&client, &kinds, lists.clone()).await
+                        };
+                        match fetched {
+                            Some(fetched) => lists = fetched,
+                            None => tracing::warn!(server = %self.spec.name, "did not list its changes within {:?}; keeping the last lists", self.spec.list_timeout),
                         }
-                        UpstreamEvent::SessionRenewed => {
-                            lists = self.start_session(&client, &catalog, &sessions, lists).await;
-                        }
-                    },
+                        events.publish(lists.clone());
+                    }
                 }
             }
             *self.client.write().expect("client lock poisoned") = None;
-            self.publish(&catalog, &sessions, None);
+            events.down();
             if self.stop.is_cancelled() {
                 client.shutdown().await;
                 break;
@@ -263,23 +280,37 @@ impl Upstream {
 
     /// What a new connection or session needs: every list fetched again
     /// and published, and what clients watch subscribed again (the server
-    /// forgot the old session's subscriptions). Returns the lists.
+    /// forgot the old session's subscriptions). Returns the lists, or
+    /// `None` when they did not come within the listing timeout or the
+    /// gateway stops.
     async fn start_session(
         &self,
         client: &McpClient,
-        catalog: &Catalog,
-        sessions: &Sessions,
+        events: &SourceEvents,
         previous: SourceLists,
-    ) -> SourceLists {
-        let lists = fetch_lists(client, &ListKind::ALL, previous).await;
-        self.publish(catalog, sessions, Some(lists.clone()));
-        self.resubscribe(client, sessions).await;
-        lists
+    ) -> Option<SourceLists> {
+        let lists = self.fetch_lists(client, &ListKind::ALL, previous).await?;
+        events.publish(lists.clone());
+        self.resubscribe(client).await;
+        Some(lists)
+    }
+
+    /// [`fetch_lists`] within the listing timeout, yielding to shutdown.
+    async fn fetch_lists(
+        &self,
+        client: &McpClient,
+        kinds: &[ListKind],
+        lists: SourceLists,
+    ) -> Option<SourceLists> {
+        tokio::select! {
+            fetched = tokio::time::timeout(self.spec.list_timeout, fetch_lists(client, kinds, lists)) => fetched.ok(),
+            _ = self.stop.cancelled() => None,
+        }
     }
 
     /// Subscribes a new connection or session to what clients watch.
-    async fn resubscribe(&self, client: &McpClient, sessions: &Sessions) {
-        for uri in sessions.subscriptions.uris(self.index) {
+    async fn resubscribe(&self, client: &McpClient) {
+        for uri in self.sessions.subscriptions.uris(self.index) {
             let options = RequestOptions {
                 timeout: Some(self.spec.timeout),
                 cancel: None,
@@ -303,11 +334,6 @@ impl Upstream {
         self.index
     }
 
-    /// Resolves once the supervisor has stopped (after `stop` is cancelled).
-    pub(crate) async fn stopped(&self) {
-        self.done.cancelled().await
-    }
-
     /// Whether the connected upstream declared a capability, given as a
     /// JSON pointer into its capabilities (`/resources/subscribe`).
     pub(crate) fn has_capability(&self, pointer: &str) -> bool {
@@ -319,29 +345,17 @@ impl Upstream {
         })
     }
 
-    fn publish(&self, catalog: &Catalog, sessions: &Sessions, lists: Option<SourceLists>) {
-        for kind in catalog.set_lists(self.index, lists) {
-            if kind == ListKind::ResourceTemplates {
-                continue; // announced with resources
-            }
-            sessions.broadcast(&mcpyard_proto::Message::notification(
-                kind.changed_notification(),
-                None,
-            ));
-        }
-    }
-
     /// Sends a client's request to this upstream on the client's behalf:
     /// the call is registered with the relay so that progress, logs and
     /// requests the upstream makes while serving it reach that client.
+    /// `timeout`: `None` for routed calls, whose timeout is the router's.
     pub(crate) async fn forward(
         &self,
         method: &str,
         mut params: Value,
-        session: &Arc<Session>,
-        related: Option<Outbound>,
-        cancel: CancellationToken,
-    ) -> Result<Value, ErrorObject> {
+        context: &CallContext,
+        timeout: Option<Duration>,
+    ) -> Result<Value, RouteError> {
         let Some(client) = self.client() else {
             return Err(self.unavailable());
         };
@@ -349,10 +363,10 @@ impl Upstream {
         // 2026-07-28 client's envelope belongs to its own hop, and such
         // servers refuse it on a handshake-era connection.
         mcpyard_proto::envelope::strip(&mut params);
-        let (ctx, guard) = self.relay.begin(session, related, &mut params);
+        let (ctx, guard) = self.relay.begin(context, &mut params);
         let options = RequestOptions {
-            timeout: Some(self.spec.timeout),
-            cancel: Some(cancel),
+            timeout,
+            cancel: Some(context.cancel.clone()),
         };
         let result = client
             .request_with_id(method, Some(params), options, |id: RequestId| {
@@ -360,11 +374,11 @@ impl Upstream {
             })
             .await;
         drop(guard);
-        result.map_err(|e| self.map_error(method, e))
+        result.map_err(|e| RouteError::from_client(&self.spec.name, method, e))
     }
 
     /// A request of the gateway's own (lists, setLevel), not tied to a client.
-    pub(crate) async fn request(&self, method: &str, params: Value) -> Result<Value, ErrorObject> {
+    pub(crate) async fn request(&self, method: &str, params: Value) -> Result<Value, RouteError> {
         let Some(client) = self.client() else {
             return Err(self.unavailable());
         };
@@ -375,7 +389,7 @@ impl Upstream {
         client
             .request(method, Some(params), options)
             .await
-            .map_err(|e| self.map_error(method, e))
+            .map_err(|e| RouteError::from_client(&self.spec.name, method, e))
     }
 
     pub(crate) async fn notify(&self, method: &str, params: Option<Value>) {
@@ -384,32 +398,43 @@ impl Upstream {
         }
     }
 
-    pub(crate) fn unavailable(&self) -> ErrorObject {
+    pub(crate) fn unavailable(&self) -> RouteError {
         let h = self.health.lock().expect("health lock poisoned");
-        let why = match &h.state {
+        let reason = match &h.state {
             State::Down { error } => format!(": {error}"),
             State::Connecting => ": still connecting".into(),
             _ => String::new(),
         };
-        ErrorObject::internal(format!(
-            "upstream server `{}` is unavailable{why}",
-            self.spec.name
-        ))
+        RouteError::Unavailable {
+            server: self.spec.name.clone(),
+            reason,
+        }
+    }
+}
+
+#[async_trait]
+impl Source for Upstream {
+    fn name(&self) -> &str {
+        &self.spec.name
     }
 
-    fn map_error(&self, method: &str, e: ClientError) -> ErrorObject {
-        let name = &self.spec.name;
-        match e {
-            ClientError::Rpc(err) => err,
-            ClientError::Timeout(t) => ErrorObject::new(
-                codes::INTERNAL_ERROR,
-                format!("upstream server `{name}` did not answer {method} within {t:?}"),
-            ),
-            ClientError::Cancelled => {
-                ErrorObject::new(codes::REQUEST_TIMEOUT, format!("{method} was cancelled"))
-            }
-            other => ErrorObject::internal(format!("upstream server `{name}` failed: {other}")),
+    fn start(&self, events: SourceEvents) {
+        if let Some(me) = self.me.upgrade() {
+            tokio::spawn(me.supervise(events));
         }
+    }
+
+    async fn call(&self, request: SourceRequest) -> Result<Value, RouteError> {
+        self.forward(request.method, request.params, &request.context, None)
+            .await
+    }
+
+    async fn status(&self) -> Value {
+        Upstream::status(self)
+    }
+
+    async fn stop(&self) {
+        self.done.cancelled().await
     }
 }
 
@@ -446,7 +471,7 @@ async fn fetch_lists(
             ListKind::Resources | ListKind::ResourceTemplates => "resources",
             ListKind::Prompts => "prompts",
         };
-        let mut items = if caps.get(capability).is_some() {
+        let items = if caps.get(capability).is_some() {
             match client.list_all(kind.list_method(), kind.key()).await {
                 Ok(items) => items,
                 Err(e @ ClientError::Rpc(_)) => {
@@ -461,11 +486,9 @@ async fn fetch_lists(
         } else {
             Vec::new()
         };
-        if kind == ListKind::Tools && caps.pointer("/tasks/requests/tools/call").is_none() {
-            // The gateway runs task-augmented calls itself for this server.
-            items.iter_mut().for_each(crate::tasks::advertise);
-        }
         lists.set(kind, items);
     }
+    // Otherwise the gateway runs task-augmented calls itself for this server.
+    lists.runs_tasks = caps.pointer("/tasks/requests/tools/call").is_some();
     lists
 }

@@ -1,0 +1,91 @@
+//! The exposure stage: between what a source reports and what clients see,
+//! per source, which tools and prompts are offered, under which name, and
+//! which stay callable without being listed.
+
+use std::collections::HashMap;
+
+/// One source's exposure rules. Names are the source's own (unprefixed);
+/// a pattern may end in `*` to match every name starting with what precedes
+/// it. The default offers everything under its own name.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Exposure {
+    /// When set, only names matching one of these are offered.
+    pub allow: Option<Vec<String>>,
+    /// Names never offered, nor callable.
+    pub deny: Vec<String>,
+    /// Names callable but left out of the lists (found by search).
+    pub hidden: Vec<String>,
+    /// A source's name → the name clients see (before the prefix).
+    pub rename: HashMap<String, String>,
+}
+
+/// What the stage decides for one name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Decision {
+    Listed(String),
+    Hidden(String),
+    Denied,
+}
+
+impl Exposure {
+    pub(crate) fn decide(&self, name: &str) -> Decision {
+        let allowed = self
+            .allow
+            .as_ref()
+            .is_none_or(|patterns| patterns.iter().any(|p| matches(p, name)));
+        if !allowed || self.deny.iter().any(|p| matches(p, name)) {
+            return Decision::Denied;
+        }
+        let exposed = self
+            .rename
+            .get(name)
+            .cloned()
+            .unwrap_or_else(|| name.to_owned());
+        if self.hidden.iter().any(|p| matches(p, name)) {
+            Decision::Hidden(exposed)
+        } else {
+            Decision::Listed(exposed)
+        }
+    }
+}
+
+fn matches(pattern: &str, name: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => pattern == name,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_lists_everything_under_its_own_name() {
+        assert_eq!(
+            Exposure::default().decide("echo"),
+            Decision::Listed("echo".into())
+        );
+    }
+
+    #[test]
+    fn allow_deny_hidden_and_rename_apply_in_that_order() {
+        let exposure = Exposure {
+            allow: Some(vec!["get_*".into(), "echo".into()]),
+            deny: vec!["get_secret".into()],
+            hidden: vec!["get_big*".into()],
+            rename: HashMap::from([("echo".into(), "say".into())]),
+        };
+        assert_eq!(exposure.decide("delete_all"), Decision::Denied);
+        assert_eq!(exposure.decide("get_secret"), Decision::Denied);
+        assert_eq!(
+            exposure.decide("get_bigfile"),
+            Decision::Hidden("get_bigfile".into())
+        );
+        assert_eq!(
+            exposure.decide("get_time"),
+            Decision::Listed("get_time".into())
+        );
+        assert_eq!(exposure.decide("echo"), Decision::Listed("say".into()));
+    }
+}

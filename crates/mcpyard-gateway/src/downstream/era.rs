@@ -1,0 +1,101 @@
+//! The 2026-07-28 era on any door: a request carrying the per-request
+//! envelope is served on a one-request session built from it, and its
+//! result is stamped with the era's fields; results from upstreams of that
+//! era lose those fields on their way to older clients.
+
+use std::sync::Arc;
+
+use mcpyard_proto::{envelope, methods, ErrorObject};
+use serde_json::{json, Value};
+
+use super::{is_log_level, Session};
+
+/// The session a request is served on: the connection's own, or, for a
+/// request carrying the 2026-07-28 envelope on a connection that is not
+/// already of that era, a one-request session built from its envelope.
+pub(crate) fn era_session(
+    session: &Arc<Session>,
+    params: Option<&Value>,
+) -> Result<Arc<Session>, ErrorObject> {
+    if session.is_stateless() || !mcpyard_proto::has_envelope(params) {
+        return Ok(session.clone());
+    }
+    let envelope = mcpyard_proto::Envelope::from_params(params)?;
+    Ok(Session::for_request(session, envelope))
+}
+
+/// A stateless request carries what `initialize` would have said in its
+/// `_meta`; the transport took the version and capabilities, this takes the
+/// rest.
+pub(crate) fn adopt_request_envelope(session: &Session, params: Option<&Value>) {
+    let Some(meta) = mcpyard_proto::meta(params) else {
+        return;
+    };
+    let client_info = meta.get(envelope::CLIENT_INFO_KEY).cloned();
+    let log_level = meta
+        .get(envelope::LOG_LEVEL_KEY)
+        .and_then(Value::as_str)
+        .filter(|l| is_log_level(l))
+        .map(str::to_owned);
+    session.update(|n| {
+        if let Some(info) = client_info {
+            n.client_info = info;
+        }
+        if log_level.is_some() {
+            n.log_level = log_level;
+        }
+    });
+}
+
+/// Results of the stateless era (2026-07-28) carry `resultType`; the
+/// cacheable ones (lists, reads, discovery) a TTL and a cache scope; every
+/// one names the server in `_meta`. Upstream results pass through an older
+/// era, so the gateway adds what they lack.
+pub(crate) fn stamp_stateless_result(method: &str, result: &mut Value) {
+    let Some(obj) = result.as_object_mut() else {
+        return;
+    };
+    obj.entry("resultType")
+        .or_insert_with(|| Value::String("complete".into()));
+    let cacheable = matches!(
+        method,
+        methods::SERVER_DISCOVER
+            | methods::TOOLS_LIST
+            | methods::PROMPTS_LIST
+            | methods::RESOURCES_LIST
+            | methods::RESOURCES_TEMPLATES_LIST
+            | methods::RESOURCES_READ
+    );
+    if cacheable {
+        obj.entry("ttlMs").or_insert_with(|| json!(0));
+        // Lists may differ per client once exposure policy applies.
+        obj.entry("cacheScope")
+            .or_insert_with(|| Value::String("private".into()));
+    }
+    let meta = obj.entry("_meta").or_insert_with(|| json!({}));
+    if let Some(meta) = meta.as_object_mut() {
+        meta.insert(
+            envelope::SERVER_INFO_KEY.into(),
+            crate::gateway::server_info(),
+        );
+    }
+}
+
+/// A result a 2026-07-28 upstream gave goes to a client of an older era
+/// without that era's fields, and without the upstream's name in `_meta`.
+pub(crate) fn unstamp_for_handshake_era(result: &mut Value) {
+    let Some(obj) = result.as_object_mut() else {
+        return;
+    };
+    if obj.get("resultType").and_then(Value::as_str) == Some("complete") {
+        obj.remove("resultType");
+    }
+    obj.remove("ttlMs");
+    obj.remove("cacheScope");
+    if let Some(meta) = obj.get_mut("_meta").and_then(Value::as_object_mut) {
+        meta.remove(envelope::SERVER_INFO_KEY);
+        if meta.is_empty() {
+            obj.remove("_meta");
+        }
+    }
+}

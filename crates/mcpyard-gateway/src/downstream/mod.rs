@@ -1,0 +1,351 @@
+//! Downstream: the clients' side of the gateway. Sessions and their
+//! housekeeping (registration within a limit, idle expiry), resource
+//! subscriptions shared over upstream connections, `subscriptions/listen`
+//! streams, the stateless era's per-request sessions (`era.rs`) and its
+//! multi-round-trip requests (`round_trips.rs`).
+
+pub(crate) mod era;
+mod listen;
+pub(crate) mod round_trips;
+mod session;
+mod sessions;
+mod subscriptions;
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use mcpyard_proto::{codes, methods, ErrorObject, RequestId};
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+pub(crate) use session::is_log_level;
+pub use session::{Negotiated, Outbound, Session};
+pub(crate) use sessions::Sessions;
+
+use crate::router::Router;
+use crate::source::mcp::Upstream;
+use crate::source::{ClientHandle, Identity, Progress};
+use listen::{ListenFilter, Listener, SUBSCRIPTION_ID};
+use round_trips::RoundTrips;
+use sessions::AtCapacity;
+
+type Outcome = Result<Value, ErrorObject>;
+
+#[derive(Debug)]
+pub(crate) struct Downstream {
+    pub(crate) sessions: Arc<Sessions>,
+    router: Arc<Router>,
+    /// Stateless-era calls waiting for their client's input.
+    pub(crate) round_trips: RoundTrips,
+    idle_timeout: Duration,
+    max_sessions: usize,
+    stop: CancellationToken,
+}
+
+impl Downstream {
+    pub(crate) fn new(
+        sessions: Arc<Sessions>,
+        router: Arc<Router>,
+        client_request_timeout: Duration,
+        idle_timeout: Duration,
+        max_sessions: usize,
+        stop: CancellationToken,
+    ) -> Arc<Self> {
+        let downstream = Arc::new(Self {
+            sessions,
+            router,
+            round_trips: RoundTrips::new(client_request_timeout),
+            idle_timeout,
+            max_sessions,
+            stop,
+        });
+        tokio::spawn(expire_idle_sessions(Arc::downgrade(&downstream)));
+        downstream
+    }
+
+    /// See [`crate::Gateway::register_session`].
+    pub(crate) fn register(&self, session: Arc<Session>) -> bool {
+        session.touch();
+        let own_tasks = &self.router.own_tasks;
+        match self
+            .sessions
+            .insert_within(self.max_sessions, session, |id| own_tasks.has_tasks(id))
+        {
+            Ok(None) => true,
+            Ok(Some(oldest)) => {
+                // A session id is the client's credential for its session: never logged.
+                tracing::info!("ended the least recently used idle session: at the session limit");
+                self.retire(&oldest);
+                true
+            }
+            Err(AtCapacity) => {
+                tracing::warn!(
+                    limit = self.max_sessions,
+                    "refused a new session: every session is in use"
+                );
+                false
+            }
+        }
+    }
+
+    /// The live session with this id; looking it up counts as using it.
+    pub(crate) fn session(&self, id: &str) -> Option<Arc<Session>> {
+        let session = self.sessions.get(id)?;
+        session.touch();
+        Some(session)
+    }
+
+    /// Ends and forgets a session. Returns false when it was unknown.
+    pub(crate) fn end(&self, id: &str) -> bool {
+        match self.sessions.remove(id) {
+            Some(s) => {
+                self.retire(&s);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Ends every session (shutdown).
+    pub(crate) fn end_all(&self) {
+        for s in self.sessions.drain() {
+            s.end();
+        }
+    }
+
+    /// Ends a session already taken out of the registry: its streams, its
+    /// tasks and the subscriptions only it held.
+    fn retire(&self, session: &Session) {
+        session.end();
+        self.router.own_tasks.end_owner(session.id());
+        self.unsubscribe_orphans(session.id());
+    }
+
+    /// Tells upstreams about the resources that only an ended subscriber (a
+    /// session, or a listen stream) watched, in the background.
+    fn unsubscribe_orphans(&self, subscriber: &str) {
+        let orphaned = self.sessions.subscriptions.remove_session(subscriber);
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        for (source, uri) in orphaned {
+            let Some(upstream) = self.router.upstream(source).cloned() else {
+                continue;
+            };
+            runtime.spawn(async move {
+                let params = json!({ "uri": uri });
+                if let Err(e) = upstream.request(methods::RESOURCES_UNSUBSCRIBE, params).await {
+                    tracing::debug!(server = %upstream.spec.name, error = %e, "unsubscribe after the session ended failed");
+                }
+            });
+        }
+    }
+
+    /// `resources/subscribe` and `unsubscribe`. Several clients share one
+    /// upstream connection, so the upstream is asked only for a URI's first
+    /// subscriber and told only after its last (see `subscriptions`). A URI
+    /// no source lists goes to every upstream that offers subscriptions, and
+    /// succeeds when any accepts. Stateless requests, which have no stream
+    /// to receive updates on, are passed on as they are.
+    pub(crate) async fn change_subscription(
+        &self,
+        method: &str,
+        params: Value,
+        client: ClientHandle,
+        cancel: CancellationToken,
+    ) -> Outcome {
+        let uri = params
+            .get("uri")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ErrorObject::invalid_params("`uri` must be a string"))?
+            .to_owned();
+        let session = client.session.clone();
+        let context = self
+            .router
+            .context(client, Identity::Anonymous, cancel, Progress::none());
+        let (targets, listed) = self.subscription_targets(&uri);
+        let subscriptions = &self.sessions.subscriptions;
+        let tracked = !session.is_stateless();
+        let subscribe = method == methods::RESOURCES_SUBSCRIBE;
+        let mut accepted = None;
+        let mut refused = None;
+        for upstream in targets {
+            let source = upstream.index();
+            let ask = !tracked
+                || if subscribe {
+                    subscriptions.add(source, &uri, session.id())
+                } else {
+                    subscriptions.remove(source, &uri, session.id())
+                };
+            let outcome = if ask {
+                upstream
+                    .forward(
+                        method,
+                        params.clone(),
+                        &context,
+                        Some(upstream.spec.timeout),
+                    )
+                    .await
+                    .map_err(ErrorObject::from)
+            } else {
+                Ok(json!({}))
+            };
+            match outcome {
+                Ok(result) => accepted = Some(result),
+                Err(e) => {
+                    if tracked && subscribe {
+                        subscriptions.remove(source, &uri, session.id());
+                    }
+                    refused.get_or_insert(e);
+                }
+            }
+        }
+        match (accepted, listed, refused) {
+            (Some(result), _, _) => Ok(result),
+            (None, false, _) => Err(ErrorObject::new(
+                codes::RESOURCE_NOT_FOUND,
+                format!("Resource not found: {uri}"),
+            )
+            .with_data(json!({"uri": uri}))),
+            (None, true, Some(e)) => Err(e),
+            (None, true, None) => Err(ErrorObject::internal("no upstream to subscribe at")),
+        }
+    }
+
+    /// Where a subscription to `uri` goes: the upstream that lists it
+    /// (true), or, for a URI no source lists, every upstream that offers
+    /// subscriptions (false: not found unless one accepts).
+    fn subscription_targets(&self, uri: &str) -> (Vec<Arc<Upstream>>, bool) {
+        let listed = self.router.catalog.view().resource_source(uri);
+        match listed.and_then(|s| self.router.upstream(s)) {
+            Some(upstream) => (vec![upstream.clone()], true),
+            None => (
+                self.router
+                    .upstreams()
+                    .filter(|u| u.has_capability("/resources/subscribe"))
+                    .cloned()
+                    .collect(),
+                false,
+            ),
+        }
+    }
+
+    /// `subscriptions/listen` (2026-07-28; see `listen`): acknowledges on
+    /// the request's own stream, registers the stream for the changes it
+    /// asked for, subscribes the upstreams to its URIs, and answers once the
+    /// client has gone or the gateway stops. Everything is undone when the
+    /// call ends, however it ends. `startup` waits for the upstreams'
+    /// first connection (which upstream has a URI is known after it).
+    pub(crate) async fn listen(
+        self: &Arc<Self>,
+        session: &Session,
+        id: &RequestId,
+        params: Option<Value>,
+        related: Option<Outbound>,
+        cancel: &CancellationToken,
+        startup: impl std::future::Future<Output = ()>,
+    ) -> Outcome {
+        if !session.is_stateless() {
+            return Err(
+                ErrorObject::method_not_found(methods::SUBSCRIPTIONS_LISTEN).with_data(json!({
+                    "reason": "subscriptions/listen belongs to protocol 2026-07-28; in a session, changes come on the GET stream and resources/subscribe watches a resource"
+                })),
+            );
+        }
+        let filter = ListenFilter::from_params(params.as_ref().unwrap_or(&Value::Null))
+            .ok_or_else(|| ErrorObject::invalid_params("`notifications` must be an object"))?;
+        let Some(stream) = related else {
+            return Err(ErrorObject::new(
+                codes::INVALID_REQUEST,
+                "subscriptions/listen is answered with an event stream: accept text/event-stream",
+            ));
+        };
+        let listener = Arc::new(Listener {
+            filter,
+            stream: stream.clone(),
+            subscription_id: id.clone(),
+        });
+        stream
+            .send(listener.acknowledgment())
+            .await
+            .map_err(|_| ErrorObject::internal("the client went away"))?;
+        let key = format!("listen-{}", uuid::Uuid::new_v4().simple());
+        let _registered = ListenRegistration {
+            downstream: self.clone(),
+            key: key.clone(),
+        };
+        self.sessions.add_listener(&key, listener.clone());
+        if !listener.filter.resource_uris.is_empty() {
+            startup.await;
+        }
+        for uri in &listener.filter.resource_uris {
+            self.watch(uri, &key).await;
+        }
+        tokio::select! {
+            () = stream.closed() => {}
+            () = cancel.cancelled() => {}
+            () = self.stop.cancelled() => {}
+        }
+        Ok(json!({ "_meta": { SUBSCRIPTION_ID: id } }))
+    }
+
+    /// Subscribes the upstreams behind `uri` for subscriber `key`, asking an
+    /// upstream only when `key` is its first subscriber there.
+    async fn watch(&self, uri: &str, key: &str) {
+        let params = json!({ "uri": uri });
+        let subscriptions = &self.sessions.subscriptions;
+        for upstream in self.subscription_targets(uri).0 {
+            if !subscriptions.add(upstream.index(), uri, key) {
+                continue;
+            }
+            if let Err(e) = upstream
+                .request(methods::RESOURCES_SUBSCRIBE, params.clone())
+                .await
+            {
+                subscriptions.remove(upstream.index(), uri, key);
+                tracing::debug!(server = %upstream.spec.name, %uri, error = %e, "listen: the upstream refused the subscription");
+            }
+        }
+    }
+}
+
+/// Unregisters a listen stream when its call ends, however it ends (the
+/// client going away drops the call).
+struct ListenRegistration {
+    downstream: Arc<Downstream>,
+    key: String,
+}
+
+impl Drop for ListenRegistration {
+    fn drop(&mut self) {
+        self.downstream.sessions.remove_listener(&self.key);
+        self.downstream.unsubscribe_orphans(&self.key);
+    }
+}
+
+/// Ends sessions idle past the configured timeout, until the gateway goes.
+async fn expire_idle_sessions(downstream: Weak<Downstream>) {
+    let (limit, stop) = match downstream.upgrade() {
+        Some(d) => (d.idle_timeout, d.stop.clone()),
+        None => return,
+    };
+    let mut tick =
+        tokio::time::interval((limit / 4).clamp(Duration::from_secs(1), Duration::from_secs(60)));
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            () = stop.cancelled() => return,
+        }
+        let Some(downstream) = downstream.upgrade() else {
+            return;
+        };
+        let own_tasks = &downstream.router.own_tasks;
+        for id in downstream
+            .sessions
+            .idle_since(limit, |id| own_tasks.has_tasks(id))
+        {
+            tracing::info!("a session ended after {limit:?} without use");
+            downstream.end(&id);
+        }
+    }
+}

@@ -1,0 +1,412 @@
+//! The router: a name (tool, prompt, resource URI) → its source → a stack of
+//! layers → the source. Every `tools/call`, `prompts/get`, `resources/read`
+//! and `completion/complete` passes here, whichever door it came in by,
+//! including the agent's inner calls and the calls behind gateway-run tasks.
+
+mod layers;
+pub(crate) mod tasks;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+
+use mcpyard_proto::methods;
+use serde_json::Value;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+pub use layers::{Layer, Next, RoutedCall};
+
+use crate::catalog::{Catalog, ListKind, View};
+use crate::source::mcp::Upstream;
+use crate::source::{
+    CallContext, CallLimits, ClientHandle, Identity, Progress, RouterHandle, Source, SourceRequest,
+};
+use crate::RouteError;
+use tasks::{TaskRequest, TaskStore};
+
+/// One registered source as the router holds it.
+#[derive(Debug)]
+pub(crate) struct Slot {
+    pub(crate) name: String,
+    pub(crate) source: Arc<dyn Source>,
+    /// Set for MCP upstreams: subscriptions, their own tasks and roots
+    /// changes speak to them directly.
+    pub(crate) upstream: Option<Arc<Upstream>>,
+    pub(crate) limits: CallLimits,
+    pub(crate) in_flight: Arc<Semaphore>,
+}
+
+impl Slot {
+    pub(crate) fn new(
+        name: String,
+        source: Arc<dyn Source>,
+        upstream: Option<Arc<Upstream>>,
+        limits: CallLimits,
+    ) -> Self {
+        let in_flight = Arc::new(Semaphore::new(limits.max_in_flight.max(1)));
+        Self {
+            name,
+            source,
+            upstream,
+            limits,
+            in_flight,
+        }
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct Router {
+    pub(crate) catalog: Arc<Catalog>,
+    /// Slot `i` is catalog source `i`.
+    slots: Vec<Arc<Slot>>,
+    /// Outermost first; the built-in ones end the stack.
+    layers: Vec<Arc<dyn Layer>>,
+    /// Tasks the gateway runs itself (tools/call with `task`).
+    pub(crate) own_tasks: TaskStore,
+    /// Which upstream owns each task it created (tasks/* are routed by id).
+    upstream_tasks: Mutex<HashMap<String, usize>>,
+    stop: CancellationToken,
+    me: Weak<Router>,
+}
+
+impl Router {
+    pub(crate) fn new(
+        catalog: Arc<Catalog>,
+        slots: Vec<Slot>,
+        extra_layers: Vec<Arc<dyn Layer>>,
+        own_tasks: TaskStore,
+        stop: CancellationToken,
+    ) -> Arc<Self> {
+        let mut layers: Vec<Arc<dyn Layer>> = vec![Arc::new(layers::Trace)];
+        layers.extend(extra_layers);
+        layers.push(Arc::new(layers::InFlightCap));
+        layers.push(Arc::new(layers::Timeout));
+        Arc::new_cyclic(|me| Self {
+            catalog,
+            slots: slots.into_iter().map(Arc::new).collect(),
+            layers,
+            own_tasks,
+            upstream_tasks: Mutex::default(),
+            stop,
+            me: me.clone(),
+        })
+    }
+
+    pub(crate) fn slots(&self) -> &[Arc<Slot>] {
+        &self.slots
+    }
+
+    /// The MCP upstreams with their catalog index.
+    pub(crate) fn upstreams(&self) -> impl Iterator<Item = &Arc<Upstream>> {
+        self.slots.iter().filter_map(|s| s.upstream.as_ref())
+    }
+
+    pub(crate) fn upstream(&self, index: usize) -> Option<&Arc<Upstream>> {
+        self.slots.get(index)?.upstream.as_ref()
+    }
+
+    /// Every tool of the catalogue, as `tools/list` shows them.
+    pub(crate) fn listed_tools(&self) -> Vec<Value> {
+        self.catalog.view().list(ListKind::Tools).as_ref().clone()
+    }
+
+    /// The context of a call made by `client`.
+    pub(crate) fn context(
+        &self,
+        client: ClientHandle,
+        identity: Identity,
+        cancel: CancellationToken,
+        progress: Progress,
+    ) -> CallContext {
+        CallContext {
+            router: RouterHandle {
+                router: self.me.clone(),
+                client: client.clone(),
+                identity: identity.clone(),
+                cancel: cancel.clone(),
+            },
+            cancel,
+            progress,
+            client,
+            identity,
+            task: None,
+        }
+    }
+
+    /// `tools/call`: resolved once; a call with `task` to a source that does
+    /// not run tasks itself is answered with a task at once and runs in the
+    /// background, through the same layers.
+    pub(crate) async fn call_tool(
+        &self,
+        context: CallContext,
+        mut params: Value,
+    ) -> Result<Value, RouteError> {
+        let name = params
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| RouteError::invalid_params("`name` must be a string"))?;
+        if let Some(args) = params.get("arguments") {
+            if !args.is_object() && !args.is_null() {
+                return Err(RouteError::invalid_params("`arguments` must be an object"));
+            }
+        }
+        let task = TaskRequest::from_params(&params)?;
+        let view = self.catalog.view_for(&context.identity);
+        let route = view
+            .tool(name)
+            .ok_or_else(|| self.unknown_name("tool", name, &view))?;
+        let slot = self.slots[route.source].clone();
+        let target = name.to_owned();
+        params["name"] = Value::String(route.name.clone());
+        drop(view);
+        let runs_tasks = slot
+            .upstream
+            .as_ref()
+            .is_some_and(|u| u.has_capability("/tasks/requests/tools/call"));
+        match task {
+            Some(task) if !runs_tasks => self.start_task(slot, target, params, context, task),
+            _ => {
+                let result = self
+                    .run(slot.clone(), target, methods::TOOLS_CALL, params, context)
+                    .await?;
+                self.note_upstream_task(&slot, &result);
+                Ok(result)
+            }
+        }
+    }
+
+    /// `prompts/get`, `resources/read` and `completion/complete`: resolved
+    /// by name or URI, then sent through the layers.
+    pub(crate) async fn route(
+        &self,
+        context: CallContext,
+        method: &'static str,
+        mut params: Value,
+    ) -> Result<Value, RouteError> {
+        let view = self.catalog.view_for(&context.identity);
+        let (source, target) = match method {
+            methods::PROMPTS_GET => {
+                let name = string_param(&params, "name")?;
+                let route = view
+                    .prompt(&name)
+                    .ok_or_else(|| self.unknown_name("prompt", &name, &view))?;
+                params["name"] = Value::String(route.name.clone());
+                (route.source, name)
+            }
+            methods::RESOURCES_READ => {
+                let uri = string_param(&params, "uri")?;
+                match view.resource_source(&uri) {
+                    Some(source) => (source, uri),
+                    None => {
+                        drop(view);
+                        return self.read_unlisted_resource(context, params, uri).await;
+                    }
+                }
+            }
+            methods::COMPLETION_COMPLETE => {
+                let reference = params
+                    .get("ref")
+                    .cloned()
+                    .ok_or_else(|| RouteError::invalid_params("`ref` is required"))?;
+                match reference.get("type").and_then(Value::as_str) {
+                    Some("ref/prompt") => {
+                        let name = reference
+                            .get("name")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default();
+                        let route = view
+                            .prompt(name)
+                            .ok_or_else(|| self.unknown_name("prompt", name, &view))?;
+                        params["ref"]["name"] = Value::String(route.name.clone());
+                        (route.source, name.to_owned())
+                    }
+                    Some("ref/resource") => {
+                        let uri = reference
+                            .get("uri")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default();
+                        let source = view.resource_source(uri).ok_or_else(|| not_found(uri))?;
+                        (source, uri.to_owned())
+                    }
+                    _ => {
+                        return Err(RouteError::invalid_params(
+                            "`ref.type` must be ref/prompt or ref/resource",
+                        ))
+                    }
+                }
+            }
+            other => return Err(RouteError::internal(format!("{other} is not routed"))),
+        };
+        drop(view);
+        let slot = self.slots[source].clone();
+        self.run(slot, target, method, params, context).await
+    }
+
+    /// A URI no source lists (a resource that does not exist yet, or one a
+    /// template does not describe) is read from every upstream that offers
+    /// resources, and the first that has it answers.
+    async fn read_unlisted_resource(
+        &self,
+        context: CallContext,
+        params: Value,
+        uri: String,
+    ) -> Result<Value, RouteError> {
+        for slot in &self.slots {
+            let offers = slot
+                .upstream
+                .as_ref()
+                .is_some_and(|u| u.has_capability("/resources"));
+            if !offers {
+                continue;
+            }
+            let outcome = self
+                .run(
+                    slot.clone(),
+                    uri.clone(),
+                    methods::RESOURCES_READ,
+                    params.clone(),
+                    context.clone(),
+                )
+                .await;
+            if outcome.is_ok() {
+                return outcome;
+            }
+        }
+        Err(not_found(&uri))
+    }
+
+    /// Sends a resolved request through the layers to its source.
+    async fn run(
+        &self,
+        slot: Arc<Slot>,
+        target: String,
+        method: &'static str,
+        params: Value,
+        context: CallContext,
+    ) -> Result<Value, RouteError> {
+        let call = RoutedCall {
+            slot,
+            target,
+            request: SourceRequest {
+                method,
+                params,
+                context,
+            },
+        };
+        Next::new(&self.layers).run(call).await
+    }
+
+    /// Answers a task-augmented `tools/call` at once with a task and runs
+    /// the call in the background; its outcome goes to `tasks/result`.
+    fn start_task(
+        &self,
+        slot: Arc<Slot>,
+        target: String,
+        mut params: Value,
+        mut context: CallContext,
+        task: TaskRequest,
+    ) -> Result<Value, RouteError> {
+        if let Some(p) = params.as_object_mut() {
+            p.remove("task");
+        }
+        let owner = task_owner(&context.client.session);
+        let (created, handle) = self.own_tasks.create(owner, task.ttl, &self.stop)?;
+        // No `related` stream: the request that created the task has been
+        // answered; progress goes to the session stream, and requests for
+        // the client to the stream of its `tasks/result`.
+        context.client.related = None;
+        context.progress = Progress::new(&context.client.session, None, &params);
+        context.set_cancel(handle.cancellation());
+        context.router.client = context.client.clone();
+        context.task = Some(handle.signal());
+        let Some(router) = self.me.upgrade() else {
+            return Err(RouteError::internal("the gateway is shutting down"));
+        };
+        tokio::spawn(async move {
+            let call = async move {
+                router
+                    .run(slot, target, methods::TOOLS_CALL, params, context)
+                    .await
+                    .map_err(Into::into)
+            };
+            handle.run(call).await;
+        });
+        Ok(created)
+    }
+
+    /// Remembers which upstream created a task, for the `tasks/*` that follow.
+    fn note_upstream_task(&self, slot: &Slot, result: &Value) {
+        let Some(task_id) = result
+            .get("task")
+            .and_then(|t| t.get("taskId"))
+            .and_then(Value::as_str)
+        else {
+            return;
+        };
+        if let Some(index) = self.slots.iter().position(|s| std::ptr::eq(&**s, slot)) {
+            self.upstream_tasks
+                .lock()
+                .expect("tasks lock poisoned")
+                .insert(task_id.to_owned(), index);
+        }
+    }
+
+    /// The upstream that created task `task_id`.
+    pub(crate) fn task_upstream(&self, task_id: &str) -> Option<&Arc<Upstream>> {
+        let index = *self
+            .upstream_tasks
+            .lock()
+            .expect("tasks lock poisoned")
+            .get(task_id)?;
+        self.upstream(index)
+    }
+
+    /// The upstreams that have created tasks.
+    pub(crate) fn task_upstreams(&self) -> Vec<&Arc<Upstream>> {
+        let mut owners: Vec<usize> = self
+            .upstream_tasks
+            .lock()
+            .expect("tasks lock poisoned")
+            .values()
+            .copied()
+            .collect();
+        owners.sort_unstable();
+        owners.dedup();
+        owners
+            .into_iter()
+            .filter_map(|i| self.upstream(i))
+            .collect()
+    }
+
+    /// Unavailable naming the source when the name belongs to a source that
+    /// is down, else an unknown name.
+    fn unknown_name(&self, kind: &'static str, name: &str, view: &View) -> RouteError {
+        match view.unavailable(name).and_then(|s| self.upstream(s)) {
+            Some(upstream) => upstream.unavailable(),
+            None => RouteError::UnknownName {
+                kind,
+                name: name.to_owned(),
+            },
+        }
+    }
+}
+
+/// Whose tasks a request sees: its session's; none (unbound) in the
+/// stateless era, where every request is a session of its own.
+pub(crate) fn task_owner(session: &crate::Session) -> Option<&str> {
+    (!session.is_stateless()).then(|| session.id())
+}
+
+fn string_param(params: &Value, key: &str) -> Result<String, RouteError> {
+    params
+        .get(key)
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| RouteError::invalid_params(format!("`{key}` must be a string")))
+}
+
+fn not_found(uri: &str) -> RouteError {
+    RouteError::ResourceNotFound {
+        uri: uri.to_owned(),
+    }
+}
