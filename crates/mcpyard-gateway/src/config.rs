@@ -74,7 +74,12 @@ impl GatewayConfig {
                     "the name is reserved for the gateway's own tools".into(),
                 ));
             }
-            if seen.iter().any(|(n, _)| *n == name) {
+            // Servers must not shadow each other. An in-process source (local
+            // models) may share a name and prefix with a server, as it always
+            // could: their names merge, and a name both offer is reported as
+            // a collision by the status tool.
+            let checked = source.upstream().is_some();
+            if checked && seen.iter().any(|(n, _)| *n == name) {
                 return Err(invalid("the name is used twice".into()));
             }
             if !crate::catalog::is_valid_tool_name(&format!("{prefix}x")) {
@@ -82,7 +87,7 @@ impl GatewayConfig {
                     "prefix `{prefix}` would make tool names the MCP spec rejects (allowed: A-Z a-z 0-9 _ - .)"
                 )));
             }
-            if !prefix.is_empty() {
+            if checked && !prefix.is_empty() {
                 if let Some((other, _)) = seen.iter().find(|(_, p)| *p == prefix) {
                     return Err(ConfigError::NameCollision {
                         name: format!("{prefix}*"),
@@ -91,7 +96,9 @@ impl GatewayConfig {
                     });
                 }
             }
-            seen.push((name, prefix));
+            if checked {
+                seen.push((name, prefix));
+            }
         }
         Ok(())
     }

@@ -407,3 +407,82 @@ async fn a_renewed_http_session_is_subscribed_again_and_its_lists_fetched() {
     }
     client.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_that_never_lists_holds_up_no_other_server() {
+    let dir = scratch();
+    let config = format!(
+        "[servers.mute]\n{}list_timeout = \"2s\"\n\n{}",
+        misbehaving("mute", &dir.path().join("x")),
+        everything_stdio("every"),
+    );
+    let gw = Gateway::start(&config, dir.path()).await;
+    let started = Instant::now();
+    let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
+    // The first list, as a client launched with the gateway makes it.
+    let listed = client
+        .request("tools/list", None, RequestOptions::default())
+        .await
+        .expect("tools/list");
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .expect("tools array")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(names.contains(&"every__echo"), "first list: {names:?}");
+    assert!(!names.iter().any(|n| n.starts_with("mute__")), "{names:?}");
+    let r = call(&client, "every__echo", json!({"message": "served"})).await;
+    assert!(text(&r).contains("served"), "{r}");
+    // A liveness bound for a busy machine, not a speed measure.
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the other server's tools took {:?}",
+        started.elapsed()
+    );
+    let status = call(&client, "mcpyard__status", json!({})).await;
+    let mute = status["structuredContent"]["sources"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["name"] == json!("mute")))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(mute["ready"], json!(false), "{status}");
+    assert_ne!(mute["state"], json!("up"), "{status}");
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_list_changes_is_one_refetch_not_a_queue() {
+    let dir = scratch();
+    let lists = dir.path().join("lists");
+    let config = format!("[servers.f]\n{}", misbehaving("flood", &lists));
+    let gw = Gateway::start(&config, dir.path()).await;
+    let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
+    wait_for_tools(&client, &["f__flood"], Duration::from_secs(30)).await;
+    let before = std::fs::read_to_string(&lists)
+        .unwrap_or_default()
+        .lines()
+        .count();
+    let r = call(&client, "f__flood", json!({})).await;
+    assert_eq!(text(&r), "flooded", "{r}");
+    let refetched = || {
+        std::fs::read_to_string(&lists)
+            .unwrap_or_default()
+            .lines()
+            .count()
+            - before
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while refetched() == 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The gateway still answers, and has listed again a few times, not 500.
+    let r = call(&client, "f__echo", json!({"after": "flood"})).await;
+    assert!(text(&r).contains("flood"), "{r}");
+    let refetches = refetched();
+    assert!(
+        (1..=5).contains(&refetches),
+        "tools/list fetched {refetches} times for 500 list_changed"
+    );
+    client.shutdown().await;
+}

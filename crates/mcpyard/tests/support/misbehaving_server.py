@@ -14,6 +14,10 @@ Modes (argv[1]):
            subscribed URI, in order, and answers with the list of them.
   slowstart  sleeps 3 s before reading anything (a cold interpreter or a
            package being fetched); otherwise well behaved.
+  mute     answers initialize, never answers tools/list.
+  flood    a call to `flood` sends notifications/tools/list_changed 500
+           times, then answers; every tools/list it receives is appended
+           to argv[2].
 """
 import itertools
 import json
@@ -42,6 +46,7 @@ TOOLS = [
     {"name": "echo", "description": "echoes", "inputSchema": {"type": "object"}},
     {"name": "ask", "description": "asks the user", "inputSchema": {"type": "object"}},
     {"name": "touch", "description": "updates subscribed resources", "inputSchema": {"type": "object"}},
+    {"name": "flood", "description": "announces list changes, many times", "inputSchema": {"type": "object"}},
 ]
 # URIs the client (the gateway) is subscribed to, in `watching` mode.
 SUBSCRIBED = set()
@@ -70,7 +75,12 @@ for line in sys.stdin:
             "protocolVersion": msg["params"]["protocolVersion"],
             "capabilities": capabilities,
             "serverInfo": {"name": "misbehaving-" + MODE, "version": "1"}}})
+    elif method == "tools/list" and MODE == "mute":
+        continue
     elif method == "tools/list":
+        if MODE == "flood" and LOG:
+            with open(LOG, "a") as f:
+                f.write("tools/list\n")
         send({"jsonrpc": "2.0", "id": mid, "result": {"tools": TOOLS}})
     elif method == "resources/list":
         send({"jsonrpc": "2.0", "id": mid, "result": {"resources": [
@@ -81,6 +91,10 @@ for line in sys.stdin:
     elif method == "resources/unsubscribe":
         SUBSCRIBED.discard(msg["params"]["uri"])
         send({"jsonrpc": "2.0", "id": mid, "result": {}})
+    elif method == "tools/call" and msg["params"]["name"] == "flood" and MODE == "flood":
+        for _ in range(500):
+            send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": "flooded"}]}})
     elif method == "tools/call" and msg["params"]["name"] == "touch":
         for uri in sorted(SUBSCRIBED):
             send({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}})
