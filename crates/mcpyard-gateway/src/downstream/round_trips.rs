@@ -23,7 +23,7 @@ use std::time::Duration;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use hmac::{Hmac, Mac};
-use mcpyard_proto::ErrorObject;
+use mcpyard_proto::{methods, ErrorObject};
 use serde_json::{json, Map, Value};
 use sha2::Sha256;
 use tokio::sync::{mpsc, oneshot};
@@ -51,7 +51,10 @@ pub(crate) type InputSink = mpsc::Sender<InputAsk>;
 
 /// The methods whose calls may need the client in this era.
 pub(crate) fn supports_input(method: &str) -> bool {
-    matches!(method, "tools/call" | "prompts/get" | "resources/read")
+    matches!(
+        method,
+        methods::TOOLS_CALL | methods::PROMPTS_GET | methods::RESOURCES_READ
+    )
 }
 
 /// What a retry must repeat of the first request: its method and target.

@@ -48,8 +48,6 @@ use crate::Outbound;
 
 /// The `_meta` key that ties a message to its task.
 pub(crate) const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
-/// The notification that tells a requestor a task's status changed.
-pub(crate) const STATUS_NOTIFICATION: &str = "notifications/tasks/status";
 
 /// The `tasks` server capability: list, cancel and task-augmented
 /// `tools/call`.
@@ -259,7 +257,10 @@ pub(crate) struct TaskEvent {
 
 impl TaskEvent {
     pub(crate) fn notification(&self) -> Message {
-        Message::notification(STATUS_NOTIFICATION, Some(self.task.clone()))
+        Message::notification(
+            mcpyard_proto::methods::NOTIFICATION_TASKS_STATUS,
+            Some(self.task.clone()),
+        )
     }
 }
 
@@ -1051,7 +1052,10 @@ mod tests {
         let event = events.lock().expect("events")[0].clone();
         assert_eq!(event.owner.as_deref(), Some("s1"));
         let note = event.notification().to_value();
-        assert_eq!(note["method"], STATUS_NOTIFICATION);
+        assert_eq!(
+            note["method"],
+            mcpyard_proto::methods::NOTIFICATION_TASKS_STATUS
+        );
         assert_eq!(note["params"]["taskId"], id.as_str());
         assert!(note["params"].get("_meta").is_none());
     }
