@@ -162,66 +162,18 @@ impl Upstream {
     async fn supervise(self: Arc<Self>, events: SourceEvents) {
         let mut backoff = BACKOFF_START;
         loop {
-            let options = ConnectOptions {
-                capabilities: upstream_capabilities(),
-                label: self.spec.name.clone(),
-                // The handshake keeps what only its era has (server requests
-                // in a session, logs, subscriptions); a server of the
-                // 2026-07-28 era alone is spoken to in that era, its input
-                // requests reaching the relay like server requests.
-                era: EraPolicy::HandshakeFirst,
-                ..ConnectOptions::default()
-            };
-            let handler: Arc<dyn mcpyard_client::ClientHandler> = self.relay.clone();
-            let connected = tokio::select! {
-                r = McpClient::connect(self.spec.transport.clone(), handler, options) => r,
-                _ = self.stop.cancelled() => break,
-            };
-            let client = match connected {
-                Ok(c) => c,
-                Err(e) => {
-                    tracing::warn!(server = %self.spec.name, error = %e, "upstream unavailable; retrying in {backoff:?}");
-                    self.set_state(State::Down {
-                        error: e.to_string(),
-                    });
-                    events.down();
-                    tokio::select! {
-                        _ = tokio::time::sleep(backoff) => {}
-                        _ = self.stop.cancelled() => break,
+            let (client, mut lists) = match self.connect(&events).await {
+                Ok(connected) => connected,
+                Err(None) => break,
+                Err(Some(error)) => {
+                    if !self.down(&events, error, &mut backoff).await {
+                        break;
                     }
-                    backoff = (backoff * 2).min(BACKOFF_MAX);
                     continue;
                 }
             };
-            tracing::info!(server = %self.spec.name, "upstream connected");
-            *self.client.write().expect("client lock poisoned") = Some(client.clone());
-            let up_since = Instant::now();
-            // A server that answers `initialize` and then never lists is
-            // not ready: its first listing has a deadline of its own.
-            let Some(mut lists) = self
-                .start_session(&client, &events, SourceLists::default())
-                .await
-            else {
-                *self.client.write().expect("client lock poisoned") = None;
-                client.shutdown().await;
-                if self.stop.is_cancelled() {
-                    break;
-                }
-                let error = format!(
-                    "connected, but did not list what it offers within {:?}",
-                    self.spec.list_timeout
-                );
-                tracing::warn!(server = %self.spec.name, "{error}; reconnecting in {backoff:?}");
-                self.set_state(State::Down { error });
-                events.down();
-                tokio::select! {
-                    _ = tokio::time::sleep(backoff) => {}
-                    _ = self.stop.cancelled() => break,
-                }
-                backoff = (backoff * 2).min(BACKOFF_MAX);
-                continue;
-            };
             self.set_state(State::Up);
+            let up_since = Instant::now();
             let mut health_check = tokio::time::interval(HEALTH_CHECK_EVERY);
             health_check.reset();
             loop {
@@ -249,33 +201,90 @@ impl Upstream {
                 }
             }
             *self.client.write().expect("client lock poisoned") = None;
-            events.down();
+            client.shutdown().await;
             if self.stop.is_cancelled() {
-                client.shutdown().await;
                 break;
             }
             // A connection that stayed up a while starts the backoff afresh.
             if up_since.elapsed() > Duration::from_secs(60) {
                 backoff = BACKOFF_START;
             }
-            tracing::warn!(server = %self.spec.name, "upstream connection lost; reconnecting in {backoff:?}");
-            client.shutdown().await;
-            self.set_state(State::Down {
-                error: "connection lost".into(),
-            });
             self.health.lock().expect("health lock poisoned").restarts += 1;
-            tokio::select! {
-                _ = tokio::time::sleep(backoff) => {}
-                _ = self.stop.cancelled() => break,
+            if !self
+                .down(&events, "connection lost".into(), &mut backoff)
+                .await
+            {
+                break;
             }
-            backoff = (backoff * 2).min(BACKOFF_MAX);
         }
+        events.down();
         self.set_state(State::Stopped);
         let client = self.client.write().expect("client lock poisoned").take();
         if let Some(c) = client {
             c.shutdown().await;
         }
         self.done.cancel();
+    }
+
+    /// Connects and fetches the lists, publishing them. `Err(None)` when
+    /// the gateway stops meanwhile, `Err(Some(why))` when the server is
+    /// down, or connected but did not list what it offers in time (it
+    /// answers `initialize` and then never lists: not ready).
+    async fn connect(
+        &self,
+        events: &SourceEvents,
+    ) -> Result<(McpClient, SourceLists), Option<String>> {
+        let options = ConnectOptions {
+            capabilities: upstream_capabilities(),
+            label: self.spec.name.clone(),
+            // The handshake keeps what only its era has (server requests
+            // in a session, logs, subscriptions); a server of the
+            // 2026-07-28 era alone is spoken to in that era, its input
+            // requests reaching the relay like server requests.
+            era: EraPolicy::HandshakeFirst,
+            ..ConnectOptions::default()
+        };
+        let handler: Arc<dyn mcpyard_client::ClientHandler> = self.relay.clone();
+        let client = tokio::select! {
+            r = McpClient::connect(self.spec.transport.clone(), handler, options) => {
+                r.map_err(|e| Some(e.to_string()))?
+            }
+            _ = self.stop.cancelled() => return Err(None),
+        };
+        tracing::info!(server = %self.spec.name, "upstream connected");
+        *self.client.write().expect("client lock poisoned") = Some(client.clone());
+        match self
+            .start_session(&client, events, SourceLists::default())
+            .await
+        {
+            Some(lists) => Ok((client, lists)),
+            None => {
+                *self.client.write().expect("client lock poisoned") = None;
+                client.shutdown().await;
+                if self.stop.is_cancelled() {
+                    return Err(None);
+                }
+                Err(Some(format!(
+                    "connected, but did not list what it offers within {:?}",
+                    self.spec.list_timeout
+                )))
+            }
+        }
+    }
+
+    /// Marks the server down (out of the lists, calls failing with
+    /// `error`) and waits out the backoff, doubling it. False when the
+    /// gateway stops meanwhile.
+    async fn down(&self, events: &SourceEvents, error: String, backoff: &mut Duration) -> bool {
+        tracing::warn!(server = %self.spec.name, %error, "upstream unavailable; retrying in {backoff:?}");
+        self.set_state(State::Down { error });
+        events.down();
+        let waited = tokio::select! {
+            _ = tokio::time::sleep(*backoff) => true,
+            _ = self.stop.cancelled() => false,
+        };
+        *backoff = (*backoff * 2).min(BACKOFF_MAX);
+        waited
     }
 
     /// What a new connection or session needs: every list fetched again
