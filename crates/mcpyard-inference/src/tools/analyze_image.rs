@@ -17,7 +17,7 @@ use super::{
 use crate::engine::Inference;
 use crate::error::ToolError;
 use crate::imaging::{self, Variant, DEFAULT_CLIP_LIMIT, DEFAULT_TILES};
-use crate::models::Capability;
+use crate::vendors::Capability;
 
 pub(crate) const TOOL: ToolDef = ToolDef {
     name: "analyze_image",

@@ -10,7 +10,7 @@ use super::{
 };
 use crate::engine::Inference;
 use crate::error::ToolError;
-use crate::models::Capability;
+use crate::vendors::Capability;
 
 pub(crate) const TOOL: ToolDef = ToolDef {
     name: "embed",

@@ -17,7 +17,7 @@ use crate::config::BackendKind;
 use crate::engine::Inference;
 use crate::error::ToolError;
 use crate::imaging;
-use crate::models::Capability;
+use crate::vendors::Capability;
 
 pub(crate) const TOOL: ToolDef = ToolDef {
     name: "generate_image",

@@ -9,7 +9,7 @@ use super::{input_schema, Args, Call, ToolDef, ToolFuture};
 use crate::backend::Origin;
 use crate::engine::{Inference, Listing};
 use crate::error::ToolError;
-use crate::models::{ModelInfo, ModelState};
+use crate::vendors::{ModelInfo, ModelState};
 
 pub(crate) const TOOL: ToolDef = ToolDef {
     name: "list_models",

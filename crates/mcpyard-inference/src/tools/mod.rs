@@ -25,7 +25,7 @@ use args::{blank_is_none, input_schema, model_request, ALLOW_DOWNLOAD_DOC, MODEL
 
 use crate::engine::Inference;
 use crate::error::ToolError;
-use crate::models::Reporter;
+use crate::progress::Reporter;
 
 /// What a tool call returns: a `CallToolResult`, or an error that becomes
 /// an `isError` result.
