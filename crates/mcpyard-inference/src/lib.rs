@@ -10,7 +10,7 @@
 //! # fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use mcpyard_inference::{InferenceConfig, InferenceSource};
 //! let source = InferenceSource::new(InferenceConfig::default())?;
-//! let spec = source.into_local_spec(); // into GatewayConfig.locals
+//! let spec = source.into_source_spec(); // into GatewayConfig.sources
 //! # let _ = spec; Ok(()) }
 //! ```
 //!

@@ -219,7 +219,7 @@ mod tests {
     #[tokio::test]
     async fn every_tool_refuses_an_argument_it_does_not_declare() {
         let inference = Inference::new(crate::config::InferenceConfig::default());
-        let call = Call::new(ToolContext::detached(
+        let call = Call::new(CallContext::detached(
             tokio_util::sync::CancellationToken::new(),
         ));
         for tool in TOOLS {
