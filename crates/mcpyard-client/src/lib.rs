@@ -19,7 +19,7 @@
 //! use std::sync::Arc;
 //! let spec = TransportSpec::StreamableHttp { url: "http://127.0.0.1:3001/mcp".into(), headers: vec![] };
 //! let client = McpClient::connect(spec, Arc::new(NoopHandler), ConnectOptions::default()).await?;
-//! let tools = client.list_all("tools/list", "tools").await?;
+//! let tools = client.list_all(mcpyard_proto::methods::TOOLS_LIST, "tools").await?;
 //! # Ok(()) }
 //! ```
 

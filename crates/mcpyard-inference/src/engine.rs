@@ -12,10 +12,10 @@ use crate::config::InferenceConfig;
 use crate::discovery::Registry;
 use crate::error::ToolError;
 use crate::files::Files;
-use crate::models::{
+use crate::tools::Call;
+use crate::vendors::{
     self, same_model, BackendModels, Capability, ModelInfo, ModelState, ShowCache,
 };
-use crate::tools::Call;
 
 /// Settings, backends and caches shared by the tools.
 #[derive(Debug)]
@@ -48,7 +48,7 @@ impl Listing {
         let picks: Vec<&ModelInfo> = self
             .backends
             .iter()
-            .filter_map(models::recommend_chat)
+            .filter_map(vendors::recommend_chat)
             .collect();
         let rank = |m: &&ModelInfo| {
             let state = match m.state {
@@ -181,7 +181,7 @@ impl Inference {
         let asked = futures::future::join_all(
             backends
                 .iter()
-                .map(|b| async move { (b, models::list_backend(b, &self.show).await) }),
+                .map(|b| async move { (b, vendors::list_backend(b, &self.show).await) }),
         )
         .await;
         let mut out = Vec::new();
@@ -313,7 +313,7 @@ impl Inference {
                     pull: pull_hint(Some(name)),
                 });
             };
-            models::pull(&backend, name, &call.progress, &call.ctx.cancel).await?;
+            vendors::pull(&backend, name, &call.progress, &call.ctx.cancel).await?;
             self.forget_listing().await;
             return Ok(Resolved {
                 backend,
@@ -343,7 +343,7 @@ impl Inference {
                 .find_map(|b| b.suggested.iter().find(|s| s.has(need)).map(|s| (b, s)));
             if let Some((b, s)) = candidate {
                 if let Some(backend) = by_name(&b.backend) {
-                    models::pull(&backend, &s.id, &call.progress, &call.ctx.cancel).await?;
+                    vendors::pull(&backend, &s.id, &call.progress, &call.ctx.cancel).await?;
                     self.forget_listing().await;
                     return Ok(Resolved {
                         backend,

@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 
 use crate::backend::BackendError;
-use crate::models::Capability;
+use crate::vendors::Capability;
 
 /// A tool call that could not be served.
 #[derive(Debug, thiserror::Error)]

@@ -15,9 +15,11 @@
 //! ```
 //!
 //! Layout: `config` (the `[inference]` table), `backend/` (HTTP to one
-//! server), `discovery` (finding servers on loopback), `models` (listing,
-//! capabilities, downloads), `engine` (model selection), `tools/` (one
-//! file per tool and the dispatch table), `source` (the gateway side).
+//! server), `vendors/` (one file per kind of server: recognising it,
+//! listing its models and their capabilities, suggestions, downloads),
+//! `discovery` (finding servers on loopback), `engine` (model selection),
+//! `progress` (a call's progress notifications), `tools/` (one file per
+//! tool and the dispatch table), `source` (the gateway side).
 
 mod backend;
 mod config;
@@ -26,10 +28,11 @@ mod engine;
 mod error;
 mod files;
 mod imaging;
-mod models;
+mod progress;
 mod sampling;
 mod source;
 mod tools;
+mod vendors;
 
 pub use backend::{
     http_client, Backend, BackendError, ChatStream, NdjsonStream, Origin, SseEvent, SseStream,
@@ -38,7 +41,8 @@ pub use config::{
     BackendKind, BackendSpec, InferenceConfig, InferenceConfigError, DEFAULT_DISCOVER_PORTS,
     DEFAULT_MAX_BASE64_BYTES, DEFAULT_REQUEST_TIMEOUT,
 };
-pub use discovery::identify;
 pub use error::ToolError;
-pub use models::{capabilities_from_name, BackendModels, Capability, ModelInfo, ModelState};
 pub use source::{InferenceSource, SOURCE_NAME};
+pub use vendors::{
+    capabilities_from_name, identify, BackendModels, Capability, ModelInfo, ModelState,
+};

@@ -46,7 +46,7 @@ pub(crate) use mcpyard_proto::envelope::{
     is_stateless_version, HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY,
     UNSUPPORTED_PROTOCOL_VERSION,
 };
-use mcpyard_proto::{codes, ErrorObject, Message, RequestId};
+use mcpyard_proto::{codes, methods, ErrorObject, Message, RequestId};
 use serde_json::{Map, Value};
 
 use crate::accept::Accepts;
@@ -126,8 +126,8 @@ fn check_headers(
         return Err(mismatch("Mcp-Method does not match the request's method"));
     }
     let name_key = match method {
-        "tools/call" | "prompts/get" => Some("name"),
-        "resources/read" => Some("uri"),
+        methods::TOOLS_CALL | methods::PROMPTS_GET => Some("name"),
+        methods::RESOURCES_READ => Some("uri"),
         _ => None,
     };
     if let Some(key) = name_key {

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::config::DEFAULT_LISTEN;
+
 /// One MCP endpoint for your local MCP servers, models and HTTP APIs.
 #[derive(Debug, Parser)]
 #[command(name = "mcpyard", version, propagate_version = true)]
@@ -43,9 +45,13 @@ pub(crate) struct ServeArgs {
     #[arg(long, short, env = "MCPYARD_CONFIG", value_name = "FILE")]
     pub(crate) config: Option<PathBuf>,
 
-    /// Address to listen on, overriding the config's `listen`
-    /// (default 127.0.0.1:7117).
-    #[arg(long, value_name = "HOST:PORT", value_parser = parse_listen)]
+    // The help is built so the default address is spelled only in config.
+    #[arg(
+        long,
+        value_name = "HOST:PORT",
+        value_parser = parse_listen,
+        help = format!("Address to listen on, overriding the config's `listen` (default {DEFAULT_LISTEN})")
+    )]
     pub(crate) listen: Option<SocketAddr>,
 
     /// API key clients must send as `Authorization: Bearer <key>`,
@@ -72,10 +78,14 @@ pub(crate) struct CheckArgs {
 /// Which MCP server `list` and `call` talk to.
 #[derive(Debug, Args)]
 pub(crate) struct Target {
-    /// URL of a running gateway or any MCP server (Streamable HTTP; a path
-    /// ending in /sse means legacy HTTP+SSE).
-    /// Default: http://127.0.0.1:7117/mcp.
-    #[arg(long, conflicts_with_all = ["config", "server"])]
+    #[arg(
+        long,
+        conflicts_with_all = ["config", "server"],
+        help = format!(
+            "URL of a running gateway or any MCP server (Streamable HTTP; a path \
+             ending in /sse means legacy HTTP+SSE). Default: http://{DEFAULT_LISTEN}/mcp"
+        )
+    )]
     pub(crate) url: Option<String>,
 
     /// Configuration file holding the server named by --server.
@@ -135,7 +145,7 @@ pub(crate) struct CallArgs {
 
 fn parse_listen(s: &str) -> Result<SocketAddr, String> {
     crate::config::parse_listen(s).ok_or_else(|| {
-        "expected HOST:PORT with an IP address or `localhost`, e.g. 127.0.0.1:7117".into()
+        format!("expected HOST:PORT with an IP address or `localhost`, e.g. {DEFAULT_LISTEN}")
     })
 }
 

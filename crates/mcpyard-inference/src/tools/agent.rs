@@ -9,9 +9,14 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use base64::Engine as _;
-use serde_json::{json, Value};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
 
-use super::{chat, model_properties, Args, Call, ToolDef, ToolFuture};
+use super::{
+    blank_is_none, chat, input_schema, Args, Call, ToolDef, ToolFuture, ALLOW_DOWNLOAD_DOC,
+    MODEL_DOC,
+};
 use crate::engine::Inference;
 use crate::error::ToolError;
 
@@ -21,37 +26,69 @@ pub(crate) const TOOL: ToolDef = ToolDef {
     call,
 };
 
-const DEFAULT_ITERATIONS: i64 = 6;
-const MAX_ITERATIONS: i64 = 20;
-const DEFAULT_SECONDS: i64 = 120;
-const MAX_SECONDS: i64 = 900;
-const DEFAULT_TOKENS: i64 = 4096;
+const DEFAULT_ITERATIONS: u64 = 6;
+const MAX_ITERATIONS: u64 = 20;
+const DEFAULT_SECONDS: u64 = 120;
+const MAX_SECONDS: u64 = 900;
+const DEFAULT_TOKENS: u64 = 4096;
 /// How much of one tool result the model sees.
 const TOOL_RESULT_CHARS: usize = 16_000;
 
+/// `agent`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct AgentArgs {
+    /// The task, as a user message.
+    #[serde(default, deserialize_with = "blank_is_none")]
+    prompt: Option<String>,
+    /// Chat messages to start from (OpenAI style); `prompt` is appended after them.
+    #[serde(default)]
+    messages: Vec<Map<String, Value>>,
+    /// System prompt for the local model.
+    #[serde(default, deserialize_with = "blank_is_none")]
+    system: Option<String>,
+    /// Names of catalogue tools the model may call, as tools/list shows them; a trailing `*` matches a prefix (`fs__*`). Nothing else can be called.
+    #[serde(default)]
+    tools: Vec<String>,
+    /// Model turns at most.
+    #[serde(default = "default_iterations")]
+    #[schemars(range(min = 1, max = MAX_ITERATIONS))]
+    max_iterations: u64,
+    /// Wall time at most.
+    #[serde(default = "default_seconds")]
+    #[schemars(range(min = 1, max = MAX_SECONDS))]
+    max_seconds: u64,
+    /// Completion tokens at most, over all turns.
+    #[serde(default = "default_tokens")]
+    #[schemars(range(min = 1))]
+    max_tokens: u64,
+    /// Write images and audio the tools produce to the output folder instead of returning them inline.
+    #[serde(default)]
+    save_media: bool,
+    #[serde(default, deserialize_with = "blank_is_none")]
+    #[schemars(description = MODEL_DOC)]
+    model: Option<String>,
+    #[serde(default)]
+    #[schemars(description = ALLOW_DOWNLOAD_DOC)]
+    allow_download: bool,
+}
+
+fn default_iterations() -> u64 {
+    DEFAULT_ITERATIONS
+}
+fn default_seconds() -> u64 {
+    DEFAULT_SECONDS
+}
+fn default_tokens() -> u64 {
+    DEFAULT_TOKENS
+}
+
 fn definition() -> Value {
-    let mut properties = json!({
-        "prompt": {"type": "string", "description": "The task, as a user message."},
-        "messages": {"type": "array", "items": {"type": "object"}, "description": "Chat messages to start from (OpenAI style); `prompt` is appended after them."},
-        "system": {"type": "string", "description": "System prompt for the local model."},
-        "tools": {
-            "type": "array",
-            "items": {"type": "string"},
-            "description": "Names of catalogue tools the model may call, as tools/list shows them; a trailing `*` matches a prefix (`fs__*`). Nothing else can be called.",
-        },
-        "max_iterations": {"type": "integer", "minimum": 1, "maximum": MAX_ITERATIONS, "default": DEFAULT_ITERATIONS, "description": "Model turns at most."},
-        "max_seconds": {"type": "integer", "minimum": 1, "maximum": MAX_SECONDS, "default": DEFAULT_SECONDS, "description": "Wall time at most."},
-        "max_tokens": {"type": "integer", "minimum": 1, "default": DEFAULT_TOKENS, "description": "Completion tokens at most, over all turns."},
-        "save_media": {"type": "boolean", "default": false, "description": "Write images and audio the tools produce to the output folder instead of returning them inline."},
-    });
-    if let (Some(p), Some(m)) = (properties.as_object_mut(), model_properties().as_object()) {
-        p.extend(m.clone());
-    }
     json!({
         "name": "agent",
         "title": "Local agent",
         "description": "Runs a task on a local model that may call the listed tools of this gateway in a bounded loop (iterations, time and tokens capped), then returns its final answer plus any images or audio the tools produced.",
-        "inputSchema": {"type": "object", "properties": properties, "additionalProperties": false},
+        "inputSchema": input_schema::<AgentArgs>(),
         "annotations": {"readOnlyHint": false, "destructiveHint": true, "openWorldHint": true},
         "execution": {"taskSupport": "optional"},
     })
@@ -78,12 +115,13 @@ fn stop_text(reason: &str) -> &'static str {
 }
 
 async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolError> {
-    let max_iterations = bounded(&args, "max_iterations", DEFAULT_ITERATIONS, MAX_ITERATIONS)?;
-    let max_seconds = bounded(&args, "max_seconds", DEFAULT_SECONDS, MAX_SECONDS)?;
-    let max_tokens = bounded(&args, "max_tokens", DEFAULT_TOKENS, i64::MAX)?;
-    let save_media = args.bool("save_media")?;
+    let args: AgentArgs = args.parse()?;
+    let max_iterations = bounded("max_iterations", args.max_iterations, MAX_ITERATIONS)?;
+    let max_seconds = bounded("max_seconds", args.max_seconds, MAX_SECONDS)?;
+    let max_tokens = bounded("max_tokens", args.max_tokens, u64::MAX)?;
+    let save_media = args.save_media;
     let mut messages = initial_messages(&args)?;
-    let offered = offered_tools(&args, call)?;
+    let offered = offered_tools(&args.tools, call)?;
     let by_api_name: HashMap<String, &Offered> = offered
         .iter()
         .map(|o| {
@@ -96,7 +134,7 @@ async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolErro
             )
         })
         .collect();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(max_seconds as u64);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(max_seconds);
 
     let mut used = (0u64, 0u64); // (prompt, completion) tokens
     let mut media: Vec<Value> = Vec::new();
@@ -105,7 +143,7 @@ async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolErro
     let mut answer = String::new();
     let mut stopped = "iterations";
     for iteration in 1..=max_iterations {
-        let left = max_tokens as u64 - used.1.min(max_tokens as u64);
+        let left = max_tokens - used.1.min(max_tokens);
         if left == 0 {
             stopped = "tokens";
             break;
@@ -115,10 +153,11 @@ async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolErro
             turn["tools"] = Value::Array(offered.iter().map(|o| o.definition.clone()).collect());
             turn["tool_choice"] = json!("auto");
         }
-        for key in ["model", "allow_download"] {
-            if let Some(v) = args.get(key) {
-                turn[key] = v.clone();
-            }
+        if let Some(model) = &args.model {
+            turn["model"] = json!(model);
+        }
+        if args.allow_download {
+            turn["allow_download"] = json!(true);
         }
         let reply =
             match tokio::time::timeout_at(deadline, chat::run(inf, Args::new(turn)?, call)).await {
@@ -211,28 +250,23 @@ async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolErro
     }))
 }
 
-fn bounded(args: &Args, key: &str, default: i64, max: i64) -> Result<i64, ToolError> {
-    match args.integer(key, 1)? {
-        None => Ok(default),
-        Some(v) => Ok(v.as_i64().unwrap_or(default).min(max)),
+/// A limit the caller gave: at least 1, and no more than `max`.
+fn bounded(key: &str, value: u64, max: u64) -> Result<u64, ToolError> {
+    if value < 1 {
+        return Err(ToolError::InvalidArguments(format!(
+            "`{key}` must be an integer of at least 1"
+        )));
     }
+    Ok(value.min(max))
 }
 
-fn initial_messages(args: &Args) -> Result<Vec<Value>, ToolError> {
+fn initial_messages(args: &AgentArgs) -> Result<Vec<Value>, ToolError> {
     let mut messages = Vec::new();
-    if let Some(system) = args.string("system")? {
+    if let Some(system) = &args.system {
         messages.push(json!({"role": "system", "content": system}));
     }
-    match args.get("messages") {
-        None => {}
-        Some(Value::Array(list)) => messages.extend(list.iter().cloned()),
-        Some(_) => {
-            return Err(ToolError::InvalidArguments(
-                "`messages` must be an array of chat messages".into(),
-            ))
-        }
-    }
-    if let Some(prompt) = args.string("prompt")? {
+    messages.extend(args.messages.iter().cloned().map(Value::Object));
+    if let Some(prompt) = &args.prompt {
         messages.push(json!({"role": "user", "content": prompt}));
     }
     if !messages.iter().any(|m| m["role"] == "user") {
@@ -245,22 +279,7 @@ fn initial_messages(args: &Args) -> Result<Vec<Value>, ToolError> {
 
 /// The catalogue tools the allow-list names, as chat API tools. The agent
 /// itself is never offered (no recursion).
-fn offered_tools(args: &Args, call: &Call) -> Result<Vec<Offered>, ToolError> {
-    let patterns: Vec<String> = match args.get("tools") {
-        None => Vec::new(),
-        Some(Value::Array(list)) => list
-            .iter()
-            .map(|v| v.as_str().map(str::to_owned))
-            .collect::<Option<_>>()
-            .ok_or_else(|| {
-                ToolError::InvalidArguments("`tools` must be an array of tool names".into())
-            })?,
-        Some(_) => {
-            return Err(ToolError::InvalidArguments(
-                "`tools` must be an array of tool names".into(),
-            ))
-        }
-    };
+fn offered_tools(patterns: &[String], call: &Call) -> Result<Vec<Offered>, ToolError> {
     if patterns.is_empty() {
         return Ok(Vec::new());
     }
@@ -397,9 +416,9 @@ mod tests {
 
     #[test]
     fn a_task_is_required() {
-        let args = Args::new(json!({"system": "s"})).unwrap();
+        let args = Args::new(json!({"system": "s"})).unwrap().parse().unwrap();
         assert!(initial_messages(&args).is_err());
-        let args = Args::new(json!({"prompt": "p"})).unwrap();
+        let args = Args::new(json!({"prompt": "p"})).unwrap().parse().unwrap();
         assert_eq!(initial_messages(&args).unwrap().len(), 1);
     }
 }

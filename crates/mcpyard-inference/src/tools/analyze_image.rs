@@ -5,14 +5,19 @@
 //! beside the original, in OpenAI's vision format (`image_url` content
 //! parts with `data:` URLs).
 
-use serde_json::{json, Map, Value};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Number, Value};
 
 use super::media::{backend_call, decode_inline, image_url_part};
-use super::{model_properties, Args, Call, ToolDef, ToolFuture};
+use super::{
+    blank_is_none, input_schema, model_request, Args, Call, ToolDef, ToolFuture,
+    ALLOW_DOWNLOAD_DOC, MODEL_DOC,
+};
 use crate::engine::Inference;
 use crate::error::ToolError;
 use crate::imaging::{self, Variant, DEFAULT_CLIP_LIMIT, DEFAULT_TILES};
-use crate::models::Capability;
+use crate::vendors::Capability;
 
 pub(crate) const TOOL: ToolDef = ToolDef {
     name: "analyze_image",
@@ -26,77 +31,183 @@ const MAX_VARIANTS: usize = 8;
 /// encoders work at or below.
 const DEFAULT_MAX_SIDE: u32 = 1024;
 
-const TASKS: [&str; 3] = ["describe", "compare", "ocr"];
+/// `analyze_image`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct AnalyzeArgs {
+    /// describe: what the image shows; compare: similarities and differences between two or more images; ocr: the text in the image, transcribed exactly.
+    #[serde(default)]
+    task: Task,
+    /// The images: inline {data (base64), mimeType, name} or local files {path} under [inference] input_roots. PNG, JPEG or WebP.
+    #[schemars(length(min = 1, max = MAX_IMAGES))]
+    images: Vec<ImageItem>,
+    /// The question or instruction about the images; a task-specific default when omitted.
+    #[serde(default, deserialize_with = "blank_is_none")]
+    prompt: Option<String>,
+    /// Extra chat messages ({role, content}), e.g. earlier conversation or a follow-up, placed before or after the turn with the images (see messages_position).
+    #[serde(default)]
+    messages: Vec<ExtraMessage>,
+    #[serde(default)]
+    messages_position: Position,
+    /// Variants made before the model sees each image, each sent as an extra image: `grayscale`, `equalize` (CLAHE contrast equalisation, helps faded or dark scans), `resize` (longer side at most max_side px). Strings or objects such as {"type": "equalize", "clip_limit": 3} or {"type": "resize", "max_side": 768}.
+    #[serde(default)]
+    #[schemars(length(max = MAX_VARIANTS))]
+    preprocess: Vec<PreprocessItem>,
+    /// Also send each original image (false: only the preprocessed variants).
+    #[serde(default = "yes")]
+    keep_original: bool,
+    #[schemars(range(min = 1))]
+    max_tokens: Option<u64>,
+    #[schemars(range(min = 0))]
+    temperature: Option<Number>,
+    #[serde(default, deserialize_with = "blank_is_none")]
+    #[schemars(description = MODEL_DOC)]
+    model: Option<String>,
+    #[serde(default)]
+    #[schemars(description = ALLOW_DOWNLOAD_DOC)]
+    allow_download: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Task {
+    #[default]
+    Describe,
+    Compare,
+    Ocr,
+}
+
+impl Task {
+    fn as_str(self) -> &'static str {
+        match self {
+            Task::Describe => "describe",
+            Task::Compare => "compare",
+            Task::Ocr => "ocr",
+        }
+    }
+}
+
+/// Where the extra messages go, relative to the turn with the images.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Position {
+    #[default]
+    Before,
+    After,
+}
+
+/// One image: inline base64 or a local file.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "an image: {\"data\": base64, \"mimeType\": ...} or {\"path\": ...}"
+)]
+struct ImageItem {
+    /// Base64 (or a data: URL); capped by [inference] max_base64_bytes.
+    data: Option<String>,
+    // Accepted as clients send it; the type is read from the bytes.
+    #[serde(rename = "mimeType")]
+    #[allow(dead_code)]
+    mime_type: Option<String>,
+    /// How the image is named to the model and in errors.
+    name: Option<String>,
+    path: Option<String>,
+}
+
+/// An extra chat message; keys beyond `role` and `content` go on as they came.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+struct ExtraMessage {
+    role: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    content: Option<Value>,
+    #[serde(flatten)]
+    #[schemars(skip)]
+    other: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum VariantKind {
+    Grayscale,
+    Equalize,
+    Resize,
+}
+
+impl VariantKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            VariantKind::Grayscale => "grayscale",
+            VariantKind::Equalize => "equalize",
+            VariantKind::Resize => "resize",
+        }
+    }
+}
+
+/// A variant with its settings.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct VariantSpec {
+    #[serde(rename = "type")]
+    kind: VariantKind,
+    #[schemars(range(min = 1, max = 40), extend("default" = DEFAULT_CLIP_LIMIT))]
+    clip_limit: Option<f64>,
+    #[schemars(range(min = 1, max = 64), extend("default" = DEFAULT_TILES))]
+    tiles: Option<u64>,
+    #[schemars(range(min = 16, max = 16384), extend("default" = DEFAULT_MAX_SIDE))]
+    max_side: Option<u64>,
+}
+
+/// One `preprocess` entry: a variant's name, or a variant with settings.
+#[derive(Debug)]
+enum PreprocessItem {
+    Name(VariantKind),
+    Spec(VariantSpec),
+}
+
+// By hand rather than `#[serde(untagged)]`, whose error ("did not match any
+// variant") would not say which name or key was wrong.
+impl<'de> Deserialize<'de> for PreprocessItem {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        match Value::deserialize(d)? {
+            Value::String(name) => serde_json::from_value(Value::String(name))
+                .map(PreprocessItem::Name)
+                .map_err(D::Error::custom),
+            spec @ Value::Object(_) => serde_json::from_value(spec)
+                .map(PreprocessItem::Spec)
+                .map_err(D::Error::custom),
+            _ => Err(D::Error::custom(
+                "expected a variant name or an object such as {\"type\": \"resize\", \"max_side\": 768}",
+            )),
+        }
+    }
+}
+
+impl JsonSchema for PreprocessItem {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "PreprocessItem".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "anyOf": [
+                generator.subschema_for::<VariantKind>(),
+                generator.subschema_for::<VariantSpec>(),
+            ]
+        })
+    }
+}
 
 fn definition() -> Value {
-    let mut props = json!({
-        "task": {
-            "type": "string",
-            "enum": TASKS,
-            "default": "describe",
-            "description": "describe: what the image shows; compare: similarities and differences between two or more images; ocr: the text in the image, transcribed exactly."
-        },
-        "images": {
-            "type": "array",
-            "minItems": 1,
-            "maxItems": MAX_IMAGES,
-            "description": "The images: inline {data (base64), mimeType, name} or local files {path} under [inference] input_roots. PNG, JPEG or WebP.",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "data": {"type": "string", "description": "Base64 (or a data: URL); capped by [inference] max_base64_bytes."},
-                    "mimeType": {"type": "string"},
-                    "name": {"type": "string", "description": "How the image is named to the model and in errors."},
-                    "path": {"type": "string"}
-                },
-                "additionalProperties": false
-            }
-        },
-        "prompt": {"type": "string", "description": "The question or instruction about the images; a task-specific default when omitted."},
-        "messages": {
-            "type": "array",
-            "description": "Extra chat messages ({role, content}), e.g. earlier conversation or a follow-up, placed before or after the turn with the images (see messages_position).",
-            "items": {"type": "object", "properties": {"role": {"type": "string"}, "content": {}}, "required": ["role"]}
-        },
-        "messages_position": {"type": "string", "enum": ["before", "after"], "default": "before"},
-        "preprocess": {
-            "type": "array",
-            "maxItems": MAX_VARIANTS,
-            "description": "Variants made before the model sees each image, each sent as an extra image: `grayscale`, `equalize` (CLAHE contrast equalisation, helps faded or dark scans), `resize` (longer side at most max_side px). Strings or objects such as {\"type\": \"equalize\", \"clip_limit\": 3} or {\"type\": \"resize\", \"max_side\": 768}.",
-            "items": {
-                "anyOf": [
-                    {"type": "string", "enum": ["grayscale", "equalize", "resize"]},
-                    {
-                        "type": "object",
-                        "properties": {
-                            "type": {"type": "string", "enum": ["grayscale", "equalize", "resize"]},
-                            "clip_limit": {"type": "number", "minimum": 1, "maximum": 40, "default": DEFAULT_CLIP_LIMIT},
-                            "tiles": {"type": "integer", "minimum": 1, "maximum": 64, "default": DEFAULT_TILES},
-                            "max_side": {"type": "integer", "minimum": 16, "maximum": 16384, "default": DEFAULT_MAX_SIDE}
-                        },
-                        "required": ["type"],
-                        "additionalProperties": false
-                    }
-                ]
-            }
-        },
-        "keep_original": {"type": "boolean", "default": true, "description": "Also send each original image (false: only the preprocessed variants)."},
-        "max_tokens": {"type": "integer", "minimum": 1},
-        "temperature": {"type": "number", "minimum": 0}
-    });
-    if let (Some(p), Value::Object(extra)) = (props.as_object_mut(), model_properties()) {
-        p.extend(extra);
-    }
     json!({
         "name": "analyze_image",
         "title": "Analyze images with a local vision model",
         "description": "Describes an image, compares two or more, or transcribes their text (OCR), with a local vision model. Optional preprocessing (grayscale, contrast equalisation, resize) sends extra versions of each image to help with hard scans. Without `model`, a loaded vision model is used.",
-        "inputSchema": {
-            "type": "object",
-            "properties": props,
-            "required": ["images"],
-            "additionalProperties": false
-        },
+        "inputSchema": input_schema::<AnalyzeArgs>(),
         "outputSchema": {
             "type": "object",
             "properties": {
@@ -162,59 +273,45 @@ struct Prepared {
     parts: Vec<(String, String)>,
 }
 
-async fn run(inf: &Inference, mut args: Args, call: &Call) -> Result<Value, ToolError> {
-    let task = args.string("task")?.unwrap_or_else(|| "describe".into());
-    if !TASKS.contains(&task.as_str()) {
+async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolError> {
+    let AnalyzeArgs {
+        task,
+        images: items,
+        prompt,
+        messages,
+        messages_position,
+        preprocess,
+        keep_original,
+        max_tokens,
+        temperature,
+        model,
+        allow_download,
+    } = args.parse()?;
+    let task = task.as_str();
+    if items.is_empty() || items.len() > MAX_IMAGES {
         return Err(ToolError::InvalidArguments(format!(
-            "`task` must be one of {}",
-            TASKS.join(", ")
+            "`images` must be an array of 1 to {MAX_IMAGES} images: {{\"data\": base64, \"mimeType\": \"image/png\"}} or {{\"path\": \"/a/file.png\"}}"
         )));
     }
-    // Taken out of the arguments so that each image's base64 text is freed
-    // as soon as it is decoded (it can be megabytes).
-    let items = match args.take("images") {
-        Some(Value::Array(a)) if !a.is_empty() && a.len() <= MAX_IMAGES => a,
-        _ => {
-            return Err(ToolError::InvalidArguments(format!(
-                "`images` must be an array of 1 to {MAX_IMAGES} images: {{\"data\": base64, \"mimeType\": \"image/png\"}} or {{\"path\": \"/a/file.png\"}}"
-            )))
-        }
-    };
     if task == "compare" && items.len() < 2 {
         return Err(ToolError::InvalidArguments(
             "`task: compare` needs at least two images in `images`".into(),
         ));
     }
-    let variants = parse_preprocess(args.get("preprocess"))?;
-    let keep_original = match args.get("keep_original") {
-        None => true,
-        Some(Value::Bool(b)) => *b,
-        Some(_) => {
-            return Err(ToolError::InvalidArguments(
-                "`keep_original` must be true or false".into(),
-            ))
-        }
-    };
+    let variants = variants(preprocess)?;
     if !keep_original && variants.is_empty() {
         return Err(ToolError::InvalidArguments(
             "`keep_original: false` needs at least one `preprocess` variant, or no image would be sent".into(),
         ));
     }
-    let extra = check_messages(args.get("messages"))?;
-    let after = match args.string("messages_position")?.as_deref() {
-        None | Some("before") => false,
-        Some("after") => true,
-        Some(_) => {
-            return Err(ToolError::InvalidArguments(
-                "`messages_position` must be `before` or `after`".into(),
-            ))
-        }
-    };
-    let prompt = args
-        .string("prompt")?
-        .unwrap_or_else(|| default_prompt(&task, items.len()));
-    args.integer("max_tokens", 1)?;
-    args.number("temperature")?;
+    let extra = check_messages(messages)?;
+    let after = messages_position == Position::After;
+    let prompt = prompt.unwrap_or_else(|| default_prompt(task, items.len()));
+    if max_tokens == Some(0) {
+        return Err(ToolError::InvalidArguments(
+            "`max_tokens` must be an integer of at least 1".into(),
+        ));
+    }
 
     // Images are loaded and prepared one at a time, so at most one is
     // decoded in memory at once.
@@ -222,8 +319,7 @@ async fn run(inf: &Inference, mut args: Args, call: &Call) -> Result<Value, Tool
     let mut prepared = Vec::with_capacity(count);
     let mut names = Vec::with_capacity(count);
     for (i, item) in items.into_iter().enumerate() {
-        let (bytes, name) = load(inf, i, &item).await?;
-        drop(item);
+        let (bytes, name) = load(inf, i, item).await?;
         let label = describe(i, name.as_deref());
         // Decoding and encoding are CPU work: off the async threads.
         let vs = variants.clone();
@@ -245,7 +341,11 @@ async fn run(inf: &Inference, mut args: Args, call: &Call) -> Result<Value, Tool
     }
 
     let resolved = inf
-        .resolve(&args.model_request()?, Capability::Vision, call)
+        .resolve(
+            &model_request(&model, allow_download),
+            Capability::Vision,
+            call,
+        )
         .await?;
     let backend = &resolved.backend;
 
@@ -271,7 +371,7 @@ async fn run(inf: &Inference, mut args: Args, call: &Call) -> Result<Value, Tool
             "sent": sent,
         }));
     }
-    let mut messages = vec![json!({"role": "system", "content": system_prompt(&task)})];
+    let mut messages = vec![json!({"role": "system", "content": system_prompt(task)})];
     // Built by hand: `json!` would copy `parts` and the image URLs in it.
     let mut user = Map::with_capacity(2);
     user.insert("role".into(), json!("user"));
@@ -288,10 +388,11 @@ async fn run(inf: &Inference, mut args: Args, call: &Call) -> Result<Value, Tool
     body.insert("model".into(), json!(resolved.model));
     body.insert("messages".into(), Value::Array(messages));
     body.insert("stream".into(), json!(false));
-    for key in ["max_tokens", "temperature"] {
-        if let Some(v) = args.get(key) {
-            body.insert(key.into(), v.clone());
-        }
+    if let Some(m) = max_tokens {
+        body.insert("max_tokens".into(), json!(m));
+    }
+    if let Some(t) = temperature {
+        body.insert("temperature".into(), Value::Number(t));
     }
     let path = backend.v1("/chat/completions");
     let answer = backend_call(inf, call, backend.post_json(&path, &Value::Object(body))).await?;
@@ -342,36 +443,19 @@ fn describe(i: usize, name: Option<&str>) -> String {
 async fn load(
     inf: &Inference,
     i: usize,
-    item: &Value,
+    item: ImageItem,
 ) -> Result<(Vec<u8>, Option<String>), ToolError> {
-    let Some(obj) = item.as_object() else {
-        return Err(ToolError::InvalidArguments(format!(
-            "`images[{i}]` must be an object: {{\"data\": base64, \"mimeType\": ...}} or {{\"path\": ...}}"
-        )));
-    };
-    if let Some(k) = obj
-        .keys()
-        .find(|k| !matches!(k.as_str(), "data" | "mimeType" | "name" | "path"))
-    {
-        return Err(ToolError::InvalidArguments(format!(
-            "`images[{i}]` has an unknown key `{k}`; an image takes data, mimeType, name or path"
-        )));
-    }
-    let name = obj
-        .get("name")
-        .and_then(Value::as_str)
-        .filter(|n| !n.trim().is_empty())
-        .map(str::to_owned);
-    match (obj.get("data"), obj.get("path")) {
-        (Some(Value::String(data)), None) => {
+    let name = item.name.filter(|n| !n.trim().is_empty());
+    match (item.data, item.path) {
+        (Some(data), None) => {
             let what = format!("images[{i}].data");
-            let (bytes, _) = decode_inline(data, inf.config().max_base64_bytes, &what)?;
+            let (bytes, _) = decode_inline(&data, inf.config().max_base64_bytes, &what)?;
             Ok((bytes, name))
         }
-        (None, Some(Value::String(path))) => {
-            let bytes = inf.files().read_input(path).await?;
+        (None, Some(path)) => {
+            let bytes = inf.files().read_input(&path).await?;
             let name = name.or_else(|| {
-                std::path::Path::new(path)
+                std::path::Path::new(&path)
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
             });
@@ -429,80 +513,70 @@ fn prepare(bytes: Vec<u8>, variants: &[Variant], keep_original: bool) -> Result<
     })
 }
 
-fn parse_preprocess(v: Option<&Value>) -> Result<Vec<Variant>, ToolError> {
-    let Some(v) = v else { return Ok(Vec::new()) };
+/// The variants asked for, each checked to take only its own settings,
+/// within their ranges.
+fn variants(items: Vec<PreprocessItem>) -> Result<Vec<Variant>, ToolError> {
     let bad = |detail: String| ToolError::InvalidArguments(format!("`preprocess`: {detail}"));
-    let list = v.as_array().ok_or_else(|| {
-        bad(
-            "must be an array such as [\"grayscale\", {\"type\": \"resize\", \"max_side\": 768}]"
-                .into(),
-        )
-    })?;
-    if list.len() > MAX_VARIANTS {
+    if items.len() > MAX_VARIANTS {
         return Err(bad(format!("at most {MAX_VARIANTS} variants")));
     }
-    let mut out = Vec::with_capacity(list.len());
-    for (i, item) in list.iter().enumerate() {
-        let (kind, obj) = match item {
-            Value::String(s) => (s.as_str(), None),
-            Value::Object(o) => match o.get("type").and_then(Value::as_str) {
-                Some(t) => (t, Some(o)),
-                None => return Err(bad(format!("item {i} needs a string `type`"))),
+    let mut out = Vec::with_capacity(items.len());
+    for (i, item) in items.into_iter().enumerate() {
+        let spec = match item {
+            PreprocessItem::Name(kind) => VariantSpec {
+                kind,
+                clip_limit: None,
+                tiles: None,
+                max_side: None,
             },
-            _ => return Err(bad(format!("item {i} must be a string or an object"))),
+            PreprocessItem::Spec(spec) => spec,
         };
-        let allowed: &[&str] = match kind {
-            "grayscale" => &["type"],
-            "equalize" => &["type", "clip_limit", "tiles"],
-            "resize" => &["type", "max_side"],
-            other => {
-                return Err(bad(format!(
-                    "unknown variant `{other}` (item {i}); use grayscale, equalize or resize"
-                )))
-            }
+        let kind = spec.kind.as_str();
+        let given = [
+            ("clip_limit", spec.clip_limit.is_some()),
+            ("tiles", spec.tiles.is_some()),
+            ("max_side", spec.max_side.is_some()),
+        ];
+        let allowed: &[&str] = match spec.kind {
+            VariantKind::Grayscale => &[],
+            VariantKind::Equalize => &["clip_limit", "tiles"],
+            VariantKind::Resize => &["max_side"],
         };
-        if let Some(k) = obj.and_then(|o| o.keys().find(|k| !allowed.contains(&k.as_str()))) {
+        if let Some((k, _)) = given.iter().find(|(k, set)| *set && !allowed.contains(k)) {
             return Err(bad(format!("`{kind}` (item {i}) takes no `{k}`")));
         }
-        let field = |k: &str| obj.and_then(|o| o.get(k));
-        let variant = match kind {
-            "grayscale" => Variant::Grayscale,
-            "equalize" => {
-                let clip_limit = match field("clip_limit") {
+        let variant = match spec.kind {
+            VariantKind::Grayscale => Variant::Grayscale,
+            VariantKind::Equalize => {
+                let clip_limit = match spec.clip_limit {
                     None => DEFAULT_CLIP_LIMIT,
-                    Some(c) => match c.as_f64() {
-                        Some(c) if (1.0..=40.0).contains(&c) => c as f32,
-                        _ => {
-                            return Err(bad(format!(
-                                "`clip_limit` (item {i}) must be a number from 1 to 40"
-                            )))
-                        }
-                    },
+                    Some(c) if (1.0..=40.0).contains(&c) => c as f32,
+                    Some(_) => {
+                        return Err(bad(format!(
+                            "`clip_limit` (item {i}) must be a number from 1 to 40"
+                        )))
+                    }
                 };
-                let tiles = match field("tiles") {
+                let tiles = match spec.tiles {
                     None => DEFAULT_TILES,
-                    Some(t) => match t.as_u64() {
-                        Some(t) if (1..=64).contains(&t) => t as u32,
-                        _ => {
-                            return Err(bad(format!(
-                                "`tiles` (item {i}) must be an integer from 1 to 64"
-                            )))
-                        }
-                    },
+                    Some(t) if (1..=64).contains(&t) => t as u32,
+                    Some(_) => {
+                        return Err(bad(format!(
+                            "`tiles` (item {i}) must be an integer from 1 to 64"
+                        )))
+                    }
                 };
                 Variant::Equalize { clip_limit, tiles }
             }
-            _ => {
-                let max_side = match field("max_side") {
+            VariantKind::Resize => {
+                let max_side = match spec.max_side {
                     None => DEFAULT_MAX_SIDE,
-                    Some(m) => match m.as_u64() {
-                        Some(m) if (16..=16_384).contains(&m) => m as u32,
-                        _ => {
-                            return Err(bad(format!(
-                                "`max_side` (item {i}) must be an integer from 16 to 16384"
-                            )))
-                        }
-                    },
+                    Some(m) if (16..=16_384).contains(&m) => m as u32,
+                    Some(_) => {
+                        return Err(bad(format!(
+                            "`max_side` (item {i}) must be an integer from 16 to 16384"
+                        )))
+                    }
                 };
                 Variant::Resize { max_side }
             }
@@ -512,22 +586,23 @@ fn parse_preprocess(v: Option<&Value>) -> Result<Vec<Variant>, ToolError> {
     Ok(out)
 }
 
-fn check_messages(v: Option<&Value>) -> Result<Vec<Value>, ToolError> {
-    let Some(v) = v else { return Ok(Vec::new()) };
-    let list = v.as_array().ok_or_else(|| {
-        ToolError::InvalidArguments(
-            "`messages` must be an array of {\"role\": ..., \"content\": ...}".into(),
-        )
-    })?;
-    for (i, m) in list.iter().enumerate() {
-        let role = m.get("role").and_then(Value::as_str);
-        if !matches!(role, Some("system" | "user" | "assistant" | "developer")) {
+fn check_messages(list: Vec<ExtraMessage>) -> Result<Vec<Value>, ToolError> {
+    let mut out = Vec::with_capacity(list.len());
+    for (i, m) in list.into_iter().enumerate() {
+        if !matches!(
+            m.role.as_str(),
+            "system" | "user" | "assistant" | "developer"
+        ) {
             return Err(ToolError::InvalidArguments(format!(
                 "`messages[{i}]` must have a `role` of system, user, assistant or developer"
             )));
         }
+        let message = serde_json::to_value(m).map_err(|e| {
+            ToolError::InvalidArguments(format!("`messages[{i}]` could not be read: {e}"))
+        })?;
+        out.push(message);
     }
-    Ok(list.clone())
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -536,6 +611,11 @@ mod tests {
 
     #[test]
     fn preprocess_accepts_strings_and_objects() {
+        let parse_preprocess = |v: Option<&Value>| {
+            let items = serde_json::from_value(v.cloned().unwrap_or_default())
+                .map_err(|e| ToolError::InvalidArguments(e.to_string()))?;
+            variants(items)
+        };
         let v = parse_preprocess(Some(&json!([
             "grayscale",
             {"type": "equalize", "clip_limit": 3, "tiles": 4},

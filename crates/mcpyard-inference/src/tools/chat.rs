@@ -2,12 +2,17 @@
 //! answer into progress notifications when the client asked for progress,
 //! and stops generating when the call is cancelled.
 
-use serde_json::{json, Map, Value};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Number, Value};
 
-use super::{model_properties, Args, Call, ToolDef, ToolFuture};
+use super::{
+    blank_is_none, input_schema, model_request, Args, Call, ToolDef, ToolFuture,
+    ALLOW_DOWNLOAD_DOC, MODEL_DOC,
+};
 use crate::engine::Inference;
 use crate::error::ToolError;
-use crate::models::Capability;
+use crate::vendors::Capability;
 
 pub(crate) const TOOL: ToolDef = ToolDef {
     name: "chat",
@@ -15,60 +20,90 @@ pub(crate) const TOOL: ToolDef = ToolDef {
     call,
 };
 
-/// Arguments passed to the server as they are.
-const PASSTHROUGH: [&str; 9] = [
-    "tools",
-    "tool_choice",
-    "response_format",
-    "seed",
-    "stop",
-    "temperature",
-    "top_p",
-    "max_tokens",
-    "chat_template_kwargs",
-];
+/// `chat`'s arguments. Everything but `model` and `allow_download` goes to
+/// the server as it came.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ChatArgs {
+    /// The conversation, OpenAI style: [{"role": "system"|"user"|"assistant"|"tool", "content": ...}].
+    #[schemars(length(min = 1))]
+    messages: Vec<ChatMessage>,
+    /// OpenAI function tools the model may call.
+    tools: Option<Vec<Map<String, Value>>>,
+    /// "auto", "none", "required" or {"type": "function", "function": {"name": ...}}.
+    tool_choice: Option<Value>,
+    /// {"type": "json_object"} or {"type": "json_schema", "json_schema": {...}}.
+    response_format: Option<Map<String, Value>>,
+    seed: Option<i64>,
+    stop: Option<Stop>,
+    #[schemars(range(min = 0))]
+    temperature: Option<Number>,
+    #[schemars(range(min = 0, max = 1))]
+    top_p: Option<Number>,
+    #[schemars(range(min = 1))]
+    max_tokens: Option<u64>,
+    /// Passed to the chat template (e.g. {"enable_thinking": false}).
+    chat_template_kwargs: Option<Map<String, Value>>,
+    #[serde(default, deserialize_with = "blank_is_none")]
+    #[schemars(description = MODEL_DOC)]
+    model: Option<String>,
+    #[serde(default)]
+    #[schemars(description = ALLOW_DOWNLOAD_DOC)]
+    allow_download: bool,
+}
+
+/// A chat message; other keys (such as `reasoning_content`) are passed on.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+struct ChatMessage {
+    role: Role,
+    /// Text, or an array of content parts (text, image_url).
+    #[serde(
+        default,
+        deserialize_with = "kept",
+        skip_serializing_if = "Option::is_none"
+    )]
+    content: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tool_calls: Option<Vec<Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    #[serde(flatten)]
+    #[schemars(skip)]
+    other: Map<String, Value>,
+}
+
+/// A present `content` is sent back as it came, even `null` (some
+/// servers want the key on an assistant message that only calls tools).
+fn kept<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+    Developer,
+}
+
+/// Where the model stops: one string or several.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged, expecting = "a string or an array of strings")]
+enum Stop {
+    One(String),
+    Many(Vec<String>),
+}
 
 fn definition() -> Value {
-    let mut props = json!({
-        "messages": {
-            "type": "array",
-            "minItems": 1,
-            "description": "The conversation, OpenAI style: [{\"role\": \"system\"|\"user\"|\"assistant\"|\"tool\", \"content\": ...}].",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "role": {"type": "string", "enum": ["system", "user", "assistant", "tool", "developer"]},
-                    "content": {"description": "Text, or an array of content parts (text, image_url)."},
-                    "tool_calls": {"type": "array"},
-                    "tool_call_id": {"type": "string"},
-                    "name": {"type": "string"}
-                },
-                "required": ["role"]
-            }
-        },
-        "tools": {"type": "array", "items": {"type": "object"}, "description": "OpenAI function tools the model may call."},
-        "tool_choice": {"description": "\"auto\", \"none\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}."},
-        "response_format": {"type": "object", "description": "{\"type\": \"json_object\"} or {\"type\": \"json_schema\", \"json_schema\": {...}}."},
-        "seed": {"type": "integer"},
-        "stop": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]},
-        "temperature": {"type": "number", "minimum": 0},
-        "top_p": {"type": "number", "minimum": 0, "maximum": 1},
-        "max_tokens": {"type": "integer", "minimum": 1},
-        "chat_template_kwargs": {"type": "object", "description": "Passed to the chat template (e.g. {\"enable_thinking\": false})."}
-    });
-    if let (Some(p), Value::Object(extra)) = (props.as_object_mut(), model_properties()) {
-        p.extend(extra);
-    }
     json!({
         "name": "chat",
         "title": "Chat with a local model",
         "description": "Runs a chat completion on a local model (OpenAI-style messages, tools, JSON output). Returns the assistant's text, and a `tool_calls:` block when the model calls tools. Without `model`, a loaded chat model is used.",
-        "inputSchema": {
-            "type": "object",
-            "properties": props,
-            "required": ["messages"],
-            "additionalProperties": false
-        },
+        "inputSchema": input_schema::<ChatArgs>(),
         "outputSchema": {
             "type": "object",
             "properties": {
@@ -109,18 +144,11 @@ struct Answer {
 }
 
 pub(crate) async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolError> {
-    let messages = check_messages(args.get("messages"))?;
-    let mut body = Map::new();
-    for key in PASSTHROUGH {
-        if let Some(v) = args.get(key) {
-            body.insert(key.to_owned(), v.clone());
-        }
-    }
-    check_passthrough(&args)?;
-    let req = args.model_request()?;
+    let args: ChatArgs = args.parse()?;
+    let req = model_request(&args.model, args.allow_download);
+    let mut body = request_body(args)?;
     let resolved = inf.resolve(&req, Capability::Chat, call).await?;
     body.insert("model".into(), json!(resolved.model));
-    body.insert("messages".into(), messages);
     let stream = call.progress.is_active();
     body.insert("stream".into(), json!(stream));
     let body = Value::Object(body);
@@ -150,50 +178,39 @@ pub(crate) async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Valu
     Ok(result(answer, &resolved.model, backend.name()))
 }
 
-fn check_messages(v: Option<&Value>) -> Result<Value, ToolError> {
-    let list = v.and_then(Value::as_array).ok_or_else(|| {
-        ToolError::InvalidArguments(
-            "`messages` is required: an array such as [{\"role\": \"user\", \"content\": \"Hello\"}]".into(),
-        )
-    })?;
-    if list.is_empty() {
+/// The body sent to the server, less `model` and `stream`: the arguments
+/// as they came, once checked beyond what their types say.
+fn request_body(args: ChatArgs) -> Result<Map<String, Value>, ToolError> {
+    if args.messages.is_empty() {
         return Err(ToolError::InvalidArguments(
             "`messages` must not be empty".into(),
         ));
     }
-    for (i, m) in list.iter().enumerate() {
-        if m.get("role").and_then(Value::as_str).is_none() {
-            return Err(ToolError::InvalidArguments(format!(
-                "`messages[{i}]` must be an object with a string `role` (system, user, assistant or tool)"
-            )));
-        }
+    if args.max_tokens == Some(0) {
+        return Err(ToolError::InvalidArguments(
+            "`max_tokens` must be an integer of at least 1".into(),
+        ));
     }
-    Ok(Value::Array(list.clone()))
+    let mut body = Map::new();
+    put(&mut body, "tools", args.tools);
+    put(&mut body, "tool_choice", args.tool_choice);
+    put(&mut body, "response_format", args.response_format);
+    put(&mut body, "seed", args.seed);
+    put(&mut body, "stop", args.stop);
+    put(&mut body, "temperature", args.temperature);
+    put(&mut body, "top_p", args.top_p);
+    put(&mut body, "max_tokens", args.max_tokens);
+    put(&mut body, "chat_template_kwargs", args.chat_template_kwargs);
+    put(&mut body, "messages", Some(args.messages));
+    Ok(body)
 }
 
-fn check_passthrough(args: &Args) -> Result<(), ToolError> {
-    args.number("temperature")?;
-    args.number("top_p")?;
-    args.integer("max_tokens", 1)?;
-    args.integer("seed", i64::MIN)?;
-    args.object("response_format")?;
-    args.object("chat_template_kwargs")?;
-    if let Some(t) = args.get("tools") {
-        if !t.is_array() {
-            return Err(ToolError::InvalidArguments(
-                "`tools` must be an array of {\"type\": \"function\", \"function\": {...}}".into(),
-            ));
-        }
+/// Sets `key` to a given argument, as JSON again (it came as JSON, so it
+/// converts back).
+fn put<T: Serialize>(body: &mut Map<String, Value>, key: &str, value: Option<T>) {
+    if let Some(v) = value {
+        body.insert(key.to_owned(), json!(v));
     }
-    if let Some(s) = args.get("stop") {
-        let ok = s.is_string() || s.as_array().is_some_and(|a| a.iter().all(Value::is_string));
-        if !ok {
-            return Err(ToolError::InvalidArguments(
-                "`stop` must be a string or an array of strings".into(),
-            ));
-        }
-    }
-    Ok(())
 }
 
 fn text_of(v: Option<&Value>) -> String {
@@ -391,6 +408,15 @@ mod tests {
 
     #[test]
     fn bad_messages_say_what_is_expected() {
+        let check_messages = |messages: Option<&Value>| {
+            let mut args = json!({});
+            if let Some(m) = messages {
+                args["messages"] = m.clone();
+            }
+            Args::new(args)
+                .and_then(Args::parse::<ChatArgs>)
+                .and_then(request_body)
+        };
         assert!(check_messages(None)
             .unwrap_err()
             .to_string()

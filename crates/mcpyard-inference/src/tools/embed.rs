@@ -1,11 +1,16 @@
 //! `embed`: embedding vectors for one text or many, from a local model.
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::{model_properties, Args, Call, ToolDef, ToolFuture};
+use super::{
+    blank_is_none, input_schema, model_request, Args, Call, ToolDef, ToolFuture,
+    ALLOW_DOWNLOAD_DOC, MODEL_DOC,
+};
 use crate::engine::Inference;
 use crate::error::ToolError;
-use crate::models::Capability;
+use crate::vendors::Capability;
 
 pub(crate) const TOOL: ToolDef = ToolDef {
     name: "embed",
@@ -16,29 +21,36 @@ pub(crate) const TOOL: ToolDef = ToolDef {
 /// Inputs per call: enough for batches, small enough to stay one request.
 const MAX_INPUTS: usize = 2048;
 
+/// `embed`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct EmbedArgs {
+    /// The text to embed, or an array of texts.
+    input: Input,
+    #[serde(default, deserialize_with = "blank_is_none")]
+    #[schemars(description = MODEL_DOC)]
+    model: Option<String>,
+    #[serde(default)]
+    #[schemars(description = ALLOW_DOWNLOAD_DOC)]
+    allow_download: bool,
+}
+
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[serde(
+    untagged,
+    expecting = "a non-empty string or an array of 1 to 2048 strings"
+)]
+enum Input {
+    One(String),
+    Many(#[schemars(length(min = 1, max = MAX_INPUTS))] Vec<String>),
+}
+
 fn definition() -> Value {
-    let mut props = json!({
-        "input": {
-            "description": "The text to embed, or an array of texts.",
-            "anyOf": [
-                {"type": "string"},
-                {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": MAX_INPUTS}
-            ]
-        }
-    });
-    if let (Some(p), Value::Object(extra)) = (props.as_object_mut(), model_properties()) {
-        p.extend(extra);
-    }
     json!({
         "name": "embed",
         "title": "Embed text with a local model",
         "description": "Computes embedding vectors for one text or many with a local embedding model. The vectors are in structuredContent.embeddings, in input order.",
-        "inputSchema": {
-            "type": "object",
-            "properties": props,
-            "required": ["input"],
-            "additionalProperties": false
-        },
+        "inputSchema": input_schema::<EmbedArgs>(),
         "outputSchema": {
             "type": "object",
             "properties": {
@@ -63,9 +75,10 @@ fn definition() -> Value {
 
 fn call<'a>(inf: &'a Inference, args: Args, call: &'a Call) -> ToolFuture<'a> {
     Box::pin(async move {
-        let input = check_input(args.get("input"))?;
+        let args: EmbedArgs = args.parse()?;
+        let input = check_input(args.input)?;
         let count = input.as_array().map_or(1, Vec::len);
-        let req = args.model_request()?;
+        let req = model_request(&args.model, args.allow_download);
         let resolved = inf.resolve(&req, Capability::Embeddings, call).await?;
         let backend = &resolved.backend;
         let path = backend.v1("/embeddings");
@@ -100,21 +113,18 @@ fn call<'a>(inf: &'a Inference, args: Args, call: &'a Call) -> ToolFuture<'a> {
     })
 }
 
-fn check_input(v: Option<&Value>) -> Result<Value, ToolError> {
-    let bad = || {
-        ToolError::InvalidArguments(format!(
-            "`input` must be a non-empty string or an array of 1 to {MAX_INPUTS} strings"
-        ))
+/// The input as sent to the server, once its size is checked.
+fn check_input(input: Input) -> Result<Value, ToolError> {
+    let fits = match &input {
+        Input::One(s) => !s.is_empty(),
+        Input::Many(a) => !a.is_empty() && a.len() <= MAX_INPUTS,
     };
-    match v {
-        Some(Value::String(s)) if !s.is_empty() => Ok(json!(s)),
-        Some(Value::Array(a))
-            if !a.is_empty() && a.len() <= MAX_INPUTS && a.iter().all(Value::is_string) =>
-        {
-            Ok(json!(a))
-        }
-        _ => Err(bad()),
+    if !fits {
+        return Err(ToolError::InvalidArguments(format!(
+            "`input` must be a non-empty string or an array of 1 to {MAX_INPUTS} strings"
+        )));
     }
+    Ok(json!(input))
 }
 
 /// The `data[].embedding` vectors in input order, checked to be flat
@@ -177,6 +187,11 @@ mod tests {
 
     #[test]
     fn inputs_are_checked() {
+        let check_input = |input: Option<&Value>| {
+            Args::new(json!({ "input": input }))
+                .and_then(Args::parse::<EmbedArgs>)
+                .and_then(|a| check_input(a.input))
+        };
         assert!(check_input(Some(&json!(""))).is_err());
         assert!(check_input(Some(&json!([1]))).is_err());
         assert!(check_input(Some(&json!(["a", "b"]))).is_ok());

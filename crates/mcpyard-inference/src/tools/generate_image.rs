@@ -3,16 +3,21 @@
 //! as files inside the output folder.
 
 use base64::Engine as _;
-use serde_json::{json, Map, Value};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{json, Map, Number, Value};
 
 use super::media::{b64, backend_call, media_block, prepare_output, tool_result, write_output};
-use super::{model_properties, Args, Call, ToolDef, ToolFuture};
+use super::{
+    blank_is_none, input_schema, model_request, Args, Call, ToolDef, ToolFuture,
+    ALLOW_DOWNLOAD_DOC, MODEL_DOC,
+};
 use crate::backend::Backend;
 use crate::config::BackendKind;
 use crate::engine::Inference;
 use crate::error::ToolError;
 use crate::imaging;
-use crate::models::Capability;
+use crate::vendors::Capability;
 
 pub(crate) const TOOL: ToolDef = ToolDef {
     name: "generate_image",
@@ -22,33 +27,57 @@ pub(crate) const TOOL: ToolDef = ToolDef {
 
 /// Images per call: local generation is slow, and each image is megabytes
 /// in the result.
-const MAX_IMAGES: i64 = 8;
+const MAX_IMAGES: u64 = 8;
+
+/// `generate_image`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct GenerateArgs {
+    /// What the image shows.
+    #[schemars(length(min = 1))]
+    prompt: String,
+    /// What the image must not show.
+    #[serde(default, deserialize_with = "blank_is_none")]
+    negative_prompt: Option<String>,
+    /// How many images (some servers make only one).
+    #[serde(default = "one")]
+    #[schemars(range(min = 1, max = MAX_IMAGES))]
+    n: u64,
+    /// WIDTHxHEIGHT in pixels, e.g. `512x512`.
+    #[serde(default, deserialize_with = "blank_is_none")]
+    #[schemars(pattern(r"^[0-9]+x[0-9]+$"))]
+    size: Option<String>,
+    /// Diffusion steps (more: slower, finer).
+    #[schemars(range(min = 1, max = 500))]
+    steps: Option<u64>,
+    /// How closely to follow the prompt (classifier-free guidance).
+    #[schemars(range(min = 0, max = 50))]
+    cfg_scale: Option<Number>,
+    /// Seed for a reproducible image.
+    seed: Option<i64>,
+    /// Write the image (n = 1) to this file inside the output folder ([inference] output_dir) instead of returning it. Relative paths resolve inside that folder; existing files are not overwritten.
+    #[serde(default, deserialize_with = "blank_is_none")]
+    output_path: Option<String>,
+    /// Write the images as new files in this folder inside the output folder (`.` for the folder itself) instead of returning them.
+    output_dir: Option<String>,
+    #[serde(default, deserialize_with = "blank_is_none")]
+    #[schemars(description = MODEL_DOC)]
+    model: Option<String>,
+    #[serde(default)]
+    #[schemars(description = ALLOW_DOWNLOAD_DOC)]
+    allow_download: bool,
+}
+
+fn one() -> u64 {
+    1
+}
 
 fn definition() -> Value {
-    let mut props = json!({
-        "prompt": {"type": "string", "minLength": 1, "description": "What the image shows."},
-        "negative_prompt": {"type": "string", "description": "What the image must not show."},
-        "n": {"type": "integer", "minimum": 1, "maximum": MAX_IMAGES, "default": 1, "description": "How many images (some servers make only one)."},
-        "size": {"type": "string", "pattern": "^[0-9]+x[0-9]+$", "description": "WIDTHxHEIGHT in pixels, e.g. `512x512`."},
-        "steps": {"type": "integer", "minimum": 1, "maximum": 500, "description": "Diffusion steps (more: slower, finer)."},
-        "cfg_scale": {"type": "number", "minimum": 0, "maximum": 50, "description": "How closely to follow the prompt (classifier-free guidance)."},
-        "seed": {"type": "integer", "description": "Seed for a reproducible image."},
-        "output_path": {"type": "string", "description": "Write the image (n = 1) to this file inside the output folder ([inference] output_dir) instead of returning it. Relative paths resolve inside that folder; existing files are not overwritten."},
-        "output_dir": {"type": "string", "description": "Write the images as new files in this folder inside the output folder (`.` for the folder itself) instead of returning them."}
-    });
-    if let (Some(p), Value::Object(extra)) = (props.as_object_mut(), model_properties()) {
-        p.extend(extra);
-    }
     json!({
         "name": "generate_image",
         "title": "Generate an image with a local model",
         "description": "Generates images from a text prompt with a local image model (Stable Diffusion, FLUX...). Returns them as images, or writes them into the output folder when `output_path` or `output_dir` is given and returns the paths.",
-        "inputSchema": {
-            "type": "object",
-            "properties": props,
-            "required": ["prompt"],
-            "additionalProperties": false
-        },
+        "inputSchema": input_schema::<GenerateArgs>(),
         "outputSchema": {
             "type": "object",
             "properties": {
@@ -95,20 +124,34 @@ struct Generated {
 }
 
 async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolError> {
-    let prompt = args.string("prompt")?.ok_or_else(|| {
-        ToolError::InvalidArguments("`prompt` is required: describe the image".into())
-    })?;
-    let negative = args.string("negative_prompt")?;
-    let n = match args.integer("n", 1)? {
-        Some(v) => v.as_i64().unwrap_or(1),
-        None => 1,
-    };
+    let GenerateArgs {
+        prompt,
+        negative_prompt: negative,
+        n,
+        size,
+        steps,
+        cfg_scale,
+        seed,
+        output_path,
+        output_dir,
+        model,
+        allow_download,
+    } = args.parse()?;
+    if prompt.trim().is_empty() {
+        return Err(ToolError::InvalidArguments(
+            "`prompt` is required: describe the image".into(),
+        ));
+    }
+    if n < 1 {
+        return Err(ToolError::InvalidArguments(
+            "`n` must be an integer of at least 1".into(),
+        ));
+    }
     if n > MAX_IMAGES {
         return Err(ToolError::InvalidArguments(format!(
             "`n` must be at most {MAX_IMAGES}"
         )));
     }
-    let size = args.string("size")?;
     if let Some(s) = &size {
         let ok = s.split_once('x').is_some_and(|(w, h)| {
             w.parse::<u32>().is_ok_and(|w| w > 0) && h.parse::<u32>().is_ok_and(|h| h > 0)
@@ -119,16 +162,11 @@ async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolErro
             ));
         }
     }
-    let steps = args.integer("steps", 1)?.cloned();
-    let cfg_scale = args.number("cfg_scale")?.cloned();
-    let seed = args.integer("seed", i64::MIN)?.cloned();
-    let output_path = args.string("output_path")?;
-    let output_dir = args.get("output_dir").map(|v| {
-        v.as_str()
-            .map(str::to_owned)
-            .ok_or_else(|| ToolError::InvalidArguments("`output_dir` must be a string".into()))
-    });
-    let output_dir = output_dir.transpose()?;
+    if steps == Some(0) {
+        return Err(ToolError::InvalidArguments(
+            "`steps` must be an integer of at least 1".into(),
+        ));
+    }
     if output_path.is_some() && n != 1 {
         return Err(ToolError::InvalidArguments(
             "`output_path` names one file: use it with n = 1, or pass `output_dir` for several images".into(),
@@ -143,7 +181,11 @@ async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolErro
     .await?;
 
     let resolved = inf
-        .resolve(&args.model_request()?, Capability::Image, call)
+        .resolve(
+            &model_request(&model, allow_download),
+            Capability::Image,
+            call,
+        )
         .await?;
     let backend = &resolved.backend;
     let mut body = Map::new();
@@ -154,10 +196,10 @@ async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolErro
         body.insert("size".into(), json!(s));
     }
     if let Some(s) = seed {
-        body.insert("seed".into(), s);
+        body.insert("seed".into(), json!(s));
     }
     if let Some(c) = cfg_scale {
-        body.insert("cfg_scale".into(), c);
+        body.insert("cfg_scale".into(), Value::Number(c));
     }
     if backend.kind() == BackendKind::Localai {
         // LocalAI reads the negative prompt after a `|` in the prompt, and
@@ -168,7 +210,7 @@ async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolErro
         };
         body.insert("prompt".into(), json!(p));
         if let Some(s) = steps {
-            body.insert("step".into(), s);
+            body.insert("step".into(), json!(s));
         }
     } else {
         body.insert("prompt".into(), json!(prompt));
@@ -176,7 +218,7 @@ async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolErro
             body.insert("negative_prompt".into(), json!(neg));
         }
         if let Some(s) = steps {
-            body.insert("steps".into(), s);
+            body.insert("steps".into(), json!(s));
         }
     }
     let path = backend.v1("/images/generations");

@@ -1,19 +1,30 @@
 //! `list_models`: what each inference server has loaded, downloaded and
 //! could download, with capabilities and a recommended chat model.
 
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{Args, Call, ToolDef, ToolFuture};
+use super::{input_schema, Args, Call, ToolDef, ToolFuture};
 use crate::backend::Origin;
 use crate::engine::{Inference, Listing};
 use crate::error::ToolError;
-use crate::models::{ModelInfo, ModelState};
+use crate::vendors::{ModelInfo, ModelState};
 
 pub(crate) const TOOL: ToolDef = ToolDef {
     name: "list_models",
     definition,
     call,
 };
+
+/// `list_models`' arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ListModelsArgs {
+    /// Probe again for servers started or stopped since the last call.
+    #[serde(default)]
+    refresh: bool,
+}
 
 fn definition() -> Value {
     let model = json!({
@@ -31,13 +42,7 @@ fn definition() -> Value {
         "name": "list_models",
         "title": "List local models",
         "description": "Lists the local inference servers (Ollama, llama.cpp, LM Studio, Lemonade, LocalAI, vLLM, any OpenAI-compatible one) and their models: loaded (answer at once), downloaded (load on first use) and suggested (need `allow_download: true`), with what each can do, and a recommended chat model.",
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "refresh": {"type": "boolean", "default": false, "description": "Probe again for servers started or stopped since the last call."}
-            },
-            "additionalProperties": false
-        },
+        "inputSchema": input_schema::<ListModelsArgs>(),
         "outputSchema": {
             "type": "object",
             "properties": {
@@ -75,7 +80,7 @@ fn definition() -> Value {
 
 fn call<'a>(inf: &'a Inference, args: Args, _call: &'a Call) -> ToolFuture<'a> {
     Box::pin(async move {
-        let refresh = args.bool("refresh")?;
+        let ListModelsArgs { refresh } = args.parse()?;
         let listing = inf.listing(refresh).await;
         let text = summary(inf, &listing);
         let recommended = listing

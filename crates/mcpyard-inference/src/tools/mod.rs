@@ -1,6 +1,7 @@
 //! The tools and their dispatch table. A tool is one file here that
-//! defines a `TOOL: ToolDef` (its definition and its call), plus one line
-//! in [`TOOLS`].
+//! defines a `TOOL: ToolDef` (its definition and its call) and the struct
+//! of its arguments (which parses the call and gives the definition its
+//! `inputSchema`, see `args`), plus one line in [`TOOLS`].
 
 mod agent;
 mod analyze_image;
@@ -20,10 +21,11 @@ use mcpyard_gateway::CallContext;
 use serde_json::Value;
 
 pub(crate) use args::Args;
+use args::{blank_is_none, input_schema, model_request, ALLOW_DOWNLOAD_DOC, MODEL_DOC};
 
 use crate::engine::Inference;
 use crate::error::ToolError;
-use crate::models::Reporter;
+use crate::progress::Reporter;
 
 /// What a tool call returns: a `CallToolResult`, or an error that becomes
 /// an `isError` result.
@@ -74,22 +76,6 @@ pub(crate) fn find(name: &str) -> Option<&'static ToolDef> {
     TOOLS.iter().find(|t| t.name == name)
 }
 
-/// The JSON Schema of the `model` and `allow_download` arguments that
-/// every model-using tool takes.
-pub(crate) fn model_properties() -> Value {
-    serde_json::json!({
-        "model": {
-            "type": "string",
-            "description": "Model id as list_models shows it. Omit to use a loaded (else downloaded) model that can do the job."
-        },
-        "allow_download": {
-            "type": "boolean",
-            "default": false,
-            "description": "Allow downloading the model when no server has it (Ollama, Lemonade, LocalAI). Downloads can be gigabytes: only set this when the user agreed."
-        }
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,5 +93,153 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), TOOLS.len());
+    }
+
+    /// The arguments each tool took when its schema was written by hand:
+    /// the generated schemas must keep every one of them.
+    const HAND_WRITTEN: &[(&str, &[&str])] = &[
+        ("list_models", &["refresh"]),
+        (
+            "chat",
+            &[
+                "allow_download",
+                "chat_template_kwargs",
+                "max_tokens",
+                "messages",
+                "model",
+                "response_format",
+                "seed",
+                "stop",
+                "temperature",
+                "tool_choice",
+                "tools",
+                "top_p",
+            ],
+        ),
+        ("embed", &["allow_download", "input", "model"]),
+        (
+            "agent",
+            &[
+                "allow_download",
+                "max_iterations",
+                "max_seconds",
+                "max_tokens",
+                "messages",
+                "model",
+                "prompt",
+                "save_media",
+                "system",
+                "tools",
+            ],
+        ),
+        (
+            "transcribe_audio",
+            &[
+                "allow_download",
+                "audio_base64",
+                "audio_path",
+                "filename",
+                "language",
+                "model",
+                "prompt",
+                "response_format",
+                "temperature",
+            ],
+        ),
+        (
+            "generate_image",
+            &[
+                "allow_download",
+                "cfg_scale",
+                "model",
+                "n",
+                "negative_prompt",
+                "output_dir",
+                "output_path",
+                "prompt",
+                "seed",
+                "size",
+                "steps",
+            ],
+        ),
+        (
+            "speak",
+            &[
+                "allow_download",
+                "input",
+                "model",
+                "output_path",
+                "response_format",
+                "speed",
+                "voice",
+            ],
+        ),
+        (
+            "analyze_image",
+            &[
+                "allow_download",
+                "images",
+                "keep_original",
+                "max_tokens",
+                "messages",
+                "messages_position",
+                "model",
+                "preprocess",
+                "prompt",
+                "task",
+                "temperature",
+            ],
+        ),
+    ];
+
+    #[test]
+    fn generated_schemas_keep_the_hand_written_arguments() {
+        assert_eq!(HAND_WRITTEN.len(), TOOLS.len());
+        for (name, expected) in HAND_WRITTEN {
+            let tool = find(name).expect("listed tool exists");
+            let schema = (tool.definition)()["inputSchema"].clone();
+            let mut props: Vec<&str> = schema["properties"]
+                .as_object()
+                .expect("properties")
+                .keys()
+                .map(String::as_str)
+                .collect();
+            props.sort_unstable();
+            assert_eq!(&props, expected, "{name}");
+            assert_eq!(schema["additionalProperties"], false, "{name}");
+            let text = schema.to_string();
+            assert!(
+                !text.contains("$ref") && !text.contains("$defs") && !text.contains("$schema"),
+                "{name}: {text}"
+            );
+            assert!(!text.contains("\"null\""), "{name}: {text}");
+        }
+    }
+
+    #[tokio::test]
+    async fn every_tool_refuses_an_argument_it_does_not_declare() {
+        let inference = Inference::new(crate::config::InferenceConfig::default());
+        let call = Call::new(CallContext::detached(
+            tokio_util::sync::CancellationToken::new(),
+        ));
+        for tool in TOOLS {
+            let args = Args::new(serde_json::json!({"modle": "typo"})).expect("an object");
+            let err = (tool.call)(&inference, args, &call)
+                .await
+                .expect_err("an unknown argument is refused");
+            let text = err.to_string();
+            // It names the typo and the arguments the tool does take.
+            let first_declared = (tool.definition)()["inputSchema"]["properties"]
+                .as_object()
+                .and_then(|p| p.keys().next().cloned())
+                .expect("a tool takes arguments");
+            assert!(
+                matches!(err, ToolError::InvalidArguments(_))
+                    && text.contains("unknown argument `modle`")
+                    && text.contains(&format!("`{first_declared}`")),
+                "{}: {text}",
+                tool.name
+            );
+        }
     }
 }

@@ -2,16 +2,21 @@
 //! `POST /v1/audio/speech`, answered as an MCP audio block, or written as
 //! a file inside the output folder.
 
-use serde_json::{json, Map, Value};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Number, Value};
 
 use super::media::{
     b64, backend_call, media_block, prepare_output, sniff_audio, tool_result, write_output,
 };
-use super::{model_properties, Args, Call, ToolDef, ToolFuture};
+use super::{
+    blank_is_none, input_schema, model_request, Args, Call, ToolDef, ToolFuture,
+    ALLOW_DOWNLOAD_DOC, MODEL_DOC,
+};
 use crate::backend::excerpt;
 use crate::engine::Inference;
 use crate::error::ToolError;
-use crate::models::Capability;
+use crate::vendors::Capability;
 
 pub(crate) const TOOL: ToolDef = ToolDef {
     name: "speak",
@@ -19,33 +24,67 @@ pub(crate) const TOOL: ToolDef = ToolDef {
     call,
 };
 
-const FORMATS: [&str; 6] = ["wav", "mp3", "opus", "flac", "pcm", "aac"];
-
 /// Characters per call: servers cap input (OpenAI at 4096); longer texts
 /// belong in several calls anyway, each a manageable file.
 const MAX_INPUT_CHARS: usize = 16_384;
 
-fn definition() -> Value {
-    let mut props = json!({
-        "input": {"type": "string", "minLength": 1, "maxLength": MAX_INPUT_CHARS, "description": "The text to speak."},
-        "voice": {"type": "string", "description": "Voice name as the server knows it (e.g. `alloy`, or a Kokoro voice such as `af_heart`). Omit for the server's default."},
-        "response_format": {"type": "string", "enum": FORMATS, "default": "wav", "description": "Audio format (pcm: raw 16-bit little-endian samples)."},
-        "speed": {"type": "number", "minimum": 0.25, "maximum": 4.0, "default": 1.0},
-        "output_path": {"type": "string", "description": "Write the audio to this file inside the output folder ([inference] output_dir) instead of returning it. Relative paths resolve inside that folder; existing files are not overwritten."}
-    });
-    if let (Some(p), Value::Object(extra)) = (props.as_object_mut(), model_properties()) {
-        p.extend(extra);
+/// `speak`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SpeakArgs {
+    /// The text to speak.
+    #[schemars(length(min = 1, max = MAX_INPUT_CHARS))]
+    input: String,
+    /// Voice name as the server knows it (e.g. `alloy`, or a Kokoro voice such as `af_heart`). Omit for the server's default.
+    #[serde(default, deserialize_with = "blank_is_none")]
+    voice: Option<String>,
+    /// Audio format (pcm: raw 16-bit little-endian samples).
+    #[serde(default)]
+    response_format: SpeechFormat,
+    #[schemars(range(min = 0.25, max = 4.0), extend("default" = 1.0))]
+    speed: Option<Number>,
+    /// Write the audio to this file inside the output folder ([inference] output_dir) instead of returning it. Relative paths resolve inside that folder; existing files are not overwritten.
+    #[serde(default, deserialize_with = "blank_is_none")]
+    output_path: Option<String>,
+    #[serde(default, deserialize_with = "blank_is_none")]
+    #[schemars(description = MODEL_DOC)]
+    model: Option<String>,
+    #[serde(default)]
+    #[schemars(description = ALLOW_DOWNLOAD_DOC)]
+    allow_download: bool,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum SpeechFormat {
+    #[default]
+    Wav,
+    Mp3,
+    Opus,
+    Flac,
+    Pcm,
+    Aac,
+}
+
+impl SpeechFormat {
+    fn as_str(self) -> &'static str {
+        match self {
+            SpeechFormat::Wav => "wav",
+            SpeechFormat::Mp3 => "mp3",
+            SpeechFormat::Opus => "opus",
+            SpeechFormat::Flac => "flac",
+            SpeechFormat::Pcm => "pcm",
+            SpeechFormat::Aac => "aac",
+        }
     }
+}
+
+fn definition() -> Value {
     json!({
         "name": "speak",
         "title": "Speak text with a local voice model",
         "description": "Turns text into speech with a local text-to-speech model (Kokoro, Piper, Bark...). Returns the audio, or writes it into the output folder when `output_path` is given and returns the path.",
-        "inputSchema": {
-            "type": "object",
-            "properties": props,
-            "required": ["input"],
-            "additionalProperties": false
-        },
+        "inputSchema": input_schema::<SpeakArgs>(),
         "outputSchema": {
             "type": "object",
             "properties": {
@@ -72,24 +111,26 @@ fn call<'a>(inf: &'a Inference, args: Args, call: &'a Call) -> ToolFuture<'a> {
 }
 
 async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolError> {
-    let input = args.string("input")?.ok_or_else(|| {
-        ToolError::InvalidArguments("`input` is required: the text to speak".into())
-    })?;
+    let SpeakArgs {
+        input,
+        voice,
+        response_format,
+        speed,
+        output_path,
+        model,
+        allow_download,
+    } = args.parse()?;
+    if input.trim().is_empty() {
+        return Err(ToolError::InvalidArguments(
+            "`input` is required: the text to speak".into(),
+        ));
+    }
     if input.chars().count() > MAX_INPUT_CHARS {
         return Err(ToolError::InvalidArguments(format!(
             "`input` is longer than {MAX_INPUT_CHARS} characters: split the text over several calls"
         )));
     }
-    let format = args
-        .string("response_format")?
-        .unwrap_or_else(|| "wav".into());
-    if !FORMATS.contains(&format.as_str()) {
-        return Err(ToolError::InvalidArguments(format!(
-            "`response_format` must be one of {}",
-            FORMATS.join(", ")
-        )));
-    }
-    let speed = args.number("speed")?.cloned();
+    let format = response_format.as_str();
     if let Some(s) = &speed {
         if !s.as_f64().is_some_and(|v| (0.25..=4.0).contains(&v)) {
             return Err(ToolError::InvalidArguments(
@@ -97,12 +138,14 @@ async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolErro
             ));
         }
     }
-    let voice = args.string("voice")?;
-    let output_path = args.string("output_path")?;
     let target = prepare_output(inf.files().output_dir(), output_path.as_deref(), None).await?;
 
     let resolved = inf
-        .resolve(&args.model_request()?, Capability::Speech, call)
+        .resolve(
+            &model_request(&model, allow_download),
+            Capability::Speech,
+            call,
+        )
         .await?;
     let backend = &resolved.backend;
     let mut body = Map::new();
@@ -113,7 +156,7 @@ async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolErro
         body.insert("voice".into(), json!(v));
     }
     if let Some(s) = speed {
-        body.insert("speed".into(), s);
+        body.insert("speed".into(), Value::Number(s));
     }
     let path = backend.v1("/audio/speech");
     let (audio, content_type) =
@@ -144,15 +187,11 @@ async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolErro
             )
             .into());
     }
-    let mime = audio_mime(&audio, &ct, &format);
+    let mime = audio_mime(&audio, &ct, format);
 
     match target {
         Some(t) => {
-            let ext = if format == "opus" {
-                "ogg"
-            } else {
-                format.as_str()
-            };
+            let ext = if format == "opus" { "ogg" } else { format };
             let written = write_output(&t, "speech", 1, ext, &audio).await?;
             let shown = written.display().to_string();
             Ok(json!({

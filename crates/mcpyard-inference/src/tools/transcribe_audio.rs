@@ -3,14 +3,19 @@
 //! `POST /v1/audio/transcriptions`.
 
 use reqwest::multipart::{Form, Part};
-use serde_json::{json, Value};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Number, Value};
 
 use super::media::{backend_call, decode_inline, sniff_audio};
-use super::{model_properties, Args, Call, ToolDef, ToolFuture};
+use super::{
+    blank_is_none, input_schema, model_request, Args, Call, ToolDef, ToolFuture,
+    ALLOW_DOWNLOAD_DOC, MODEL_DOC,
+};
 use crate::backend::excerpt;
 use crate::engine::Inference;
 use crate::error::ToolError;
-use crate::models::Capability;
+use crate::vendors::Capability;
 
 pub(crate) const TOOL: ToolDef = ToolDef {
     name: "transcribe_audio",
@@ -18,44 +23,67 @@ pub(crate) const TOOL: ToolDef = ToolDef {
     call,
 };
 
-const FORMATS: [&str; 5] = ["json", "text", "srt", "verbose_json", "vtt"];
+/// `transcribe_audio`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct TranscribeArgs {
+    /// A local audio file under the folders listed in [inference] input_roots.
+    #[serde(default, deserialize_with = "blank_is_none")]
+    audio_path: Option<String>,
+    /// The audio itself, base64 (or a data: URL). Its decoded size is capped by [inference] max_base64_bytes.
+    audio_base64: Option<String>,
+    /// File name sent with the upload (its extension tells some servers the format), e.g. `meeting.mp3`.
+    #[serde(default, deserialize_with = "blank_is_none")]
+    filename: Option<String>,
+    /// ISO-639-1 code of the spoken language (e.g. `en`); improves accuracy and speed.
+    #[serde(default, deserialize_with = "blank_is_none")]
+    language: Option<String>,
+    /// Text to guide the style or spell names (previous segment, vocabulary).
+    #[serde(default, deserialize_with = "blank_is_none")]
+    prompt: Option<String>,
+    /// json: the text; verbose_json: with timed segments; text, srt, vtt: the server's plain text, subtitles or WebVTT.
+    #[serde(default)]
+    response_format: Format,
+    #[schemars(range(min = 0, max = 1))]
+    temperature: Option<Number>,
+    #[serde(default, deserialize_with = "blank_is_none")]
+    #[schemars(description = MODEL_DOC)]
+    model: Option<String>,
+    #[serde(default)]
+    #[schemars(description = ALLOW_DOWNLOAD_DOC)]
+    allow_download: bool,
+}
+
+/// What the server answers with.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum Format {
+    #[default]
+    Json,
+    Text,
+    Srt,
+    VerboseJson,
+    Vtt,
+}
+
+impl Format {
+    fn as_str(self) -> &'static str {
+        match self {
+            Format::Json => "json",
+            Format::Text => "text",
+            Format::Srt => "srt",
+            Format::VerboseJson => "verbose_json",
+            Format::Vtt => "vtt",
+        }
+    }
+}
 
 fn definition() -> Value {
-    let mut props = json!({
-        "audio_path": {
-            "type": "string",
-            "description": "A local audio file under the folders listed in [inference] input_roots."
-        },
-        "audio_base64": {
-            "type": "string",
-            "description": "The audio itself, base64 (or a data: URL). Its decoded size is capped by [inference] max_base64_bytes."
-        },
-        "filename": {
-            "type": "string",
-            "description": "File name sent with the upload (its extension tells some servers the format), e.g. `meeting.mp3`."
-        },
-        "language": {"type": "string", "description": "ISO-639-1 code of the spoken language (e.g. `en`); improves accuracy and speed."},
-        "prompt": {"type": "string", "description": "Text to guide the style or spell names (previous segment, vocabulary)."},
-        "response_format": {
-            "type": "string",
-            "enum": FORMATS,
-            "default": "json",
-            "description": "json: the text; verbose_json: with timed segments; text, srt, vtt: the server's plain text, subtitles or WebVTT."
-        },
-        "temperature": {"type": "number", "minimum": 0, "maximum": 1}
-    });
-    if let (Some(p), Value::Object(extra)) = (props.as_object_mut(), model_properties()) {
-        p.extend(extra);
-    }
     json!({
         "name": "transcribe_audio",
         "title": "Transcribe audio with a local model",
         "description": "Transcribes speech in an audio file (wav, mp3, flac, ogg/opus, webm, m4a) with a local speech-to-text model (Whisper and similar). Pass `audio_path` or `audio_base64`. Returns the transcript; the server's full answer is in structuredContent.response.",
-        "inputSchema": {
-            "type": "object",
-            "properties": props,
-            "additionalProperties": false
-        },
+        "inputSchema": input_schema::<TranscribeArgs>(),
         "outputSchema": {
             "type": "object",
             "properties": {
@@ -82,16 +110,9 @@ fn call<'a>(inf: &'a Inference, args: Args, call: &'a Call) -> ToolFuture<'a> {
 }
 
 async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolError> {
-    let format = args
-        .string("response_format")?
-        .unwrap_or_else(|| "json".into());
-    if !FORMATS.contains(&format.as_str()) {
-        return Err(ToolError::InvalidArguments(format!(
-            "`response_format` must be one of {}",
-            FORMATS.join(", ")
-        )));
-    }
-    let temperature = match args.number("temperature")? {
+    let args: TranscribeArgs = args.parse()?;
+    let format = args.response_format.as_str();
+    let temperature = match &args.temperature {
         Some(t) => match t.as_f64() {
             Some(v) if (0.0..=1.0).contains(&v) => Some(t.to_string()),
             _ => {
@@ -102,12 +123,19 @@ async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolErro
         },
         None => None,
     };
-    let language = args.string("language")?;
-    let prompt = args.string("prompt")?;
-    let hint = args.string("filename")?;
+    let TranscribeArgs {
+        audio_path,
+        audio_base64,
+        filename: hint,
+        language,
+        prompt,
+        model,
+        allow_download,
+        ..
+    } = args;
 
     // The audio, from exactly one source.
-    let (bytes, source_name) = match (args.string("audio_path")?, args.get("audio_base64")) {
+    let (bytes, source_name) = match (audio_path, audio_base64) {
         (Some(_), Some(_)) => {
             return Err(ToolError::InvalidArguments(
                 "pass `audio_path` or `audio_base64`, not both".into(),
@@ -125,11 +153,8 @@ async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolErro
                 .map(|n| n.to_string_lossy().into_owned());
             (bytes, name)
         }
-        (None, Some(v)) => {
-            let data = v.as_str().ok_or_else(|| {
-                ToolError::InvalidArguments("`audio_base64` must be a string".into())
-            })?;
-            let (bytes, _) = decode_inline(data, inf.config().max_base64_bytes, "audio_base64")?;
+        (None, Some(data)) => {
+            let (bytes, _) = decode_inline(&data, inf.config().max_base64_bytes, "audio_base64")?;
             (bytes, None)
         }
     };
@@ -142,7 +167,11 @@ async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolErro
     let filename = upload_name(hint.as_deref().or(source_name.as_deref()), ext);
 
     let resolved = inf
-        .resolve(&args.model_request()?, Capability::Transcription, call)
+        .resolve(
+            &model_request(&model, allow_download),
+            Capability::Transcription,
+            call,
+        )
         .await?;
     let backend = &resolved.backend;
     let path = backend.v1("/audio/transcriptions");
@@ -155,7 +184,7 @@ async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolErro
     let mut form = Form::new()
         .part("file", file)
         .text("model", resolved.model.clone())
-        .text("response_format", format.clone());
+        .text("response_format", format);
     if let Some(l) = language {
         form = form.text("language", l);
     }

@@ -34,8 +34,9 @@ use values::{parse_size, RawSize};
 pub(crate) const DEFAULT_LISTEN: SocketAddr =
     SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 7117);
 
-/// The largest request body the HTTP transport accepts by default.
-pub(crate) const DEFAULT_MAX_BODY_BYTES: u64 = 4 << 20;
+/// The largest request body the HTTP transport accepts by default: the
+/// server crate's own default, so the two cannot disagree.
+pub(crate) const DEFAULT_MAX_BODY_BYTES: u64 = mcpyard_server::DEFAULT_MAX_BODY_BYTES as u64;
 
 pub(crate) const DEFAULT_LOG_LEVEL: &str = "info";
 
@@ -291,7 +292,9 @@ fn from_text(
         Some(l) => parse_listen(&ctx.expand("listen", l)?).ok_or_else(|| {
             ctx.error(
                 "listen",
-                "expected HOST:PORT with an IP address or `localhost`, e.g. \"127.0.0.1:7117\"",
+                format!(
+                    "expected HOST:PORT with an IP address or `localhost`, e.g. \"{DEFAULT_LISTEN}\""
+                ),
             )
         })?,
     };
