@@ -33,13 +33,6 @@ impl Args {
         }
     }
 
-    /// Nothing to check here any more: each tool's argument struct refuses
-    /// keys it does not declare when it parses the call. Kept until the
-    /// dispatch stops calling it.
-    pub(crate) fn declared_in(&self, _definition: &Value) -> Result<(), ToolError> {
-        Ok(())
-    }
-
     /// The arguments as the tool's struct `T`. An argument whose value is
     /// `null` counts as absent, as it always has.
     pub(crate) fn parse<T: DeserializeOwned + JsonSchema>(self) -> Result<T, ToolError> {
