@@ -95,6 +95,8 @@ impl Layer for Trace {
             source = %call.source(),
             target = %call.target,
             method = call.request.method,
+            duration_us = tracing::field::Empty,
+            outcome = tracing::field::Empty,
         );
         let started = Instant::now();
         let outcome = next.run(call).instrument(span.clone()).await;
@@ -103,13 +105,9 @@ impl Layer for Trace {
             Ok(_) => "ok",
             Err(e) => e.fault().as_str(),
         };
-        span.in_scope(|| {
-            tracing::debug!(
-                duration_us = started.elapsed().as_micros() as u64,
-                outcome = outcome_name,
-                "call finished"
-            );
-        });
+        span.record("duration_us", started.elapsed().as_micros() as u64);
+        span.record("outcome", outcome_name);
+        span.in_scope(|| tracing::debug!("call finished"));
         outcome
     }
 }
