@@ -28,7 +28,7 @@ pub use config::{ConfigError, GatewayConfig, SamplingPolicy, UpstreamSpec};
 pub use downstream::{Negotiated, Outbound, Session};
 pub use error::{Fault, RouteError};
 pub use gateway::{Answer, Gateway};
-pub use router::{Layer, Next, RoutedCall};
+pub use router::{Layer, Next, RouteFuture, RoutedCall};
 pub use source::{
     CallContext, CallLimits, ClientHandle, Identity, Progress, RouterHandle, Sampler,
     SamplingUsage, Source, SourceEvents, SourceRequest, SourceSpec,

@@ -17,8 +17,8 @@ use axum::extract::State;
 use axum::routing::{get, post};
 use axum::Json;
 use mcpyard_gateway::{
-    CallLimits, Gateway, GatewayConfig, Layer, Next, RouteError, RoutedCall, Source, SourceEvents,
-    SourceLists, SourceRequest, SourceSpec, UpstreamSpec,
+    CallLimits, Gateway, GatewayConfig, Layer, Next, RouteError, RouteFuture, RoutedCall, Source,
+    SourceEvents, SourceLists, SourceRequest, SourceSpec, UpstreamSpec,
 };
 use mcpyard_inference::{BackendKind, BackendSpec, InferenceConfig, InferenceSource};
 use serde_json::{json, Value};
@@ -92,16 +92,15 @@ impl Counting {
     }
 }
 
-#[async_trait]
 impl Layer for Counting {
-    async fn call(&self, call: RoutedCall, next: Next<'_>) -> Result<Value, RouteError> {
+    fn call<'a>(&'a self, call: RoutedCall, next: Next<'a>) -> RouteFuture<'a> {
         *self
             .seen
             .lock()
             .unwrap()
             .entry((call.source().to_owned(), call.target.clone()))
             .or_default() += 1;
-        next.run(call).await
+        next.run(call)
     }
 }
 

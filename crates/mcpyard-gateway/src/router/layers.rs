@@ -6,8 +6,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
+use futures::future::BoxFuture;
+use futures::FutureExt;
 use serde_json::Value;
+use tokio::sync::OwnedSemaphorePermit;
 use tracing::Instrument;
 
 use super::Slot;
@@ -15,11 +17,15 @@ use crate::source::{CallLimits, SourceRequest};
 use crate::RouteError;
 
 /// One step of the call path. A layer may look at or change the call, stop
-/// it with an error, or pass it on with [`Next::run`].
-#[async_trait]
+/// it with an error, or pass it on with [`Next::run`]: returning
+/// `next.run(call)` as it is costs nothing; a layer that acts after the
+/// call wraps it, `Box::pin(async move { ... next.run(call).await ... })`.
 pub trait Layer: Send + Sync + std::fmt::Debug + 'static {
-    async fn call(&self, call: RoutedCall, next: Next<'_>) -> Result<Value, RouteError>;
+    fn call<'a>(&'a self, call: RoutedCall, next: Next<'a>) -> RouteFuture<'a>;
 }
+
+/// What a layer returns: the call's outcome, later.
+pub type RouteFuture<'a> = BoxFuture<'a, Result<Value, RouteError>>;
 
 /// A request resolved to its source.
 #[derive(Debug)]
@@ -28,6 +34,9 @@ pub struct RoutedCall {
     /// What the client called: the exposed tool or prompt name, or the URI.
     pub target: String,
     pub request: SourceRequest,
+    /// The call's place among its source's calls in flight, held until the
+    /// source is done with it.
+    pub(crate) place: Option<OwnedSemaphorePermit>,
 }
 
 impl RoutedCall {
@@ -53,10 +62,11 @@ impl<'a> Next<'a> {
         Self { layers }
     }
 
-    pub async fn run(self, call: RoutedCall) -> Result<Value, RouteError> {
+    /// Passes the call to the next layer, or to the source after the last.
+    pub fn run(self, call: RoutedCall) -> RouteFuture<'a> {
         match self.layers.split_first() {
-            Some((layer, rest)) => layer.call(call, Next { layers: rest }).await,
-            None => call_source(call).await,
+            Some((layer, rest)) => layer.call(call, Next { layers: rest }),
+            None => call_source(call).boxed(),
         }
     }
 }
@@ -65,21 +75,45 @@ impl<'a> Next<'a> {
 /// `notifications/cancelled` meanwhile) before it is dropped.
 const CANCEL_GRACE: Duration = Duration::from_millis(250);
 
-/// The end of the stack: the source itself, stopped when the call is
-/// cancelled.
+/// The end of the stack: the source itself. One that does not stop its
+/// calls itself is stopped here when the call is cancelled or its deadline
+/// passes, its token cancelled so that work it started stops too.
 async fn call_source(call: RoutedCall) -> Result<Value, RouteError> {
-    let cancel = call.request.context.cancel.clone();
-    let what = call.request.method;
-    let work = call.slot.source.call(call.request);
-    tokio::pin!(work);
-    tokio::select! {
-        biased;
-        outcome = &mut work => outcome,
-        () = cancel.cancelled() => {
-            let _ = tokio::time::timeout(CANCEL_GRACE, work).await;
-            Err(RouteError::Cancelled { what: what.to_owned() })
-        }
+    let _place = call.place;
+    let slot = call.slot;
+    let source = &slot.source;
+    if source.stops_itself() {
+        return source.call(call.request).await;
     }
+    let (server, after) = (slot.name.clone(), slot.limits.timeout);
+    let mut request = call.request;
+    let method = request.method;
+    let caller = request.context.cancel.clone();
+    // A token of its own: the caller's token means the client cancelled.
+    let stop = caller.child_token();
+    request.context.cancel = stop.clone();
+    let deadline = request.context.deadline;
+    let work = source.call(request);
+    tokio::pin!(work);
+    let expired = async {
+        match deadline {
+            Some(deadline) => tokio::time::sleep_until(deadline).await,
+            None => std::future::pending().await,
+        }
+    };
+    let failure = tokio::select! {
+        biased;
+        outcome = &mut work => return outcome,
+        () = caller.cancelled() => RouteError::Cancelled { what: method.to_owned() },
+        () = expired => RouteError::TimedOut {
+            server,
+            method: method.to_owned(),
+            after: after.unwrap_or_default(),
+        },
+    };
+    stop.cancel();
+    let _ = tokio::time::timeout(CANCEL_GRACE, work).await;
+    Err(failure)
 }
 
 /// One span per call: source, target, method; its end says how long the
@@ -87,10 +121,9 @@ async fn call_source(call: RoutedCall) -> Result<Value, RouteError> {
 #[derive(Debug)]
 pub(crate) struct Trace;
 
-#[async_trait]
 impl Layer for Trace {
-    async fn call(&self, call: RoutedCall, next: Next<'_>) -> Result<Value, RouteError> {
-        let span = tracing::info_span!(
+    fn call<'a>(&'a self, call: RoutedCall, next: Next<'a>) -> RouteFuture<'a> {
+        let span = tracing::debug_span!(
             "call",
             source = %call.source(),
             target = %call.target,
@@ -98,17 +131,22 @@ impl Layer for Trace {
             duration_us = tracing::field::Empty,
             outcome = tracing::field::Empty,
         );
-        let started = Instant::now();
-        let outcome = next.run(call).instrument(span.clone()).await;
-        let outcome_name = match &outcome {
-            Ok(result) if result.get("isError") == Some(&Value::Bool(true)) => "tool_error",
-            Ok(_) => "ok",
-            Err(e) => e.fault().as_str(),
-        };
-        span.record("duration_us", started.elapsed().as_micros() as u64);
-        span.record("outcome", outcome_name);
-        span.in_scope(|| tracing::debug!("call finished"));
-        outcome
+        if span.is_disabled() {
+            return next.run(call);
+        }
+        Box::pin(async move {
+            let started = Instant::now();
+            let outcome = next.run(call).instrument(span.clone()).await;
+            let outcome_name = match &outcome {
+                Ok(result) if result.get("isError") == Some(&Value::Bool(true)) => "tool_error",
+                Ok(_) => "ok",
+                Err(e) => e.fault().as_str(),
+            };
+            span.record("duration_us", started.elapsed().as_micros() as u64);
+            span.record("outcome", outcome_name);
+            span.in_scope(|| tracing::debug!("call finished"));
+            outcome
+        })
     }
 }
 
@@ -117,54 +155,49 @@ impl Layer for Trace {
 #[derive(Debug)]
 pub(crate) struct InFlightCap;
 
-#[async_trait]
 impl Layer for InFlightCap {
-    async fn call(&self, call: RoutedCall, next: Next<'_>) -> Result<Value, RouteError> {
-        let limits = call.limits().clone();
+    fn call<'a>(&'a self, mut call: RoutedCall, next: Next<'a>) -> RouteFuture<'a> {
+        // Free places are the usual case: no timer, no waiting.
+        if let Ok(place) = call.slot.in_flight.clone().try_acquire_owned() {
+            call.place = Some(place);
+            return next.run(call);
+        }
         let places = call.slot.in_flight.clone();
-        let cancel = call.request.context.cancel.clone();
-        let permit = tokio::select! {
-            permit = tokio::time::timeout(limits.queue_timeout, places.acquire_owned()) => permit,
-            () = cancel.cancelled() => {
-                return Err(RouteError::Cancelled { what: call.request.method.to_owned() });
-            }
-        };
-        let Ok(Ok(_permit)) = permit else {
-            return Err(RouteError::Busy {
-                server: call.source().to_owned(),
-                limit: limits.max_in_flight,
-                waited: limits.queue_timeout,
-            });
-        };
-        next.run(call).await
+        Box::pin(async move {
+            let limits = call.limits().clone();
+            let cancel = call.request.context.cancel.clone();
+            let waited = tokio::select! {
+                place = tokio::time::timeout(limits.queue_timeout, places.acquire_owned()) => place,
+                () = cancel.cancelled() => {
+                    return Err(RouteError::Cancelled { what: call.request.method.to_owned() });
+                }
+            };
+            let Ok(Ok(place)) = waited else {
+                return Err(RouteError::Busy {
+                    server: call.source().to_owned(),
+                    limit: limits.max_in_flight,
+                    waited: limits.queue_timeout,
+                });
+            };
+            call.place = Some(place);
+            next.run(call).await
+        })
     }
 }
 
-/// A call still running after its source's timeout is cancelled and fails
+/// Gives each call its source's deadline: a call still running then is
+/// stopped (an MCP upstream is told `notifications/cancelled`) and fails
 /// naming the source.
 #[derive(Debug)]
 pub(crate) struct Timeout;
 
-#[async_trait]
 impl Layer for Timeout {
-    async fn call(&self, mut call: RoutedCall, next: Next<'_>) -> Result<Value, RouteError> {
-        let Some(after) = call.limits().timeout else {
-            return next.run(call).await;
-        };
-        // A token of its own: the caller's token means the client cancelled.
-        let deadline = call.request.context.cancel.child_token();
-        call.request.context.set_cancel(deadline.clone());
-        let (source, method) = (call.source().to_owned(), call.request.method);
-        let work = next.run(call);
-        tokio::pin!(work);
-        tokio::select! {
-            biased;
-            outcome = &mut work => outcome,
-            () = tokio::time::sleep(after) => {
-                deadline.cancel();
-                let _ = tokio::time::timeout(CANCEL_GRACE, work).await;
-                Err(RouteError::TimedOut { server: source, method: method.to_owned(), after })
-            }
+    fn call<'a>(&'a self, mut call: RoutedCall, next: Next<'a>) -> RouteFuture<'a> {
+        if let Some(after) = call.limits().timeout {
+            let deadline = tokio::time::Instant::now() + after;
+            let context = &mut call.request.context;
+            context.deadline = Some(context.deadline.map_or(deadline, |d| d.min(deadline)));
         }
+        next.run(call)
     }
 }

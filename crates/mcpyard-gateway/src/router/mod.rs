@@ -14,7 +14,7 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-pub use layers::{Layer, Next, RoutedCall};
+pub use layers::{Layer, Next, RouteFuture, RoutedCall};
 
 use crate::catalog::{Catalog, ListKind, View};
 use crate::source::mcp::Upstream;
@@ -121,14 +121,12 @@ impl Router {
         CallContext {
             router: RouterHandle {
                 router: self.me.clone(),
-                client: client.clone(),
-                identity: identity.clone(),
-                cancel: cancel.clone(),
             },
             cancel,
             progress,
             client,
             identity,
+            deadline: None,
             task: None,
         }
     }
@@ -292,6 +290,7 @@ impl Router {
                 params,
                 context,
             },
+            place: None,
         };
         Next::new(&self.layers).run(call).await
     }
@@ -316,8 +315,7 @@ impl Router {
         // the client to the stream of its `tasks/result`.
         context.client.related = None;
         context.progress = Progress::new(&context.client.session, None, &params);
-        context.set_cancel(handle.cancellation());
-        context.router.client = context.client.clone();
+        context.cancel = handle.cancellation();
         context.task = Some(handle.signal());
         let Some(router) = self.me.upgrade() else {
             return Err(RouteError::internal("the gateway is shutting down"));

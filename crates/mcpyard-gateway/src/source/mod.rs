@@ -45,6 +45,13 @@ pub trait Source: Send + Sync + std::fmt::Debug + 'static {
     /// A JSON summary for the status tool: must include `name` and `healthy`.
     async fn status(&self) -> Value;
 
+    /// Whether the source ends a call itself once its context's token is
+    /// cancelled or its deadline passes (an MCP client tells the upstream).
+    /// Otherwise the router stops the call, and cancels its token, then.
+    fn stops_itself(&self) -> bool {
+        false
+    }
+
     /// Stops the source and waits until what it holds (child processes,
     /// connections) is released.
     async fn stop(&self) {}
@@ -233,7 +240,9 @@ pub struct CallContext {
     /// or roots.
     pub client: ClientHandle,
     pub identity: Identity,
-    /// Calls other tools of the catalogue as the same client (the agent).
+    /// When the call must be over (set by the router's timeout layer).
+    pub deadline: Option<tokio::time::Instant>,
+    /// The router, for calls of other tools as the same client (the agent).
     pub router: RouterHandle,
     /// The gateway-run task the call serves, if any.
     pub(crate) task: Option<TaskSignal>,
@@ -248,26 +257,46 @@ impl CallContext {
             related: None,
         };
         Self {
-            cancel: cancel.clone(),
+            cancel,
             progress: Progress::none(),
+            client,
             identity: Identity::Anonymous,
+            deadline: None,
             router: RouterHandle {
                 router: Weak::new(),
-                client: client.clone(),
-                identity: Identity::Anonymous,
-                cancel,
             },
-            client,
             task: None,
         }
     }
 }
 
 impl CallContext {
-    /// Replaces the call's cancellation, for the inner calls it makes too.
-    pub(crate) fn set_cancel(&mut self, cancel: CancellationToken) {
-        self.router.cancel = cancel.clone();
-        self.cancel = cancel;
+    /// The tools of the catalogue (exposed names), as `tools/list` shows them.
+    pub fn tools(&self) -> Vec<Value> {
+        match self.router.router.upgrade() {
+            Some(router) => router.listed_tools(),
+            None => Vec::new(),
+        }
+    }
+
+    /// Calls a tool of the catalogue by its exposed name, as the client
+    /// that made this call and through the same layers; the result is a
+    /// `CallToolResult`. Cancelling this call cancels the inner one.
+    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<Value, ErrorObject> {
+        let Some(router) = self.router.router.upgrade() else {
+            return Err(ErrorObject::internal("the gateway is shutting down"));
+        };
+        tracing::info!(tool = name, "inner tool call");
+        let context = router.context(
+            self.client.clone(),
+            self.identity.clone(),
+            self.cancel.child_token(),
+            Progress::none(),
+        );
+        router
+            .call_tool(context, json!({"name": name, "arguments": arguments}))
+            .await
+            .map_err(ErrorObject::from)
     }
 }
 
@@ -348,42 +377,11 @@ impl Progress {
     }
 }
 
-/// Calls tools of the catalogue through the router, as the client that
-/// made the outer call: every layer applies to these calls too.
+/// A handle on the router, held by every call's context (see
+/// [`CallContext::call_tool`]).
 #[derive(Debug, Clone)]
 pub struct RouterHandle {
     pub(crate) router: Weak<Router>,
-    pub(crate) client: ClientHandle,
-    pub(crate) identity: Identity,
-    pub(crate) cancel: CancellationToken,
-}
-
-impl RouterHandle {
-    /// The tools of the catalogue (exposed names), as `tools/list` shows them.
-    pub fn tools(&self) -> Vec<Value> {
-        match self.router.upgrade() {
-            Some(router) => router.listed_tools(),
-            None => Vec::new(),
-        }
-    }
-
-    /// Calls a tool by its exposed name; the result is a `CallToolResult`.
-    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<Value, ErrorObject> {
-        let Some(router) = self.router.upgrade() else {
-            return Err(ErrorObject::internal("the gateway is shutting down"));
-        };
-        tracing::info!(tool = name, "inner tool call");
-        let context = router.context(
-            self.client.clone(),
-            self.identity.clone(),
-            self.cancel.child_token(),
-            Progress::none(),
-        );
-        router
-            .call_tool(context, json!({"name": name, "arguments": arguments}))
-            .await
-            .map_err(ErrorObject::from)
-    }
 }
 
 /// Answers an upstream's `sampling/createMessage` with a local model, for

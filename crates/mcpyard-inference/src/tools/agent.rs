@@ -196,7 +196,7 @@ async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolErro
                             tracing::info!(tool = %tool.exposed, iteration, "agent calls a tool");
                             let outcome = tokio::time::timeout_at(
                                 deadline,
-                                call.ctx.router.call_tool(&tool.exposed, arguments),
+                                call.ctx.call_tool(&tool.exposed, arguments),
                             )
                             .await;
                             match outcome {
@@ -290,7 +290,7 @@ fn offered_tools(patterns: &[String], call: &Call) -> Result<Vec<Offered>, ToolE
         })
     };
     let mut offered = Vec::new();
-    for tool in call.ctx.router.tools() {
+    for tool in call.ctx.tools() {
         let Some(name) = tool["name"].as_str() else {
             continue;
         };

@@ -357,7 +357,7 @@ impl Upstream {
     /// Sends a client's request to this upstream on the client's behalf:
     /// the call is registered with the relay so that progress, logs and
     /// requests the upstream makes while serving it reach that client.
-    /// `timeout`: `None` for routed calls, whose timeout is the router's.
+    /// Bounded by the context's deadline, else by `timeout`.
     pub(crate) async fn forward(
         &self,
         method: &str,
@@ -365,6 +365,10 @@ impl Upstream {
         context: &CallContext,
         timeout: Option<Duration>,
     ) -> Result<Value, RouteError> {
+        let timeout = context
+            .deadline
+            .map(|d| d.saturating_duration_since(tokio::time::Instant::now()))
+            .or(timeout);
         let Some(client) = self.client() else {
             return Err(self.unavailable());
         };
@@ -383,7 +387,16 @@ impl Upstream {
             })
             .await;
         drop(guard);
-        result.map_err(|e| RouteError::from_client(&self.spec.name, method, e))
+        result.map_err(|e| {
+            // The deadline was set from this server's timeout: name that.
+            let e = match e {
+                ClientError::Timeout(_) if context.deadline.is_some() => {
+                    ClientError::Timeout(self.spec.timeout)
+                }
+                other => other,
+            };
+            RouteError::from_client(&self.spec.name, method, e)
+        })
     }
 
     /// A request of the gateway's own (lists, setLevel), not tied to a client.
@@ -440,6 +453,12 @@ impl Source for Upstream {
 
     async fn status(&self) -> Value {
         Upstream::status(self)
+    }
+
+    /// The client sends `notifications/cancelled` and gives up on the call
+    /// at its token or deadline.
+    fn stops_itself(&self) -> bool {
+        true
     }
 
     async fn stop(&self) {
