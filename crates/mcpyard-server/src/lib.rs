@@ -1,9 +1,11 @@
 //! Downstream transports of the mcpyard gateway.
 //!
-//! They only parse, authenticate and frame: every JSON-RPC message a client
-//! sends is handed to [`mcpyard_gateway::Gateway::handle`] together with the
-//! client's session, and whatever the gateway returns or emits is written
-//! back in the form the transport and the client's protocol era call for.
+//! They only parse, authenticate and frame: every JSON-RPC request a client
+//! sends is handed to [`mcpyard_gateway::Gateway::request`] together with the
+//! client's session (notifications and responses to
+//! [`mcpyard_gateway::Gateway::receive`]), and whatever the gateway answers
+//! or emits is written back in the form the transport and the client's
+//! protocol era call for.
 //!
 //! - Streamable HTTP on `/mcp` (sessions of 2025-03-26 to 2025-11-25, and the
 //!   stateless per-request era 2026-07-28), see [`router`] and [`serve_http`];

@@ -1,6 +1,6 @@
 //! Test helpers: a real llama-cpp-python server on a tiny generated model,
 //! and a real gateway with the inference source, driven through
-//! `Gateway::handle` like a transport would.
+//! `Gateway::request` like a transport would.
 #![allow(dead_code)] // each test file uses a part
 
 pub(crate) mod recording_fixture;
