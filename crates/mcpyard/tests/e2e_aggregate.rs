@@ -258,3 +258,51 @@ async fn a_client_without_sampling_gets_an_error_not_a_hang() {
     );
     client.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_servers_expose_rules_hide_deny_and_rename_its_tools() {
+    let dir = scratch();
+    let config = format!(
+        "{}[servers.every.expose]\ndeny = [\"get-env\"]\nhide = [\"echo\"]\nrename = {{ get-sum = \"add\" }}\n",
+        everything_stdio("every")
+    );
+    let gw = Gateway::start(&config, dir.path()).await;
+    let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
+    let tools = wait_for_tools(&client, &["every__add"], Duration::from_secs(30)).await;
+    let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    for gone in ["every__get-sum", "every__echo", "every__get-env"] {
+        assert!(!names.contains(&gone), "{gone} listed: {names:?}");
+    }
+    // Renamed: called under its new name, served by the server's own tool.
+    let r = call(&client, "every__add", json!({"a": 2, "b": 3})).await;
+    assert_eq!(text(&r), everything_sum_text(2, 3), "{r}");
+    // Hidden: not listed, still callable.
+    let r = call(
+        &client,
+        "every__echo",
+        json!({"message": "hidden but here"}),
+    )
+    .await;
+    assert!(text(&r).contains("hidden but here"), "{r}");
+    // Denied: unknown, like a tool nobody offers.
+    for denied in ["every__get-env", "every__get-sum"] {
+        let e = client
+            .request(
+                "tools/call",
+                Some(json!({"name": denied, "arguments": {}})),
+                RequestOptions::default(),
+            )
+            .await
+            .expect_err("a denied or renamed-away name is not callable");
+        let mcpyard_client::ClientError::Rpc(e) = e else {
+            panic!("{denied}: not a JSON-RPC error: {e}")
+        };
+        assert_eq!(
+            e.code,
+            mcpyard_proto::codes::INVALID_PARAMS,
+            "{denied}: {e}"
+        );
+        assert_eq!(e.message, format!("Unknown tool: {denied}"));
+    }
+    client.shutdown().await;
+}
