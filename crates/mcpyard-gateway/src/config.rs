@@ -120,8 +120,6 @@ pub struct UpstreamSpec {
     pub list_timeout: Duration,
     /// Calls it may run at once; more wait for a free place.
     pub max_in_flight: usize,
-    /// Which of its tools and prompts clients see, and under which names.
-    pub exposure: crate::Exposure,
     /// Whether this server's sampling requests may be answered by a local
     /// model; `None` (the default) never.
     pub sampling: Option<SamplingPolicy>,

@@ -251,7 +251,6 @@ fn npm_upstream(name: &str, package: &str, args: &[&str]) -> UpstreamSpec {
         timeout: WAIT,
         list_timeout: UpstreamSpec::DEFAULT_LIST_TIMEOUT,
         max_in_flight: UpstreamSpec::DEFAULT_MAX_IN_FLIGHT,
-        exposure: Default::default(),
         sampling: None,
     }
 }

@@ -154,7 +154,6 @@ fn everything() -> UpstreamSpec {
         timeout: Duration::from_secs(2),
         list_timeout: UpstreamSpec::DEFAULT_LIST_TIMEOUT,
         max_in_flight: 1,
-        exposure: Default::default(),
         sampling: None,
     }
 }

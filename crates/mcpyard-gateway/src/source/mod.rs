@@ -86,9 +86,9 @@ impl SourceSpec {
         };
         Self {
             prefix: spec.prefix.clone(),
-            exposure: spec.exposure.clone(),
             kind: SourceKind::Mcp(Box::new(spec)),
             limits,
+            exposure: Exposure::default(),
         }
     }
 

@@ -12,7 +12,7 @@ use serde::Deserialize;
 
 use super::error::{redact_serde_message, ConfigError};
 use super::jsonc;
-use super::server::{RawExpose, RawSampling, RawServer};
+use super::server::{RawSampling, RawServer};
 use super::toml_file::key_of;
 use super::values::{OrderedMap, RawDuration};
 
@@ -48,7 +48,6 @@ struct JsonServer {
     disabled: Option<bool>,
     enabled: Option<bool>,
     sampling: Option<RawSampling>,
-    expose: Option<RawExpose>,
     #[serde(flatten)]
     unknown: OrderedMap<IgnoredAny>,
 }
@@ -134,7 +133,6 @@ pub(crate) fn parse(file: &str, text: &str) -> Result<JsonServers, ConfigError> 
                 prefix: s.prefix,
                 enabled,
                 sampling: s.sampling,
-                expose: s.expose,
             },
         ));
     }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use mcpyard_client::TransportSpec;
-use mcpyard_gateway::{Exposure, SamplingPolicy, UpstreamSpec};
+use mcpyard_gateway::{SamplingPolicy, UpstreamSpec};
 
 use super::error::ConfigError;
 use super::expand::expand;
@@ -64,22 +64,6 @@ pub(crate) struct RawServer {
     pub(crate) prefix: Option<String>,
     pub(crate) enabled: bool,
     pub(crate) sampling: Option<RawSampling>,
-    pub(crate) expose: Option<RawExpose>,
-}
-
-/// `[servers.NAME.expose]`: which of the server's tools and prompts clients
-/// see, by their own names (a trailing `*` matches a prefix).
-#[derive(Debug, Default, Clone, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct RawExpose {
-    /// Only these are offered.
-    pub(crate) allow: Option<Vec<String>>,
-    /// Never offered, nor callable.
-    pub(crate) deny: Option<Vec<String>>,
-    /// Callable, but left out of the lists.
-    pub(crate) hide: Option<Vec<String>>,
-    /// The server's name → the name clients see (before the prefix).
-    pub(crate) rename: Option<BTreeMap<String, String>>,
 }
 
 /// `[servers.NAME.sampling]`: its presence lets a local model answer the
@@ -277,11 +261,6 @@ pub(crate) fn build(
         }
     };
 
-    let exposure = match raw.expose {
-        None => Exposure::default(),
-        Some(e) => build_exposure(ctx, &field("expose"), e)?,
-    };
-
     Ok(Some(UpstreamSpec {
         name: name.to_owned(),
         prefix,
@@ -289,40 +268,8 @@ pub(crate) fn build(
         timeout,
         list_timeout,
         max_in_flight,
-        exposure,
         sampling,
     }))
-}
-
-/// The exposure rules of `[servers.NAME.expose]`: names not empty, renamed
-/// tools within the specification's name rule.
-fn build_exposure(ctx: &Context<'_>, key: &str, raw: RawExpose) -> Result<Exposure, ConfigError> {
-    let patterns = |list: Option<Vec<String>>, what: &str| {
-        let list = list.unwrap_or_default();
-        if list.iter().any(String::is_empty) {
-            return Err(ctx.error(&format!("{key}.{what}"), "names must not be empty"));
-        }
-        Ok(list)
-    };
-    let rename = raw.rename.unwrap_or_default();
-    for (from, to) in &rename {
-        let valid = !to.is_empty()
-            && to
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
-        if !valid {
-            return Err(ctx.error(
-                &format!("{key}.rename.{from}"),
-                "expected a name of A-Z a-z 0-9 _ - . only",
-            ));
-        }
-    }
-    Ok(Exposure {
-        allow: raw.allow.map(|a| patterns(Some(a), "allow")).transpose()?,
-        deny: patterns(raw.deny, "deny")?,
-        hidden: patterns(raw.hide, "hide")?,
-        rename: rename.into_iter().collect(),
-    })
 }
 
 /// A positive duration at `key`.

@@ -499,36 +499,3 @@ fn sampling_by_a_local_model_is_off_unless_a_server_asks_for_it() {
     let e = toml_err("[servers.a]\ncommand = \"a\"\nsampling = { mode = \"sometimes\" }\n");
     assert!(e.contains("servers.a.sampling.mode"), "{e}");
 }
-
-#[test]
-fn a_servers_exposure_rules_are_read_and_checked() {
-    let s = toml(
-        "[servers.a]\ncommand = \"a\"\n[servers.a.expose]\nallow = [\"get_*\", \"echo\"]\ndeny = [\"get_secret\"]\nhide = [\"get_big*\"]\nrename = { echo = \"say\" }\n",
-    )
-    .unwrap();
-    let up: Vec<_> = s.gateway.upstreams().collect();
-    let e = &up[0].exposure;
-    assert_eq!(
-        e.allow.as_deref(),
-        Some(&["get_*".to_owned(), "echo".to_owned()][..])
-    );
-    assert_eq!(e.deny, ["get_secret"]);
-    assert_eq!(e.hidden, ["get_big*"]);
-    assert_eq!(e.rename.get("echo").map(String::as_str), Some("say"));
-
-    let err = toml(
-        "[servers.a]\ncommand = \"a\"\n[servers.a.expose]\nrename = { echo = \"has space\" }\n",
-    )
-    .unwrap_err();
-    assert_eq!(
-        err.key.as_deref(),
-        Some("servers.a.expose.rename.echo"),
-        "{err}"
-    );
-    let err =
-        toml("[servers.a]\ncommand = \"a\"\n[servers.a.expose]\ndeny = [\"\"]\n").unwrap_err();
-    assert_eq!(err.key.as_deref(), Some("servers.a.expose.deny"), "{err}");
-    let err =
-        toml("[servers.a]\ncommand = \"a\"\n[servers.a.expose]\nhidden = [\"x\"]\n").unwrap_err();
-    assert!(err.to_string().contains("hidden"), "{err}");
-}

@@ -4,7 +4,7 @@
 use serde::Deserialize;
 
 use super::error::{redact_serde_message, ConfigError};
-use super::server::{RawExpose, RawSampling, RawServer};
+use super::server::{RawSampling, RawServer};
 use super::values::{OrderedMap, RawDuration, RawSize};
 
 /// The top level of `mcpyard.toml`, as written.
@@ -46,7 +46,6 @@ pub(crate) struct TomlServer {
     prefix: Option<String>,
     enabled: Option<bool>,
     sampling: Option<RawSampling>,
-    expose: Option<RawExpose>,
 }
 
 impl From<TomlServer> for RawServer {
@@ -66,7 +65,6 @@ impl From<TomlServer> for RawServer {
             prefix: s.prefix,
             enabled: s.enabled.unwrap_or(true),
             sampling: s.sampling,
-            expose: s.expose,
         }
     }
 }
