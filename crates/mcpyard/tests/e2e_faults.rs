@@ -11,6 +11,21 @@ use mcpyard_proto::codes;
 use serde_json::json;
 use support::*;
 
+/// The tool names of one `tools/list`, made at once (no waiting for tools
+/// to appear), as a client launched with the gateway does.
+async fn first_list(client: &mcpyard_client::McpClient) -> Vec<String> {
+    let listed = client
+        .request("tools/list", None, RequestOptions::default())
+        .await
+        .expect("tools/list");
+    listed["tools"]
+        .as_array()
+        .expect("tools array")
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
 /// The PIDs of processes under the gateway whose command line contains `needle`.
 fn upstream_pids(gateway_pid: i32, needle: &str) -> Vec<i32> {
     descendants(gateway_pid)
@@ -265,16 +280,8 @@ async fn requests_made_while_an_upstream_is_still_starting_wait_for_it() {
         .cloned()
         .unwrap_or_default();
     assert_eq!(late["state"], json!("connecting"), "{status}");
-    let listed = client
-        .request("tools/list", None, RequestOptions::default())
-        .await
-        .expect("tools/list");
-    let names: Vec<&str> = listed["tools"]
-        .as_array()
-        .expect("tools array")
-        .iter()
-        .filter_map(|t| t["name"].as_str())
-        .collect();
+    let names = first_list(&client).await;
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
     assert!(names.contains(&"late__echo"), "first list: {names:?}");
     let r = call(&client, "late__echo", json!({"first": "call"})).await;
     assert!(text(&r).contains("first"), "{r}");
@@ -420,16 +427,8 @@ async fn an_upstream_that_never_lists_holds_up_no_other_server() {
     let started = Instant::now();
     let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
     // The first list, as a client launched with the gateway makes it.
-    let listed = client
-        .request("tools/list", None, RequestOptions::default())
-        .await
-        .expect("tools/list");
-    let names: Vec<&str> = listed["tools"]
-        .as_array()
-        .expect("tools array")
-        .iter()
-        .filter_map(|t| t["name"].as_str())
-        .collect();
+    let names = first_list(&client).await;
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
     assert!(names.contains(&"every__echo"), "first list: {names:?}");
     assert!(!names.iter().any(|n| n.starts_with("mute__")), "{names:?}");
     let r = call(&client, "every__echo", json!({"message": "served"})).await;
