@@ -6,9 +6,10 @@
 use std::sync::Arc;
 
 use futures::{Stream, StreamExt};
-use mcpyard_gateway::{Answer, Gateway, Outbound, Session};
-use mcpyard_proto::{methods, parse_body, Body, ErrorObject, Message, ParseError};
+use mcpyard_gateway::{Gateway, Outbound, Session};
+use mcpyard_proto::{methods, parse_body, Body, ErrorObject, Message, ParseError, RequestId};
 use serde::de::IgnoredAny;
+use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
@@ -73,7 +74,8 @@ fn count_entries(bytes: &[u8]) -> Option<usize> {
 /// A batch's entries, sorted for handling.
 #[derive(Debug)]
 pub(crate) struct Batch {
-    requests: Vec<Message>,
+    /// (id, method, params) of each request, in batch order.
+    requests: Vec<(RequestId, String, Option<Value>)>,
     /// Answers already known: entries that are not valid messages, and
     /// `initialize`, which must not be batched.
     errors: Vec<Message>,
@@ -102,7 +104,9 @@ impl Batch {
                         ErrorObject::invalid_request("initialize must not be sent in a batch"),
                     ))
                 }
-                Ok(m) if m.is_request() => batch.requests.push(m),
+                Ok(Message::Request { id, method, params }) => {
+                    batch.requests.push((id, method, params))
+                }
                 Ok(m) => gateway.receive(session, m).await,
             }
         }
@@ -126,10 +130,15 @@ impl Batch {
     ) -> impl Stream<Item = Message> + Send + 'static {
         let Batch { requests, errors } = self;
         futures::stream::iter(requests)
-            .map(move |msg| {
+            .map(move |(id, method, params)| {
                 let (gateway, session, related) =
                     (gateway.clone(), session.clone(), related.clone());
-                async move { answer(&gateway, &session, msg, related).await.into_reply() }
+                async move {
+                    gateway
+                        .request(&session, id, &method, params, related)
+                        .await
+                        .into_reply()
+                }
             })
             .buffered(limits.max_in_flight.max(1))
             .filter_map(std::future::ready)
@@ -161,29 +170,6 @@ pub(crate) async fn answer_on_lines(
             }
         }
     });
-}
-
-/// The gateway's answer to one request message (anything else is only
-/// taken note of, and gets no answer).
-pub(crate) async fn answer(
-    gateway: &Gateway,
-    session: &Arc<Session>,
-    msg: Message,
-    related: Option<Outbound>,
-) -> Answer {
-    match msg {
-        Message::Request { id, method, params } => {
-            gateway.request(session, id, &method, params, related).await
-        }
-        other => {
-            let id = other.id().cloned();
-            gateway.receive(session, other).await;
-            Answer::Reply(Message::error(
-                id,
-                ErrorObject::invalid_request("not a request"),
-            ))
-        }
-    }
 }
 
 #[cfg(test)]

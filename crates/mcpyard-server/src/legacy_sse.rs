@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use http::{HeaderMap, StatusCode};
 use mcpyard_gateway::{Gateway, Session};
-use mcpyard_proto::Body;
+use mcpyard_proto::{Body, Message};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
@@ -111,11 +111,12 @@ pub(crate) async fn post(
         Err(e) | Ok(Body::Single(Err(e))) => {
             return json_response(StatusCode::BAD_REQUEST, &e.to_response().to_value())
         }
-        Ok(Body::Single(Ok(msg))) if msg.is_request() => {
+        Ok(Body::Single(Ok(Message::Request { id, method, params }))) => {
             let (gateway, session) = (state.gateway.clone(), session.clone());
             // No answer is what a request the client cancelled gets.
             futures::stream::once(async move {
-                batch::answer(&gateway, &session, msg, None)
+                gateway
+                    .request(&session, id, &method, params, None)
                     .await
                     .into_reply()
             })

@@ -165,13 +165,13 @@ async fn dispatch(
             Err(e) => {
                 let _ = tx.send(e.to_response()).await;
             }
-            Ok(msg) if msg.is_request() => {
+            Ok(Message::Request { id, method, params }) => {
                 let gateway = gateway.clone();
                 let session = session.clone();
                 let tx = tx.clone();
                 tasks.spawn(async move {
                     // No answer is what a request the client cancelled gets.
-                    let answer = batch::answer(&gateway, &session, msg, None).await;
+                    let answer = gateway.request(&session, id, &method, params, None).await;
                     if let Some(reply) = answer.into_reply() {
                         let _ = tx.send(reply).await;
                     }

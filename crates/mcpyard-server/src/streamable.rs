@@ -11,9 +11,10 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use http::header::ALLOW;
 use http::{HeaderMap, HeaderValue, StatusCode};
-use mcpyard_gateway::{Gateway, Outbound, Session};
+use mcpyard_gateway::{Gateway, Session};
 use mcpyard_proto::{
-    allows_batches, codes, is_supported, methods, Body, ErrorObject, Message, ParseError, SUPPORTED,
+    allows_batches, codes, is_supported, methods, Body, ErrorObject, Message, ParseError,
+    RequestId, SUPPORTED,
 };
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
@@ -263,10 +264,10 @@ async fn post_without_session(
         Ok(Body::Single(Ok(msg))) if stateless_hint || stateless::has_envelope(&msg) => {
             stateless::post(state, headers, accepts, msg).await
         }
-        Ok(Body::Single(Ok(msg)))
-            if msg.method() == Some(methods::INITIALIZE) && msg.is_request() =>
+        Ok(Body::Single(Ok(Message::Request { id, method, params })))
+            if method == methods::INITIALIZE =>
         {
-            initialize(state, accepts, msg).await
+            initialize(state, accepts, id, params).await
         }
         Ok(Body::Batch(_)) if stateless_hint => stateless::batch_rejected(),
         Ok(Body::Batch(items))
@@ -292,9 +293,16 @@ async fn post_without_session(
 
 /// `initialize` without a session: a new session is created, and issued in
 /// `Mcp-Session-Id` when the gateway accepts the handshake.
-async fn initialize(state: &AppState, accepts: Accepts, msg: Message) -> Response {
+async fn initialize(
+    state: &AppState,
+    accepts: Accepts,
+    id: RequestId,
+    params: Option<Value>,
+) -> Response {
     let session = Session::new(None);
-    let answer = batch::answer(&state.gateway, &session, msg, None)
+    let answer = state
+        .gateway
+        .request(&session, id, methods::INITIALIZE, params, None)
         .await
         .into_message();
     let accepted = matches!(answer, Message::Response { .. });
@@ -339,9 +347,13 @@ async fn post_in_session(
     drop(body);
     match parsed {
         Err(e) | Ok(Body::Single(Err(e))) => parse_failure(&e, StatusCode::OK),
-        Ok(Body::Single(Ok(msg))) if msg.is_request() => {
+        Ok(Body::Single(Ok(Message::Request { id, method, params }))) => {
             reply::reply(plan, move |related| async move {
-                answer_request(&gateway, &session, msg, related).await
+                gateway
+                    .request(&session, id, &method, params, related)
+                    .await
+                    .into_message()
+                    .to_value()
             })
             .await
         }
@@ -368,18 +380,6 @@ async fn post_in_session(
             post_batch(&gateway, session, plan, items, state.opts.batch).await
         }
     }
-}
-
-async fn answer_request(
-    gateway: &Gateway,
-    session: &Arc<Session>,
-    msg: Message,
-    related: Option<Outbound>,
-) -> Value {
-    batch::answer(gateway, session, msg, related)
-        .await
-        .into_message()
-        .to_value()
 }
 
 /// A batch of a 2025-03-26 session: each entry is answered on its own,
