@@ -23,7 +23,7 @@ mod gateway;
 mod router;
 mod source;
 
-pub use catalog::{Exposure, ListKind, SourceLists};
+pub use catalog::{Exposure, ListKind, Listing, SourceLists};
 pub use config::{ConfigError, GatewayConfig, SamplingPolicy, UpstreamSpec};
 pub use downstream::{Negotiated, Outbound, Session};
 pub use error::{Fault, RouteError};

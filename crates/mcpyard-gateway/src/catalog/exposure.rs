@@ -4,6 +4,23 @@
 
 use std::collections::HashMap;
 
+/// What a source's tools look like in `tools/list` (the `expose` setting);
+/// tools not listed stay callable and are found through the search tools.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum Listing {
+    /// What the source suggests (see `SourceLists::set_default_listing`):
+    /// every tool for MCP servers and the local models, a curated set or
+    /// none for large APIs.
+    #[default]
+    Default,
+    /// Every tool (`"*"`).
+    All,
+    /// No tool directly (`"none"`).
+    None,
+    /// Names or patterns (own, unprefixed names; `*` globs).
+    Only(Vec<String>),
+}
+
 /// One source's exposure rules. Names are the source's own (unprefixed);
 /// a pattern may end in `*` to match every name starting with what precedes
 /// it. The default offers everything under its own name.
@@ -17,6 +34,8 @@ pub struct Exposure {
     pub hidden: Vec<String>,
     /// A source's name → the name clients see (before the prefix).
     pub rename: HashMap<String, String>,
+    /// Which of the allowed tools `tools/list` shows.
+    pub listing: Listing,
 }
 
 /// What the stage decides for one name.

@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use exposure::Decision;
-pub use exposure::Exposure;
+pub use exposure::{Exposure, Listing};
 
 use crate::source::Identity;
 
@@ -92,6 +92,9 @@ pub struct SourceLists {
     /// The source runs task-augmented `tools/call` itself; otherwise the
     /// gateway runs them, and says so on each tool.
     pub(crate) runs_tasks: bool,
+    /// The tools this source would list under `expose = "default"` (own
+    /// names or patterns); `None`: all of them.
+    pub(crate) default_listing: Option<Vec<String>>,
 }
 
 impl SourceLists {
@@ -108,6 +111,12 @@ impl SourceLists {
 
     pub fn set(&mut self, kind: ListKind, items: Vec<Value>) {
         self.items[kind.index()] = items;
+    }
+
+    /// What `expose = "default"` lists for this source: these names or
+    /// patterns only (a large API's curated set, or none), instead of all.
+    pub fn set_default_listing(&mut self, names: Option<Vec<String>>) {
+        self.default_listing = names;
     }
 }
 
