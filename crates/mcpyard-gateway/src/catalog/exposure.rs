@@ -94,6 +94,7 @@ mod tests {
             deny: vec!["get_secret".into()],
             hidden: vec!["get_big*".into()],
             rename: HashMap::from([("echo".into(), "say".into())]),
+            ..Exposure::default()
         };
         assert_eq!(exposure.decide("delete_all"), Decision::Denied);
         assert_eq!(exposure.decide("get_secret"), Decision::Denied);
