@@ -7,6 +7,8 @@
 
 mod error;
 mod expand;
+#[allow(dead_code)] // read by the sources' sections as they gain `expose`
+mod expose;
 mod json_file;
 mod jsonc;
 mod limits;
