@@ -5,9 +5,11 @@
 //!   what the call needs on the wire. Loading produces it; calling reads it.
 //! - `config.rs`: what the gateway's configuration gives one API.
 
+mod audit;
 mod config;
 mod model;
 
+pub use audit::{audit, Audit};
 pub use config::{ApiAuth, ApiConfig};
 
 pub use model::{
