@@ -36,6 +36,7 @@ NODE_MIN="22.19.0"
 NPM_PEERS=(
   "@modelcontextprotocol/server-everything@2026.8.31"
   "@modelcontextprotocol/server-filesystem@2026.8.31"
+  "@modelcontextprotocol/server-memory@2026.8.31"
   "@modelcontextprotocol/conformance@0.1.16"
   "@modelcontextprotocol/inspector@2.12.0"
   "@stoplight/prism-cli@5.16.0"
@@ -151,7 +152,7 @@ venv "$TOOLS/venv-llama" llama_cpp "${PY_LLAMA[@]}"
 # --- checks: each piece runs -------------------------------------------------
 v="$("$NODE" --version)"
 case "$v" in v22.*) ;; *) die "node reports $v, expected v22.x" ;; esac
-for bin in mcp-server-everything mcp-server-filesystem conformance prism; do
+for bin in mcp-server-everything mcp-server-filesystem mcp-server-memory conformance prism; do
   [ -x "$TOOLS/npm/node_modules/.bin/$bin" ] || die "missing .tools/npm/node_modules/.bin/$bin"
 done
 inspector_bin=""
