@@ -4,7 +4,12 @@
 
 use serde_json::Value;
 
+use crate::describe::{body_guidance, field_guidance, parameter_guidance};
 use crate::model::{ApiDocument, BodyShape};
+
+/// How the loader's line for file arguments begins (it follows the
+/// document's own words, if any).
+const FILE_GUIDANCE_START: &str = "A file: a `data:";
 
 /// What a document leaves undescribed, in document order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -38,9 +43,19 @@ fn says_something(text: Option<&str>) -> bool {
     })
 }
 
-fn described(schema: &Value) -> bool {
-    says_something(schema.get("description").and_then(Value::as_str))
-        || says_something(schema.get("title").and_then(Value::as_str))
+/// Whether the document described an input: the loader writes guidance
+/// into the schema where it did not, so that guidance counts as nothing.
+fn described(schema: &Value, guidance: &str) -> bool {
+    let Some(description) = schema.get("description").and_then(Value::as_str) else {
+        return false;
+    };
+    let own = match description.find(FILE_GUIDANCE_START) {
+        Some(at) => &description[..at],
+        None => description,
+    };
+    own.trim() != guidance
+        && !own.trim().starts_with("The request body (")
+        && says_something(Some(own))
 }
 
 /// Audits a loaded document.
@@ -56,7 +71,8 @@ pub fn audit(document: &ApiDocument) -> Audit {
                 .push(format!("{}.{argument}", op.name));
         };
         for parameter in &op.parameters {
-            if !described(&parameter.schema) {
+            let guidance = parameter_guidance(&parameter.name.wire, parameter.location, &op.path);
+            if !described(&parameter.schema, &guidance) {
                 field(&parameter.name.argument);
             }
         }
@@ -66,13 +82,17 @@ pub fn audit(document: &ApiDocument) -> Audit {
                 let properties = body.schema.get("properties");
                 for argument in arguments {
                     let schema = properties.and_then(|p| p.get(&argument.wire));
-                    if !schema.is_some_and(described) {
+                    let guidance = field_guidance(&argument.wire);
+                    if !schema.is_some_and(|s| described(s, &guidance)) {
                         field(&argument.argument);
                     }
                 }
             }
             BodyShape::Whole(argument) => {
-                if !described(&body.schema) {
+                let schema = op.input_schema["properties"]
+                    .get(argument)
+                    .unwrap_or(&body.schema);
+                if !described(schema, &body_guidance(&body.media_type, None)) {
                     field(argument);
                 }
             }
@@ -92,6 +112,36 @@ mod tests {
         assert!(!says_something(Some("Request")));
         assert!(!says_something(Some("request.")));
         assert!(says_something(Some("Lists the installed models")));
+    }
+
+    #[test]
+    fn the_loaders_guidance_is_no_description() {
+        let text = r#"{"openapi": "3.1.0", "info": {"title": "t", "version": "1"},
+          "paths": {"/pets/{id}": {"put": {"summary": "Replaces a pet",
+            "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}},
+              {"name": "dry", "in": "query", "description": "Only check", "schema": {"type": "boolean"}}],
+            "requestBody": {"content": {"application/json": {"schema": {"type": "object",
+              "properties": {"name": {"type": "string", "description": "The pet's name"},
+                "tag": {"type": "string", "description": "Request"}}}}}},
+            "responses": {"200": {"description": "ok"}}},
+          "delete": {"parameters": [{"name": "id", "in": "path", "required": true}],
+            "responses": {"204": {"description": "gone"}}}}}}"#;
+        let document = crate::parse("pets.json", text, None, &Default::default()).unwrap();
+        let found = audit(&document);
+        let names: Vec<&str> = document
+            .operations
+            .iter()
+            .map(|o| o.name.as_str())
+            .collect();
+        assert_eq!(found.undescribed_operations, [names[1]]);
+        assert_eq!(
+            found.undescribed_fields,
+            [
+                format!("{}.id", names[0]),
+                format!("{}.tag", names[0]),
+                format!("{}.id", names[1])
+            ]
+        );
     }
 
     #[test]
