@@ -177,7 +177,13 @@ impl Sandbox {
             {
                 Ok(mut f) => {
                     use tokio::io::AsyncWriteExt;
-                    f.write_all(bytes).await.map_err(|e| {
+                    // A tokio file writes in the background: flush before
+                    // the path is handed out, or it may still be empty.
+                    let written = match f.write_all(bytes).await {
+                        Ok(()) => f.flush().await,
+                        Err(e) => Err(e),
+                    };
+                    written.map_err(|e| {
                         FileError(format!("Cannot write `{}`: {e}.", path.display()))
                     })?;
                     return Ok(path);
