@@ -256,6 +256,9 @@ impl Source for OpenApiSource {
             "operations": operations,
             "base_url": base_url,
             "last_error": last_error,
+            // What the status tool's text line shows.
+            "transport": format!("OpenAPI, {operations} operation(s)"),
+            "error": last_error,
         });
         if let Some(l) = &loaded {
             l.caller.scrub_value(&mut status);

@@ -507,7 +507,17 @@ async fn each_operation_gets_the_credentials_its_security_names() {
 
     let status = h.status().await;
     assert_no_secret("the status", &status.to_string());
-    assert!(status.to_string().contains("vault"), "{status}");
+    let api = status["structuredContent"]["sources"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["name"] == "vault"))
+        .unwrap_or_else(|| panic!("the API in the status: {status}"))
+        .clone();
+    assert_eq!(api["kind"], json!("openapi"));
+    assert_eq!(api["healthy"], json!(true));
+    assert_eq!(api["operations"], json!(8));
+    assert_eq!(api["document"]["title"], json!("Test API"));
+    assert_eq!(api["document"]["version"], json!("openapi 3.1"));
+    assert_eq!(api["base_url"], json!(server.url));
 }
 
 #[tokio::test]
@@ -798,4 +808,92 @@ async fn a_websocket_route_is_a_bounded_exchange() {
         .await
         .expect("server task ends")
         .expect("server task");
+}
+
+#[tokio::test]
+async fn the_base_url_comes_from_the_config_then_the_operation_then_the_document() {
+    let server = Recorder::start().await;
+    let dir = tempdir();
+    let dead = "http://127.0.0.1:1/nowhere";
+    let mut own = op("own_server", "GET", "/json");
+    own.servers = vec![format!("{}/v2", server.url)];
+    let doc = document(dead, vec![own, op("doc_server", "GET", "/json")]);
+    let h = Harness::new(config("servers", dir.path()), doc.clone()).await;
+    let r = h.call("own_server", json!({})).await;
+    assert!(!is_error(&r), "{r}");
+    assert_eq!(server.only().path, "/v2/json");
+    let r = h.call("doc_server", json!({})).await;
+    assert!(is_error(&r) && text(&r).contains("cannot connect"), "{r}");
+
+    server.clear();
+    let mut c = config("servers", dir.path());
+    c.base_url = Some(format!("{}/v3/", server.url));
+    let h = Harness::new(c, doc).await;
+    for name in ["own_server", "doc_server"] {
+        let r = h.call(name, json!({})).await;
+        assert!(!is_error(&r), "{r}");
+    }
+    let paths: Vec<String> = server.seen().into_iter().map(|r| r.path).collect();
+    assert_eq!(paths, ["/v3/json", "/v3/json"]);
+}
+
+#[tokio::test]
+async fn a_slow_api_ends_in_an_error_result_at_its_timeout() {
+    let server = Recorder::start().await;
+    let dir = tempdir();
+    let mut c = config("slowpoke", dir.path());
+    c.timeout = Duration::from_millis(500);
+    let h = Harness::new(c, document(&server.url, vec![op("slow", "GET", "/slow")])).await;
+    let started = std::time::Instant::now();
+    let r = h.call("slow", json!({})).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(is_error(&r), "{r}");
+    let t = text(&r);
+    assert!(t.contains("slowpoke") && t.contains("time"), "{t}");
+}
+
+#[tokio::test]
+async fn tools_are_listed_with_their_annotations() {
+    let server = Recorder::start().await;
+    let dir = tempdir();
+    let mut get = op("get_item", "GET", "/items/{id}");
+    get.summary = Some("Get one item".into());
+    get.output_schema = Some(json!({"type": "object"}));
+    let doc = document(
+        &server.url,
+        vec![
+            get,
+            op("delete_item", "DELETE", "/items/{id}"),
+            op("create_item", "POST", "/items"),
+        ],
+    );
+    let h = Harness::new(config("shop", dir.path()), doc).await;
+    let tools = h.tools().await;
+    let find = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {tools:?}"))
+            .clone()
+    };
+    let get = find("shop__get_item");
+    assert_eq!(get["title"], json!("Get one item"));
+    assert_eq!(get["description"], json!("GET /items/{id}"));
+    assert_eq!(get["outputSchema"], json!({"type": "object"}));
+    assert_eq!(
+        get["annotations"],
+        json!({"title": "Get one item", "readOnlyHint": true, "destructiveHint": false, "openWorldHint": true})
+    );
+    let delete = find("shop__delete_item");
+    assert_eq!(delete["annotations"]["destructiveHint"], json!(true));
+    assert_eq!(delete["annotations"]["readOnlyHint"], json!(false));
+    assert_eq!(delete["title"], json!("Delete item"));
+    assert_eq!(
+        find("shop__create_item")["annotations"]["readOnlyHint"],
+        json!(false)
+    );
 }

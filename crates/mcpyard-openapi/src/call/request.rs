@@ -79,9 +79,24 @@ pub(crate) async fn prepare(
                 path = path.replace(&format!("{{{}}}", p.name.wire), &path_value(p, value));
             }
             Location::Query => query.extend(query_pairs(p, value)),
+            // OpenAPI: these three are described elsewhere in the document
+            // (media types, security) and a parameter of that name is ignored.
+            Location::Header
+                if ["accept", "content-type", "authorization"]
+                    .contains(&p.name.wire.to_ascii_lowercase().as_str()) => {}
             Location::Header => headers.push((p.name.wire.clone(), header_value(p, value))),
             Location::Cookie => cookies.push(format!("{}={}", p.name.wire, cookie_value(p, value))),
         }
+    }
+    if let Some(missing) = op
+        .parameters
+        .iter()
+        .find(|p| p.location == Location::Path && path.contains(&format!("{{{}}}", p.name.wire)))
+    {
+        return Err(CallError::InvalidBody(format!(
+            "`{}` is required: it is part of the path `{}`",
+            missing.name.argument, op.path
+        )));
     }
     for c in credentials {
         match c {
