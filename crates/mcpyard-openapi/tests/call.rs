@@ -835,6 +835,25 @@ async fn the_base_url_comes_from_the_config_then_the_operation_then_the_document
     }
     let paths: Vec<String> = server.seen().into_iter().map(|r| r.path).collect();
     assert_eq!(paths, ["/v3/json", "/v3/json"]);
+
+    // A relative server is resolved against the document's URL; read from
+    // a file, it cannot be, and the message says what to set.
+    server.clear();
+    let mut doc = document("/v4", vec![op("relative", "GET", "/json")]);
+    doc.origin = format!("{}/specs/openapi.json", server.url);
+    let h = Harness::new(config("servers", dir.path()), doc.clone()).await;
+    let r = h.call("relative", json!({})).await;
+    assert!(!is_error(&r), "{r}");
+    assert_eq!(server.only().path, "/v4/json");
+    doc.origin = "/etc/specs/openapi.json".into();
+    let h = Harness::new(config("servers", dir.path()), doc).await;
+    let r = h.call("relative", json!({})).await;
+    assert!(is_error(&r), "{r}");
+    let t = text(&r);
+    assert!(
+        t.contains("`/v4` is relative") && t.contains("[apis.servers] base_url"),
+        "{t}"
+    );
 }
 
 #[tokio::test]

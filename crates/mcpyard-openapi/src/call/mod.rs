@@ -39,10 +39,8 @@ pub(crate) enum CallError {
     File(String),
     #[error("{0}. Nothing was sent.")]
     InvalidBody(String),
-    #[error(
-        "API `{api}` has no base URL: the document names no server. Set [apis.{api}] base_url."
-    )]
-    NoBaseUrl { api: String },
+    #[error("API `{api}` has no base URL: {why}. Set [apis.{api}] base_url.")]
+    NoBaseUrl { api: String, why: String },
     #[error("API `{api}`: {what}")]
     Failed { api: String, what: String },
     #[error("The call was cancelled.")]
@@ -213,28 +211,24 @@ impl Caller {
         let origin = url::Url::parse(&self.doc.origin)
             .ok()
             .filter(|u| matches!(u.scheme(), "http" | "https"));
+        let no_base = |why: String| CallError::NoBaseUrl {
+            api: self.api().to_owned(),
+            why,
+        };
         match (chosen, origin) {
-            (Some(s), _) if s.starts_with("http://") || s.starts_with("https://") => Ok(s),
-            (Some(s), Some(origin)) => {
-                origin
-                    .join(&s)
-                    .map(|u| u.to_string())
-                    .map_err(|_| CallError::NoBaseUrl {
-                        api: self.api().to_owned(),
-                    })
-            }
+            (Some(s), _) if url::Url::parse(&s).is_ok() => Ok(s),
+            (Some(s), Some(origin)) => origin
+                .join(&s)
+                .map(|u| u.to_string())
+                .map_err(|e| no_base(format!("the server `{s}` is not a URL ({e})"))),
             // OpenAPI's default server is `/`: the document's own host.
-            (None, Some(origin)) => {
-                origin
-                    .join("/")
-                    .map(|u| u.to_string())
-                    .map_err(|_| CallError::NoBaseUrl {
-                        api: self.api().to_owned(),
-                    })
-            }
-            _ => Err(CallError::NoBaseUrl {
-                api: self.api().to_owned(),
-            }),
+            (None, Some(origin)) => Ok(origin
+                .join("/")
+                .map_or_else(|_| origin.to_string(), |u| u.to_string())),
+            (Some(s), None) => Err(no_base(format!(
+                "the document's server `{s}` is relative and the document was read from a file"
+            ))),
+            (None, None) => Err(no_base("the document names no server".to_owned())),
         }
     }
 
