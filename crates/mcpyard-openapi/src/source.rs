@@ -21,7 +21,6 @@ pub struct OpenApiSource {
     inner: Arc<Inner>,
 }
 
-#[derive(Debug)]
 struct Inner {
     config: Arc<ApiConfig>,
     /// A document given already loaded, published at start.
@@ -31,6 +30,20 @@ struct Inner {
     /// reads a file or a URL the configuration names).
     last_error: Mutex<Option<String>>,
     stop: CancellationToken,
+}
+
+impl std::fmt::Debug for Inner {
+    // The configuration's headers may hold keys: only names are shown.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenApi")
+            .field("name", &self.config.name)
+            .field("spec", &self.config.spec)
+            .field(
+                "loaded",
+                &self.loaded.read().map(|l| l.is_some()).unwrap_or(false),
+            )
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -50,7 +50,6 @@ pub(crate) enum CallError {
 }
 
 /// Calls the operations of one loaded document.
-#[derive(Debug)]
 pub(crate) struct Caller {
     pub(crate) config: Arc<ApiConfig>,
     pub(crate) doc: Arc<ApiDocument>,
@@ -60,6 +59,16 @@ pub(crate) struct Caller {
     checks: Vec<validate::InputCheck>,
     /// Every form of every configured secret, longest first.
     secrets: Vec<String>,
+}
+
+impl std::fmt::Debug for Caller {
+    // Names the API, never its credentials or headers.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Caller")
+            .field("api", &self.config.name)
+            .field("operations", &self.doc.operations.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Caller {
