@@ -507,6 +507,11 @@ async fn each_operation_gets_the_credentials_its_security_names() {
 
     let status = h.status().await;
     assert_no_secret("the status", &status.to_string());
+    let source = mcpyard_openapi::OpenApiSource::with_document(
+        secured_config(dir.path()),
+        secured_document(&server.url),
+    );
+    assert_no_secret("the source's debug form", &format!("{source:?}"));
     let api = status["structuredContent"]["sources"]
         .as_array()
         .and_then(|s| s.iter().find(|s| s["name"] == "vault"))
@@ -549,7 +554,7 @@ async fn a_failed_connection_names_the_api_and_shows_no_key() {
 async fn answers_are_one_envelope_by_kind() {
     let server = Recorder::start().await;
     let dir = tempdir();
-    let ops = ["json", "text", "image", "big", "missing"]
+    let ops = ["json", "text", "image", "pdf", "wav", "big", "missing"]
         .iter()
         .map(|p| op(p, "GET", &format!("/{p}")))
         .collect();
@@ -582,6 +587,24 @@ async fn answers_are_one_envelope_by_kind() {
         PNG
     );
     assert_eq!(r["structuredContent"]["size_bytes"], json!(PNG.len()));
+
+    let r = h.call("wav", json!({})).await;
+    let audio = &r["content"][1];
+    assert_eq!(audio["type"], json!("audio"), "{r}");
+    assert_eq!(audio["mimeType"], json!("audio/wav"));
+
+    let r = h.call("pdf", json!({})).await;
+    let resource = &r["content"][1];
+    assert_eq!(resource["type"], json!("resource"), "{r}");
+    assert_eq!(resource["resource"]["mimeType"], json!("application/pdf"));
+    assert_eq!(
+        base64::engine::general_purpose::STANDARD
+            .decode(resource["resource"]["blob"].as_str().expect("blob"))
+            .expect("base64"),
+        PDF
+    );
+    // The text rendering does not carry the bytes twice.
+    assert!(!text(&r).contains(resource["resource"]["blob"].as_str().expect("blob")));
 
     let r = h.call("big", json!({})).await;
     assert!(!is_error(&r), "{r}");
@@ -624,6 +647,28 @@ async fn an_answer_over_the_cap_is_cut_with_a_note() {
         note.contains("max_response_bytes") && note.contains("Ask for less"),
         "{note}"
     );
+}
+
+#[tokio::test]
+async fn an_event_stream_over_the_cap_is_cut_too() {
+    let server = Recorder::start().await;
+    let dir = tempdir();
+    let mut c = config("chat", dir.path());
+    // The first event is 28 bytes on the wire: the cap falls in the second.
+    c.max_response_bytes = 40;
+    let h = Harness::new(
+        c,
+        document(&server.url, vec![op("stream", "GET", "/events")]),
+    )
+    .await;
+    let r = h.call("stream", json!({})).await;
+    assert!(!is_error(&r), "{r}");
+    let env = &r["structuredContent"];
+    assert_eq!(env["events"], json!([{"n": 1}]), "{env}");
+    assert_eq!(env["truncated"], json!(true));
+    assert!(env["note"]
+        .as_str()
+        .is_some_and(|n| n.contains("max_response_bytes")));
 }
 
 #[tokio::test]

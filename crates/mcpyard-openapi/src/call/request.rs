@@ -375,3 +375,70 @@ fn cookie_value(_p: &Parameter, value: &Value) -> String {
         Parts::Pairs(pairs) => flat(&pairs).join(","),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::Argument;
+
+    fn p(name: &str, location: Location, style: Style, explode: bool) -> Parameter {
+        Parameter {
+            name: Argument {
+                argument: name.into(),
+                wire: name.into(),
+            },
+            location,
+            required: false,
+            style,
+            explode,
+            schema: json!({}),
+        }
+    }
+
+    #[test]
+    fn path_styles_follow_the_specification_examples() {
+        let object = json!({"R": 100, "G": 200});
+        let cases = [
+            (Style::Simple, false, json!("blue"), "blue"),
+            (Style::Simple, false, json!(["a", "b"]), "a,b"),
+            (Style::Simple, false, object.clone(), "G,200,R,100"),
+            (Style::Simple, true, object.clone(), "G=200,R=100"),
+            (Style::Label, false, json!("blue"), ".blue"),
+            (Style::Label, true, json!(["a", "b"]), ".a.b"),
+            (Style::Label, false, object.clone(), ".G,200,R,100"),
+            (Style::Label, true, object.clone(), ".G=200.R=100"),
+            (Style::Matrix, false, json!("blue"), ";color=blue"),
+            (Style::Matrix, false, json!(["a", "b"]), ";color=a,b"),
+            (Style::Matrix, false, object.clone(), ";color=G,200,R,100"),
+            (Style::Matrix, true, object, ";G=200;R=100"),
+            (Style::Simple, false, json!("a/b?c"), "a%2Fb%3Fc"),
+        ];
+        for (style, explode, value, expected) in cases {
+            let param = p("color", Location::Path, style, explode);
+            assert_eq!(
+                path_value(&param, &value),
+                expected,
+                "{style:?} explode={explode} {value}"
+            );
+        }
+    }
+
+    #[test]
+    fn query_objects_and_headers_follow_their_styles() {
+        let object = json!({"R": 100, "G": 200});
+        let form = p("color", Location::Query, Style::Form, true);
+        assert_eq!(query_pairs(&form, &object), ["G=200", "R=100"]);
+        let form = p("color", Location::Query, Style::Form, false);
+        assert_eq!(query_pairs(&form, &object), ["color=G,200,R,100"]);
+        let deep = p("color", Location::Query, Style::DeepObject, true);
+        assert_eq!(
+            query_pairs(&deep, &json!({"R": 100, "tags": ["a b", "c"]})),
+            ["color[R]=100", "color[tags]=a%20b", "color[tags]=c"]
+        );
+        let header = p("X-Color", Location::Header, Style::Simple, true);
+        assert_eq!(header_value(&header, &object), "G=200,R=100");
+        assert_eq!(header_value(&header, &json!(true)), "true");
+    }
+}

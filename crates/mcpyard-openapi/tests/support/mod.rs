@@ -48,7 +48,7 @@ struct Shared {
 }
 
 /// The recording server. Answers: `/json`, `/text`, `/events` (three
-/// events, 100 ms apart), `/image` (a small PNG), `/big` (2 MiB of bytes),
+/// events, 100 ms apart), `/image` (a small PNG), `/pdf`, `/wav`, `/big` (2 MiB of bytes),
 /// `/large` (100 KB of JSON), `/missing` (404 JSON), `/echo` (the request's
 /// headers and query as JSON), `/slow` (never answers), `/files/blob` (a
 /// file to fetch); anything else `{"ok": true}`.
@@ -68,6 +68,7 @@ impl Drop for Recorder {
 }
 
 pub(crate) const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR-small-test-image";
+pub(crate) const PDF: &[u8] = b"%PDF-1.4 tiny";
 pub(crate) const BLOB: &[u8] = b"blob bytes \x00\x01\x02";
 
 impl Recorder {
@@ -170,6 +171,8 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
                 .into_response()
         }
         "/image" => ([("content-type", "image/png")], PNG).into_response(),
+        "/pdf" => ([("content-type", "application/pdf")], PDF).into_response(),
+        "/wav" => ([("content-type", "audio/wav")], b"RIFF....WAVE".as_slice()).into_response(),
         "/big" => (
             [("content-type", "application/octet-stream")],
             vec![7u8; 2 * 1024 * 1024],
@@ -284,6 +287,12 @@ impl Harness {
     pub(crate) async fn new(config: ApiConfig, doc: ApiDocument) -> Self {
         let prefix = format!("{}__", config.name);
         let source = mcpyard_openapi::OpenApiSource::with_document(config, doc);
+        Self::with_source(&prefix, source).await
+    }
+
+    /// A gateway with this source, whose tools are named `<prefix><name>`.
+    pub(crate) async fn with_source(prefix: &str, source: mcpyard_openapi::OpenApiSource) -> Self {
+        let prefix = prefix.to_owned();
         let gateway = Gateway::start(GatewayConfig {
             sources: vec![source.into_source_spec()],
             ..GatewayConfig::default()
