@@ -4,39 +4,32 @@
 //!   method and path, with its tool name, description, input schema and
 //!   what the call needs on the wire. Loading produces it; calling reads it.
 //! - `config.rs`: what the gateway's configuration gives one API.
+//! - `load/`: a document (file or URL, JSON or YAML) to an [`ApiDocument`];
+//!   `naming.rs`, `schema.rs` and `describe.rs` make each tool's name,
+//!   schemas and description; `curated.rs` what `expose = "default"` lists.
 //! - `call/`: an operation and the tool's arguments to an HTTP request (or
 //!   a WebSocket exchange), the answer to a tool result.
 //! - `source.rs`: the gateway's [`OpenApiSource`].
 
 mod call;
 mod config;
+mod curated;
+mod describe;
+mod load;
 mod model;
+mod naming;
+mod schema;
 mod source;
 
 pub use config::{ApiAuth, ApiConfig};
+pub use curated::{default_listing, DEFAULT_LISTING_MAX_OPERATIONS};
+pub use load::{
+    load, load_file, parse, LoadError, LoadOptions, FETCH_TIMEOUT, MAX_DOCUMENT_BYTES,
+    MAX_TOOL_NAME_LEN,
+};
 pub use source::OpenApiSource;
 
 pub use model::{
     ApiDocument, Argument, BodyKind, BodyShape, DocVersion, Location, Operation, Parameter,
     RequestBody, ResponseKind, SecurityRequirement, SecurityScheme, Style,
 };
-
-// Stand-ins for the loader's API until it lands on this branch.
-/// How names are made (the loader's).
-#[derive(Debug, Clone, Default)]
-pub struct LoadOptions {
-    pub rename: std::collections::BTreeMap<String, String>,
-    pub prefix_len: usize,
-}
-/// Why a document cannot be used (the loader's).
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct LoadError(String);
-/// Loads a document (the loader's).
-pub async fn load(spec: &str, _options: &LoadOptions) -> Result<ApiDocument, LoadError> {
-    Err(LoadError(format!("{spec}: loading is not built yet")))
-}
-/// What `expose = "default"` lists (the loader's).
-pub fn default_listing(doc: &ApiDocument) -> Option<Vec<String>> {
-    (doc.operations.len() > 40).then(Vec::new)
-}
