@@ -961,3 +961,259 @@ async fn tools_are_listed_with_their_annotations() {
         json!(false)
     );
 }
+
+#[tokio::test]
+async fn a_document_that_does_not_load_is_retried_until_it_does() {
+    let server = Recorder::start().await;
+    let dir = tempdir();
+    let spec = dir.path().join("later.json");
+    let mut c = config("later", dir.path());
+    c.spec = spec.to_string_lossy().into_owned();
+    c.base_url = Some(server.url.clone());
+    let h = Harness::with_source("later__", mcpyard_openapi::OpenApiSource::new(c)).await;
+    let source_status = |status: Value| {
+        status["structuredContent"]["sources"]
+            .as_array()
+            .and_then(|s| s.iter().find(|s| s["name"] == "later").cloned())
+            .unwrap_or_else(|| panic!("the API in the status: {status}"))
+    };
+    // Loading runs in the background: wait for its first failure.
+    let mut down = source_status(h.status().await);
+    for _ in 0..100 {
+        if !down["last_error"].is_null() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        down = source_status(h.status().await);
+    }
+    assert_eq!(down["healthy"], json!(false), "{down}");
+    let error = down["last_error"].as_str().unwrap_or_default();
+    assert!(error.contains("later.json"), "{down}");
+
+    std::fs::write(
+        &spec,
+        r#"{"openapi": "3.0.3", "info": {"title": "Later", "version": "1"},
+            "paths": {"/json": {"get": {"operationId": "getJson",
+              "responses": {"200": {"description": "ok"}}}}}}"#,
+    )
+    .expect("write the document");
+    let listed = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let tools = h.tools().await;
+            if let Some(t) = tools
+                .iter()
+                .find(|t| t["name"].as_str().is_some_and(|n| n.starts_with("later__")))
+            {
+                return t["name"].as_str().unwrap_or_default().to_owned();
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .expect("the document loads once it exists");
+    let r = h
+        .call(listed.trim_start_matches("later__"), json!({}))
+        .await;
+    assert!(!is_error(&r), "{r}");
+    assert_eq!(server.only().path, "/json");
+    let up = source_status(h.status().await);
+    assert_eq!(up["healthy"], json!(true), "{up}");
+    assert_eq!(up["last_error"], Value::Null, "{up}");
+    assert_eq!(up["document"]["title"], json!("Later"));
+}
+
+/// A document in the loader's hands: what it makes of it is called as the
+/// document declares.
+const LISTS: &str = r##"
+openapi: 3.1.0
+info: { title: Lists, version: "1" }
+servers: [{ url: "http://127.0.0.1:1/v1" }]
+security: [{ bearer: [] }]
+components:
+  securitySchemes:
+    bearer: { type: http, scheme: bearer }
+    key: { type: apiKey, in: query, name: api_key }
+  schemas:
+    Node:
+      type: object
+      required: [value]
+      properties:
+        value: { type: integer }
+        next: { oneOf: [{ $ref: "#/components/schemas/Node" }, { type: "null" }] }
+paths:
+  /lists:
+    get:
+      operationId: listLists
+      parameters:
+        - name: filter
+          in: query
+          style: deepObject
+          explode: true
+          schema: { type: object, properties: { min: { type: integer }, kind: { type: string } } }
+        - { name: tags, in: query, schema: { type: array, items: { type: string } } }
+      responses: { "200": { description: ok, content: { application/json: { schema: { type: object } } } } }
+    post:
+      operationId: createList
+      requestBody:
+        required: true
+        content: { application/json: { schema: { $ref: "#/components/schemas/Node" } } }
+      responses: { "201": { description: ok } }
+  /lists/{listId}:
+    delete:
+      operationId: deleteList
+      security: []
+      parameters: [{ name: listId, in: path, required: true, schema: { type: string } }]
+      responses: { "204": { description: gone } }
+  /uploads:
+    post:
+      operationId: uploadPicture
+      security: [{ key: [] }]
+      requestBody:
+        required: true
+        content:
+          multipart/form-data:
+            schema:
+              type: object
+              required: [picture]
+              properties:
+                picture: { type: string, format: binary }
+                caption: { type: string }
+      responses: { "200": { description: ok } }
+  /pictures/{name}:
+    put:
+      operationId: putPicture
+      parameters: [{ name: name, in: path, required: true, schema: { type: string } }]
+      requestBody:
+        required: true
+        content: { application/octet-stream: { schema: { type: string, format: binary } } }
+      responses: { "204": { description: ok } }
+  /text:
+    get:
+      operationId: getNote
+      responses: { "200": { description: ok, content: { text/plain: { schema: { type: string } } } } }
+"##;
+
+#[tokio::test]
+async fn a_loaded_document_is_called_as_it_declares() {
+    let server = Recorder::start().await;
+    let dir = tempdir();
+    let options = mcpyard_openapi::LoadOptions {
+        prefix_len: "lists__".len(),
+        ..Default::default()
+    };
+    let doc =
+        mcpyard_openapi::parse("lists.yaml", LISTS, None, &options).expect("the document loads");
+    let schemas: BTreeMap<String, Value> = doc
+        .operations
+        .iter()
+        .filter_map(|o| Some((o.name.clone(), o.output_schema.clone()?)))
+        .collect();
+    let mut c = config("lists", dir.path());
+    c.base_url = Some(format!("{}/v1", server.url));
+    c.auth.bearer = Some("tok-SECRET".into());
+    c.auth.schemes = BTreeMap::from([("key".to_owned(), "k-SECRET".to_owned())]);
+    let h = Harness::new(c, doc).await;
+
+    let r = h
+        .call(
+            "list_lists",
+            json!({"filter": {"min": 2, "kind": "linked"}, "tags": ["a", "b"]}),
+        )
+        .await;
+    assert!(!is_error(&r), "{r}");
+    let seen = server.only();
+    assert_eq!(seen.path, "/v1/lists");
+    assert_eq!(
+        seen.query.as_deref(),
+        Some("filter[kind]=linked&filter[min]=2&tags=a&tags=b")
+    );
+    assert_eq!(
+        seen.header("authorization").as_deref(),
+        Some("Bearer tok-SECRET")
+    );
+    // The envelope fits the output schema the loader wrote.
+    let schema = &schemas["list_lists"];
+    let validator = jsonschema::validator_for(schema).expect("output schema compiles");
+    assert!(
+        validator.is_valid(&r["structuredContent"]),
+        "{r} vs {schema}"
+    );
+    server.clear();
+
+    let r = h
+        .call(
+            "create_list",
+            json!({"value": 1, "next": {"value": 2, "next": null}}),
+        )
+        .await;
+    assert!(!is_error(&r), "{r}");
+    assert_eq!(
+        serde_json::from_slice::<Value>(&server.only().body).expect("json"),
+        json!({"value": 1, "next": {"value": 2, "next": null}})
+    );
+    server.clear();
+
+    // The recursive schema validates before sending: nothing goes out.
+    let r = h
+        .call("create_list", json!({"value": 1, "next": {"value": "two"}}))
+        .await;
+    assert!(is_error(&r) && text(&r).contains("/next"), "{r}");
+    assert!(server.seen().is_empty());
+
+    let r = h.call("delete_list", json!({"listId": "a b"})).await;
+    assert!(!is_error(&r), "{r}");
+    let seen = server.only();
+    assert_eq!(
+        (seen.method.as_str(), seen.path.as_str()),
+        ("DELETE", "/v1/lists/a%20b")
+    );
+    assert!(
+        seen.header("authorization").is_none(),
+        "security: [] sends none"
+    );
+    server.clear();
+
+    let picture = format!(
+        "data:image/png;base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(PNG)
+    );
+    let r = h
+        .call(
+            "upload_picture",
+            json!({"picture": picture, "caption": "hi"}),
+        )
+        .await;
+    assert!(!is_error(&r), "{r}");
+    let seen = server.only();
+    assert_eq!(seen.query.as_deref(), Some("api_key=k-SECRET"));
+    assert!(seen.header("authorization").is_none());
+    assert!(find(&seen.body, PNG).is_some() && find(&seen.body, b"name=\"caption\"").is_some());
+    server.clear();
+
+    let tools = h.tools().await;
+    let put = tools
+        .iter()
+        .find(|t| t["name"] == "lists__put_picture")
+        .expect("put_picture listed");
+    let body_argument = put["inputSchema"]["required"]
+        .as_array()
+        .and_then(|r| r.iter().filter_map(Value::as_str).find(|a| *a != "name"))
+        .expect("the body's argument")
+        .to_owned();
+    let r = h
+        .call(
+            "put_picture",
+            json!({"name": "cat", body_argument: "base64:aGk="}),
+        )
+        .await;
+    assert!(!is_error(&r), "{r}");
+    let seen = server.only();
+    assert_eq!(seen.path, "/v1/pictures/cat");
+    assert_eq!(seen.body, b"hi");
+    server.clear();
+
+    let r = h.call("get_note", json!({})).await;
+    assert!(!is_error(&r), "{r}");
+    let validator = jsonschema::validator_for(&schemas["get_note"]).expect("compiles");
+    assert!(validator.is_valid(&r["structuredContent"]), "{r}");
+}
