@@ -37,7 +37,7 @@ impl std::fmt::Debug for Inner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OpenApi")
             .field("name", &self.config.name)
-            .field("spec", &self.config.spec)
+            .field("spec", &shown_url(&self.config.spec))
             .field(
                 "loaded",
                 &self.loaded.read().map(|l| l.is_some()).unwrap_or(false),
@@ -137,7 +137,9 @@ impl Inner {
                     return;
                 }
                 Err(e) => {
-                    let message = e.to_string();
+                    let message = e
+                        .to_string()
+                        .replace(&self.config.spec, &shown_url(&self.config.spec));
                     tracing::warn!(api = %self.config.name, error = %message, retry_in = ?wait, "API document not loaded");
                     *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(message);
                     // Reported as down so the start-up hold does not wait
@@ -151,6 +153,22 @@ impl Inner {
             }
             wait = (wait * 2).min(LAST_RETRY);
         }
+    }
+}
+
+/// A URL as status and logs show it: without user, password or query
+/// (any of them may carry a key); anything else as it is.
+fn shown_url(text: &str) -> String {
+    match url::Url::parse(text) {
+        Ok(mut url) if url.has_host() => {
+            let _ = url.set_username("");
+            let _ = url.set_password(None);
+            if url.query().is_some() {
+                url.set_query(Some("redacted"));
+            }
+            url.to_string()
+        }
+        _ => text.to_owned(),
     }
 }
 
@@ -245,7 +263,7 @@ impl Source for OpenApiSource {
         let document = loaded.as_ref().map(|l| {
             let doc = &l.caller.doc;
             json!({
-                "origin": doc.origin,
+                "origin": shown_url(&doc.origin),
                 "title": doc.title,
                 "version": match doc.version {
                     DocVersion::Swagger2 => "swagger 2.0",
@@ -255,7 +273,7 @@ impl Source for OpenApiSource {
             })
         });
         let operations = loaded.as_ref().map_or(0, |l| l.caller.doc.operations.len());
-        let base_url = config.base_url.clone().or_else(|| {
+        let base_url = config.base_url.as_deref().map(shown_url).or_else(|| {
             loaded
                 .as_ref()
                 .and_then(|l| l.caller.doc.servers.first().cloned())
@@ -287,5 +305,23 @@ impl Source for OpenApiSource {
 
     async fn stop(&self) {
         self.inner.stop.cancel();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shown_url;
+
+    #[test]
+    fn shown_urls_lose_what_may_hold_a_key() {
+        assert_eq!(
+            shown_url("https://ann:pw@api.example/spec.json?key=k1"),
+            "https://api.example/spec.json?redacted"
+        );
+        assert_eq!(
+            shown_url("http://127.0.0.1:8080/v1"),
+            "http://127.0.0.1:8080/v1"
+        );
+        assert_eq!(shown_url("./specs/api.yaml"), "./specs/api.yaml");
     }
 }
