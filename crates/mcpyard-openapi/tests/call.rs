@@ -179,7 +179,12 @@ async fn multipart_parts_carry_fields_and_files() {
     o.body = Some(body(
         BodyKind::Multipart,
         "multipart/form-data",
-        BodyShape::Fields(vec![arg("image"), arg("audio"), arg("model")]),
+        BodyShape::Fields(vec![
+            arg("image"),
+            arg("audio"),
+            arg("model"),
+            arg("options"),
+        ]),
         &["image", "audio"],
     ));
     let h = Harness::new(config("media", dir.path()), document(&server.url, vec![o])).await;
@@ -191,7 +196,7 @@ async fn multipart_parts_carry_fields_and_files() {
     let r = h
         .call(
             "upload",
-            json!({"image": image, "audio": audio.to_string_lossy(), "model": "whisper-1"}),
+            json!({"image": image, "audio": audio.to_string_lossy(), "model": "whisper-1", "options": {"beam": 2}}),
         )
         .await;
     assert!(!is_error(&r), "{r}");
@@ -202,7 +207,7 @@ async fn multipart_parts_carry_fields_and_files() {
         .expect("multipart content type");
     let body = seen.body.clone();
     let parts = split_multipart(&body, boundary);
-    assert_eq!(parts.len(), 3, "{parts:?}");
+    assert_eq!(parts.len(), 4, "{parts:?}");
     let find = |name: &str| {
         parts
             .iter()
@@ -220,6 +225,9 @@ async fn multipart_parts_carry_fields_and_files() {
     let (head, data) = find("model");
     assert!(!head.contains("filename"), "{head}");
     assert_eq!(data, b"whisper-1");
+    let (head, data) = find("options");
+    assert!(head.contains("Content-Type: application/json"), "{head}");
+    assert_eq!(data, br#"{"beam":2}"#);
 }
 
 /// The parts of a multipart body: (headers, content).

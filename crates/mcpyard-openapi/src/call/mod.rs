@@ -38,7 +38,7 @@ pub(crate) enum CallError {
     #[error("{0}. Nothing was sent.")]
     File(String),
     #[error("{0}. Nothing was sent.")]
-    InvalidBody(String),
+    CannotSend(String),
     #[error("API `{api}` has no base URL: {why}. Set [apis.{api}] base_url.")]
     NoBaseUrl { api: String, why: String },
     #[error("API `{api}`: {what}")]
@@ -253,7 +253,7 @@ impl Caller {
             match (header, value) {
                 (Ok(h), Ok(v)) => builder = builder.header(h, v),
                 _ => {
-                    return Err(CallError::InvalidBody(format!(
+                    return Err(CallError::CannotSend(format!(
                         "the header `{name}` cannot be sent: its name or value holds characters a header cannot carry"
                     )))
                 }
@@ -272,6 +272,12 @@ impl Caller {
                 for field in fields {
                     form = match field {
                         MultipartField::Text(name, value) => form.text(name, value),
+                        MultipartField::Json(name, value) => form.part(
+                            name,
+                            reqwest::multipart::Part::text(value)
+                                .mime_str("application/json")
+                                .expect("application/json is a valid MIME type"),
+                        ),
                         MultipartField::File(name, file) => {
                             let part = reqwest::multipart::Part::bytes(file.bytes)
                                 .file_name(file.file_name);

@@ -47,6 +47,8 @@ pub(crate) enum Body {
 #[derive(Debug)]
 pub(crate) enum MultipartField {
     Text(String, String),
+    /// An object field: its JSON text, sent as `application/json`.
+    Json(String, String),
     File(String, FileArgument),
 }
 
@@ -93,7 +95,7 @@ pub(crate) async fn prepare(
         .iter()
         .find(|p| p.location == Location::Path && path.contains(&format!("{{{}}}", p.name.wire)))
     {
-        return Err(CallError::InvalidBody(format!(
+        return Err(CallError::CannotSend(format!(
             "`{}` is required: it is part of the path `{}`",
             missing.name.argument, op.path
         )));
@@ -187,7 +189,7 @@ async fn encode_body(
         BodyKind::Multipart => {
             let mut parts = Vec::new();
             let Value::Object(fields) = value else {
-                return Err(CallError::InvalidBody(format!(
+                return Err(CallError::CannotSend(format!(
                     "`{}` sends a multipart form: its arguments must be fields of an object",
                     op.name
                 )));
@@ -207,6 +209,8 @@ async fn encode_body(
                         };
                         let file = files::resolve(&k, s, &caller.sandbox, &caller.fetcher).await?;
                         parts.push(MultipartField::File(k.clone(), file));
+                    } else if item.is_object() {
+                        parts.push(MultipartField::Json(k.clone(), item.to_string()));
                     } else {
                         parts.push(MultipartField::Text(k.clone(), scalar(&item)));
                     }

@@ -74,7 +74,7 @@ pub(crate) async fn exchange(
             http::HeaderName::from_bytes(name.as_bytes()),
             http::HeaderValue::from_str(value),
         ) else {
-            return Err(CallError::InvalidBody(format!(
+            return Err(CallError::CannotSend(format!(
                 "the header `{name}` cannot be sent: its name or value holds characters a header cannot carry"
             )));
         };
