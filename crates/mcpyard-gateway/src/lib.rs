@@ -9,6 +9,7 @@
 //!   gateway runs;
 //! - `downstream/`: sessions, subscriptions, listen streams, the stateless
 //!   era's requests;
+//! - `files.rs`: the sandbox for local files every source reads and writes;
 //! - `gateway.rs`: composition at start and dispatch by method.
 //!
 //! Front doors (in `mcpyard-server`) parse and frame; they hand each client
@@ -19,6 +20,7 @@ mod catalog;
 mod config;
 mod downstream;
 mod error;
+mod files;
 mod gateway;
 mod router;
 mod source;
@@ -27,6 +29,7 @@ pub use catalog::{Exposure, ListKind, Listing, SourceLists};
 pub use config::{ConfigError, GatewayConfig, SamplingPolicy, UpstreamSpec};
 pub use downstream::{Negotiated, Outbound, Session};
 pub use error::{Fault, RouteError};
+pub use files::{FileError, Sandbox, SandboxKeys};
 pub use gateway::{Answer, Gateway};
 pub use router::{Layer, Next, RouteFuture, RoutedCall};
 pub use source::{

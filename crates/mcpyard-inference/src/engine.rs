@@ -5,13 +5,13 @@
 
 use std::sync::Arc;
 
+use mcpyard_gateway::{Sandbox, SandboxKeys};
 use serde::Serialize;
 
 use crate::backend::{http_client, Backend, BackendError};
 use crate::config::InferenceConfig;
 use crate::discovery::Registry;
 use crate::error::ToolError;
-use crate::files::Files;
 use crate::tools::Call;
 use crate::vendors::{
     self, same_model, BackendModels, Capability, ModelInfo, ModelState, ShowCache,
@@ -23,7 +23,7 @@ pub(crate) struct Inference {
     config: Arc<InferenceConfig>,
     registry: Registry,
     show: ShowCache,
-    files: Files,
+    files: Sandbox,
     /// The last listing, reused for a few seconds so that a burst of calls
     /// does not ask every backend for its models each time.
     recent: tokio::sync::Mutex<Option<(tokio::time::Instant, Listing)>>,
@@ -115,11 +115,16 @@ pub(crate) struct Resolved {
 impl Inference {
     pub(crate) fn new(config: InferenceConfig) -> Self {
         let config = Arc::new(config);
-        let files = Files::new(
+        let files = Sandbox::new(
             config.input_roots.clone(),
             config.effective_output_dir(),
             config.max_base64_bytes,
-        );
+        )
+        .with_keys(SandboxKeys {
+            input_roots: "[inference] input_roots".to_owned(),
+            output_dir: "[inference] output_dir".to_owned(),
+            max_input_bytes: "[inference] max_base64_bytes".to_owned(),
+        });
         Self {
             registry: Registry::new(config.clone(), http_client()),
             config,
@@ -134,8 +139,7 @@ impl Inference {
     }
 
     /// Local input files and the output folder, within their limits.
-    #[allow(dead_code)] // used by the file-based tools
-    pub(crate) fn files(&self) -> &Files {
+    pub(crate) fn files(&self) -> &Sandbox {
         &self.files
     }
 

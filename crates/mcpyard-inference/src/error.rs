@@ -54,6 +54,12 @@ impl From<BackendError> for ToolError {
     }
 }
 
+impl From<mcpyard_gateway::FileError> for ToolError {
+    fn from(e: mcpyard_gateway::FileError) -> Self {
+        Self::File(e.to_string())
+    }
+}
+
 impl ToolError {
     /// The `CallToolResult` with `isError: true`.
     pub fn into_result(self) -> Value {

@@ -26,7 +26,6 @@ mod config;
 mod discovery;
 mod engine;
 mod error;
-mod files;
 mod imaging;
 mod progress;
 mod sampling;

@@ -7,8 +7,12 @@
 //! - `load/`: a document (file or URL, JSON or YAML) to an [`ApiDocument`];
 //!   `naming.rs`, `schema.rs` and `describe.rs` make each tool's name,
 //!   schemas and description; `curated.rs` what `expose = "default"` lists.
+//! - `call/`: an operation and the tool's arguments to an HTTP request (or
+//!   a WebSocket exchange), the answer to a tool result.
+//! - `source.rs`: the gateway's [`OpenApiSource`].
 
 mod audit;
+mod call;
 mod config;
 mod curated;
 mod describe;
@@ -16,6 +20,7 @@ mod load;
 mod model;
 mod naming;
 mod schema;
+mod source;
 
 pub use audit::{audit, Audit};
 pub use config::{ApiAuth, ApiConfig};
@@ -24,6 +29,7 @@ pub use load::{
     load, load_file, parse, LoadError, LoadOptions, FETCH_TIMEOUT, MAX_DOCUMENT_BYTES,
     MAX_TOOL_NAME_LEN,
 };
+pub use source::OpenApiSource;
 
 pub use model::{
     ApiDocument, Argument, BodyKind, BodyShape, DocVersion, Location, Operation, Parameter,
