@@ -283,11 +283,13 @@ async fn localai_openai_operations_work_against_llama_cpp() {
         .collect();
     assert!(ids.contains(&"tiny-chat"), "{ids:?}");
 
+    // LocalAI's document marks `file` (for whisper) required in every
+    // OpenAI request; llama.cpp's server ignores it.
     let chat = tool("POST", "/v1/chat/completions");
     let answer = call(
         &client,
         &chat,
-        json!({"model": "tiny-chat", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 4}),
+        json!({"model": "tiny-chat", "file": "", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 4}),
     )
     .await;
     assert!(!is_error(&answer), "{answer}");
@@ -300,7 +302,7 @@ async fn localai_openai_operations_work_against_llama_cpp() {
     let completion = call(
         &client,
         &tool("POST", "/v1/completions"),
-        json!({"model": "tiny-chat", "prompt": "Once upon", "max_tokens": 4}),
+        json!({"model": "tiny-chat", "file": "", "prompt": "Once upon", "max_tokens": 4}),
     )
     .await;
     assert!(!is_error(&completion), "{completion}");
@@ -312,7 +314,7 @@ async fn localai_openai_operations_work_against_llama_cpp() {
     let embedding = call(
         &client,
         &tool("POST", "/v1/embeddings"),
-        json!({"model": "tiny-embed", "input": "a sentence"}),
+        json!({"model": "tiny-embed", "file": "", "input": "a sentence"}),
     )
     .await;
     assert!(!is_error(&embedding), "{embedding}");
@@ -326,7 +328,7 @@ async fn localai_openai_operations_work_against_llama_cpp() {
     let streamed = call_with_progress(
         &client,
         &chat,
-        json!({"model": "tiny-chat", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 6, "stream": true}),
+        json!({"model": "tiny-chat", "file": "", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 6, "stream": true}),
     )
     .await;
     assert!(!is_error(&streamed), "{streamed}");
