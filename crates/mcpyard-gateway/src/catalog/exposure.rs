@@ -22,8 +22,8 @@ pub enum Listing {
 }
 
 /// One source's exposure rules. Names are the source's own (unprefixed);
-/// a pattern may end in `*` to match every name starting with what precedes
-/// it. The default offers everything under its own name.
+/// a pattern may hold `*` (any run of characters) and `?` (any one). The
+/// default offers everything under its own name.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Exposure {
     /// When set, only names matching one of these are offered.
@@ -68,10 +68,40 @@ impl Exposure {
     }
 }
 
-fn matches(pattern: &str, name: &str) -> bool {
-    match pattern.strip_suffix('*') {
-        Some(prefix) => name.starts_with(prefix),
-        None => pattern == name,
+impl Exposure {
+    /// Whether `tools/list` shows an offered tool, by the listing; the
+    /// source's `default_listing` says what `Default` means (`None`: all).
+    pub(crate) fn lists_tool(&self, name: &str, default_listing: Option<&[String]>) -> bool {
+        match &self.listing {
+            Listing::All => true,
+            Listing::None => false,
+            Listing::Only(patterns) => patterns.iter().any(|p| matches(p, name)),
+            Listing::Default => default_listing.is_none_or(|p| p.iter().any(|p| matches(p, name))),
+        }
+    }
+
+    /// The `Only` patterns that match none of these names.
+    pub(crate) fn unmatched<'a>(
+        &self,
+        names: impl Iterator<Item = &'a str> + Clone,
+    ) -> Vec<String> {
+        let Listing::Only(patterns) = &self.listing else {
+            return Vec::new();
+        };
+        patterns
+            .iter()
+            .filter(|p| !names.clone().any(|n| matches(p, n)))
+            .cloned()
+            .collect()
+    }
+}
+
+/// Matches a name against a name or glob (`*`, `?`).
+pub(crate) fn matches(pattern: &str, name: &str) -> bool {
+    if pattern.contains(['*', '?']) {
+        super::search::glob_matches(pattern, name)
+    } else {
+        pattern == name
     }
 }
 
@@ -107,5 +137,30 @@ mod tests {
             Decision::Listed("get_time".into())
         );
         assert_eq!(exposure.decide("echo"), Decision::Listed("say".into()));
+    }
+
+    #[test]
+    fn listings_choose_what_tools_list_shows() {
+        let with = |listing| Exposure {
+            listing,
+            ..Exposure::default()
+        };
+        let curated = ["chat".to_owned()];
+        assert!(with(Listing::Default).lists_tool("x", None));
+        assert!(!with(Listing::Default).lists_tool("x", Some(&curated)));
+        assert!(with(Listing::Default).lists_tool("chat", Some(&curated)));
+        assert!(with(Listing::All).lists_tool("x", Some(&curated)));
+        assert!(!with(Listing::None).lists_tool("x", None));
+        let only = with(Listing::Only(vec![
+            "get-*".into(),
+            "echo".into(),
+            "nope".into(),
+        ]));
+        assert!(only.lists_tool("get-sum", None));
+        assert!(!only.lists_tool("add", None));
+        assert_eq!(
+            only.unmatched(["echo", "get-sum"].into_iter()),
+            vec!["nope".to_owned()]
+        );
     }
 }

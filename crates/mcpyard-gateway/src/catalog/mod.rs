@@ -5,9 +5,12 @@
 //! (re)connects or says `notifications/*/list_changed`; the merged view is
 //! rebuilt then, so `tools/list` is an `Arc` clone and a slice, never a fan-out.
 //! Between a source's lists and the merged view sits the exposure stage
-//! (`exposure.rs`): per source, what is offered and under which name.
+//! (`exposure.rs`): per source, what is offered and under which name, and
+//! what is listed; the tools left unlisted are indexed for search
+//! (`search.rs`) with each new view.
 
 mod exposure;
+mod search;
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -19,6 +22,7 @@ use sha2::{Digest, Sha256};
 
 use exposure::Decision;
 pub use exposure::{Exposure, Listing};
+pub use search::{Hit, IndexedTool, ToolIndex};
 
 use crate::source::Identity;
 
@@ -95,6 +99,9 @@ pub struct SourceLists {
     /// The tools this source would list under `expose = "default"` (own
     /// names or patterns); `None`: all of them.
     pub(crate) default_listing: Option<Vec<String>>,
+    /// Tools (own names) listed only while some other tool is hidden: the
+    /// gateway's search tools.
+    pub(crate) listed_when_hiding: Vec<String>,
 }
 
 impl SourceLists {
@@ -141,6 +148,19 @@ pub(crate) struct View {
     /// Tool and prompt names of sources that are down, so a call to one
     /// fails naming its server instead of as an unknown name.
     unavailable: HashMap<String, usize>,
+    /// The tools offered but not listed, indexed for search.
+    hidden: Arc<ToolIndex>,
+    /// Per source (by index), what its exposure made of its tools.
+    exposure: Vec<SourceExposure>,
+}
+
+/// What one source's exposure made of its tools, for the status tool.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct SourceExposure {
+    pub(crate) listed: usize,
+    pub(crate) hidden: usize,
+    /// Names and patterns of an `expose` list that match none of its tools.
+    pub(crate) unmatched: Vec<String>,
 }
 
 impl View {
@@ -177,6 +197,16 @@ impl View {
     pub(crate) fn len(&self, kind: ListKind) -> usize {
         self.lists[kind.index()].len()
     }
+
+    /// The tools that are offered but not listed.
+    pub(crate) fn hidden(&self) -> &Arc<ToolIndex> {
+        &self.hidden
+    }
+
+    /// What source `index`'s exposure made of its tools.
+    pub(crate) fn exposure(&self, index: usize) -> SourceExposure {
+        self.exposure.get(index).cloned().unwrap_or_default()
+    }
 }
 
 /// One source as the catalog knows it.
@@ -189,6 +219,8 @@ struct Entry {
     lists: Option<SourceLists>,
     /// A source that is down is left out of the lists.
     up: bool,
+    /// The unmatched `expose` names last logged, so each is logged once.
+    logged_unmatched: Vec<String>,
 }
 
 #[derive(Debug)]
@@ -210,6 +242,7 @@ impl Catalog {
                 exposure,
                 lists: None,
                 up: false,
+                logged_unmatched: Vec::new(),
             })
             .collect();
         Self {
@@ -252,10 +285,24 @@ impl Catalog {
             entry.lists = lists;
         }
         let view = build_view(&entries);
+        let unmatched = &view.exposure[source].unmatched;
+        if up && !unmatched.is_empty() && *unmatched != entries[source].logged_unmatched {
+            tracing::warn!(
+                source = %entries[source].name,
+                names = ?unmatched,
+                "`expose` names that match none of the source's tools"
+            );
+        }
+        entries[source].logged_unmatched = unmatched.clone();
         let mut slot = self.view.write().expect("catalog lock poisoned");
+        let hidden_changed = !slot.hidden.tools().iter().map(|t| &t.name).eq(view
+            .hidden
+            .tools()
+            .iter()
+            .map(|t| &t.name));
         let changed = ListKind::ALL
             .into_iter()
-            .filter(|k| slot.list(*k) != view.list(*k))
+            .filter(|k| slot.list(*k) != view.list(*k) || (*k == ListKind::Tools && hidden_changed))
             .collect();
         *slot = Arc::new(view);
         changed
@@ -298,8 +345,18 @@ fn decode_cursor(cursor: &str, kind: ListKind) -> Option<usize> {
 fn build_view(entries: &[Entry]) -> View {
     let mut view = View::default();
     let mut lists: [Vec<Value>; 4] = Default::default();
+    let mut hidden = Vec::new();
+    // The search tools, and where they go in the list if anything is hidden.
+    let mut when_hiding: Vec<Value> = Vec::new();
+    let mut when_hiding_at = 0;
+    view.exposure = vec![SourceExposure::default(); entries.len()];
     for (source, entry) in entries.iter().enumerate() {
         let Some(src) = &entry.lists else { continue };
+        let names = src
+            .get(ListKind::Tools)
+            .iter()
+            .filter_map(|i| i.get("name")?.as_str());
+        view.exposure[source].unmatched = entry.exposure.unmatched(names);
         if !entry.up {
             for kind in [ListKind::Tools, ListKind::Prompts] {
                 for name in src.get(kind).iter().filter_map(|i| i.get("name")?.as_str()) {
@@ -323,7 +380,13 @@ fn build_view(entries: &[Entry]) -> View {
                 };
                 let (exposed, listed) = match entry.exposure.decide(name) {
                     Decision::Denied => continue,
-                    Decision::Listed(exposed) => (exposed, true),
+                    Decision::Listed(exposed) => {
+                        let listed = kind != ListKind::Tools
+                            || entry
+                                .exposure
+                                .lists_tool(name, src.default_listing.as_deref());
+                        (exposed, listed)
+                    }
                     Decision::Hidden(exposed) => (exposed, false),
                 };
                 let exposed = exposed_name(kind, &entry.prefix, &exposed);
@@ -339,11 +402,27 @@ fn build_view(entries: &[Entry]) -> View {
                         name: name.to_owned(),
                     },
                 );
-                if !listed {
-                    continue;
-                }
                 let mut item = item.clone();
                 item["name"] = Value::String(exposed);
+                if kind == ListKind::Tools && src.listed_when_hiding.iter().any(|n| n == name) {
+                    when_hiding_at = lists[kind.index()].len();
+                    when_hiding.push(item);
+                    continue;
+                }
+                if kind == ListKind::Tools {
+                    let counts = &mut view.exposure[source];
+                    if listed {
+                        counts.listed += 1;
+                    } else {
+                        counts.hidden += 1;
+                    }
+                }
+                if !listed {
+                    if kind == ListKind::Tools {
+                        hidden.push((entry.name.clone(), item));
+                    }
+                    continue;
+                }
                 lists[kind.index()].push(item);
             }
         }
@@ -368,6 +447,12 @@ fn build_view(entries: &[Entry]) -> View {
             lists[ListKind::ResourceTemplates.index()].push(item.clone());
         }
     }
+    if !hidden.is_empty() {
+        let tools = &mut lists[ListKind::Tools.index()];
+        let at = when_hiding_at.min(tools.len());
+        tools.splice(at..at, when_hiding);
+    }
+    view.hidden = Arc::new(ToolIndex::new(hidden));
     view.lists = lists.map(Arc::new);
     view
 }
