@@ -12,7 +12,7 @@
 mod exposure;
 mod search;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, RwLock};
 
 use base64::Engine;
@@ -308,6 +308,11 @@ impl Catalog {
         changed
     }
 
+    /// Items per page of the lists (also of the hidden tools' list).
+    pub(crate) fn page_size(&self) -> usize {
+        self.page_size
+    }
+
     /// One page of a merged list, as a list result (`{key: [...],
     /// nextCursor?}`). The cursor is opaque: an offset into the merged list.
     pub(crate) fn page(&self, kind: ListKind, cursor: Option<&str>) -> Result<Value, ErrorObject> {
@@ -357,6 +362,9 @@ fn build_view(entries: &[Entry]) -> View {
             .iter()
             .filter_map(|i| i.get("name")?.as_str());
         view.exposure[source].unmatched = entry.exposure.unmatched(names);
+        let listing = entry.exposure.listing_rule(src.default_listing.as_deref());
+        let when_hiding_names: HashSet<&str> =
+            src.listed_when_hiding.iter().map(String::as_str).collect();
         if !entry.up {
             for kind in [ListKind::Tools, ListKind::Prompts] {
                 for name in src.get(kind).iter().filter_map(|i| i.get("name")?.as_str()) {
@@ -381,10 +389,7 @@ fn build_view(entries: &[Entry]) -> View {
                 let (exposed, listed) = match entry.exposure.decide(name) {
                     Decision::Denied => continue,
                     Decision::Listed(exposed) => {
-                        let listed = kind != ListKind::Tools
-                            || entry
-                                .exposure
-                                .lists_tool(name, src.default_listing.as_deref());
+                        let listed = kind != ListKind::Tools || listing.lists(name);
                         (exposed, listed)
                     }
                     Decision::Hidden(exposed) => (exposed, false),
@@ -404,7 +409,7 @@ fn build_view(entries: &[Entry]) -> View {
                 );
                 let mut item = item.clone();
                 item["name"] = Value::String(exposed);
-                if kind == ListKind::Tools && src.listed_when_hiding.iter().any(|n| n == name) {
+                if kind == ListKind::Tools && when_hiding_names.contains(name) {
                     when_hiding_at = lists[kind.index()].len();
                     when_hiding.push(item);
                     continue;
@@ -713,6 +718,100 @@ mod tests {
         assert_eq!(view.tool("a__rare").map(|r| r.name.as_str()), Some("rare"));
         assert!(view.tool("a__drop").is_none());
         assert!(view.tool("a__echo").is_none());
+    }
+
+    /// A catalog whose first source offers the search tools (listed only
+    /// while something is hidden) and whose second lists by `listing`.
+    fn searching(listing: Listing) -> Catalog {
+        let c = Catalog::new(
+            vec![
+                ("gw".into(), "gw__".into(), Exposure::default()),
+                (
+                    "a".into(),
+                    "a__".into(),
+                    Exposure {
+                        listing,
+                        ..Exposure::default()
+                    },
+                ),
+            ],
+            100,
+        );
+        let mut gw = lists(&["status", "search"]);
+        gw.listed_when_hiding = vec!["search".into()];
+        c.set_lists(0, Some(gw));
+        c
+    }
+
+    fn listed(c: &Catalog) -> Vec<String> {
+        c.view()
+            .list(ListKind::Tools)
+            .iter()
+            .map(|t| t["name"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn unlisted_tools_are_hidden_routed_and_indexed_with_the_search_tools_listed() {
+        let c = searching(Listing::Only(vec![
+            "echo".into(),
+            "get_*".into(),
+            "nope".into(),
+        ]));
+        c.set_lists(1, Some(lists(&["echo", "get_sum", "add", "zip"])));
+        assert_eq!(
+            listed(&c),
+            ["gw__status", "gw__search", "a__echo", "a__get_sum"]
+        );
+        let view = c.view();
+        assert_eq!(view.tool("a__add").map(|r| r.name.as_str()), Some("add"));
+        let hidden: Vec<&str> = view
+            .hidden()
+            .tools()
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect();
+        assert_eq!(hidden, ["a__add", "a__zip"]);
+        assert_eq!(view.hidden().tools()[0].source, "a");
+        let exposure = view.exposure(1);
+        assert_eq!((exposure.listed, exposure.hidden), (2, 2));
+        assert_eq!(exposure.unmatched, ["nope"]);
+    }
+
+    #[test]
+    fn with_nothing_hidden_the_search_tools_are_callable_but_not_listed() {
+        let c = searching(Listing::Default);
+        c.set_lists(1, Some(lists(&["echo"])));
+        assert_eq!(listed(&c), ["gw__status", "a__echo"]);
+        assert!(c.view().tool("gw__search").is_some());
+        assert!(c.view().hidden().is_empty());
+    }
+
+    #[test]
+    fn a_change_of_the_hidden_set_is_a_change_of_the_tool_list() {
+        let c = searching(Listing::None);
+        assert_eq!(c.set_lists(1, Some(lists(&["x"]))), vec![ListKind::Tools]);
+        assert_eq!(listed(&c), ["gw__status", "gw__search"]);
+        // The listed tools stay the same; the hidden ones do not.
+        assert_eq!(
+            c.set_lists(1, Some(lists(&["x", "y"]))),
+            vec![ListKind::Tools]
+        );
+        assert_eq!(c.view().hidden().len(), 2);
+        assert!(c.set_lists(1, Some(lists(&["x", "y"]))).is_empty());
+    }
+
+    #[test]
+    fn the_default_listing_is_what_the_source_suggests() {
+        let c = searching(Listing::Default);
+        let mut l = lists(&["chat", "embed", "admin"]);
+        l.set_default_listing(Some(vec!["chat".into(), "embed".into()]));
+        c.set_lists(1, Some(l));
+        assert_eq!(
+            listed(&c),
+            ["gw__status", "gw__search", "a__chat", "a__embed"]
+        );
+        assert_eq!(c.view().hidden().len(), 1);
     }
 
     #[test]

@@ -151,8 +151,11 @@ impl Source for Builtin {
 
     async fn call(&self, mut request: SourceRequest) -> Result<Value, RouteError> {
         let arguments = request.take_arguments();
+        let router = self.router();
+        let page_size = router.as_ref().map_or(1, |r| r.catalog.page_size());
         let hidden = || {
-            self.router()
+            router
+                .as_ref()
                 .map(|r| {
                     r.catalog
                         .view_for(&request.context.identity)
@@ -165,7 +168,7 @@ impl Source for Builtin {
             Some("status") => Ok(self.gateway_status().await),
             Some("docs") => Ok(docs(&arguments)),
             Some(search::LIST_TOOLS) if self.search_tools => {
-                Ok(search::list_tools(&hidden(), &arguments))
+                Ok(search::list_tools(&hidden(), page_size, &arguments))
             }
             Some(search::SEARCH_TOOLS) if self.search_tools => {
                 Ok(search::search_tools(&hidden(), &arguments))

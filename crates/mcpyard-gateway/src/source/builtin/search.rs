@@ -15,8 +15,6 @@ pub(crate) const CALL_TOOL: &str = "call_tool";
 /// The three, unprefixed.
 pub(crate) const NAMES: [&str; 3] = [LIST_TOOLS, SEARCH_TOOLS, CALL_TOOL];
 
-/// Hidden tools per `list_tools` page.
-const LIST_PAGE: usize = 100;
 /// Hits `search_tools` returns unless asked, and at most.
 const DEFAULT_HITS: usize = 5;
 const MAX_HITS: usize = 20;
@@ -68,8 +66,9 @@ pub(crate) fn tools() -> Vec<Value> {
     ]
 }
 
-/// `list_tools`: the hidden tools, by source, a page at a time.
-pub(crate) fn list_tools(index: &ToolIndex, arguments: &Value) -> Value {
+/// `list_tools`: the hidden tools, by source, `page_size` at a time (the
+/// gateway's page size, as for `tools/list`).
+pub(crate) fn list_tools(index: &ToolIndex, page_size: usize, arguments: &Value) -> Value {
     let start = match arguments.get("cursor") {
         None | Some(Value::Null) => 0,
         Some(Value::String(c)) => match decode_cursor(c).filter(|o| *o <= index.len()) {
@@ -84,7 +83,7 @@ pub(crate) fn list_tools(index: &ToolIndex, arguments: &Value) -> Value {
             Some(json!({"tools": [], "total": 0})),
         );
     }
-    let end = (start + LIST_PAGE).min(index.len());
+    let end = (start + page_size.max(1)).min(index.len());
     let page = &index.tools()[start..end];
     let mut lines = vec![format!(
         "Hidden tools {}-{} of {} (call with mcpyard__call_tool; mcpyard__search_tools gives a tool's input schema):",
@@ -266,7 +265,7 @@ mod tests {
         let mut seen = 0;
         let mut args = json!({});
         loop {
-            let r = list_tools(&index, &args);
+            let r = list_tools(&index, 100, &args);
             assert_eq!(r["isError"], json!(false), "{r}");
             seen += r["structuredContent"]["tools"].as_array().unwrap().len();
             assert!(!r["content"][0]["text"].as_str().unwrap().contains("More."));
@@ -276,7 +275,7 @@ mod tests {
             }
         }
         assert_eq!(seen, 250);
-        let bad = list_tools(&index, &json!({"cursor": "nope"}));
+        let bad = list_tools(&index, 100, &json!({"cursor": "nope"}));
         assert_eq!(bad["isError"], json!(true));
     }
 
