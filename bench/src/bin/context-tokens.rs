@@ -85,7 +85,12 @@ struct Measure {
     /// Tokens of the listed tools by source prefix (`mcpyard` for the
     /// gateway's own).
     by_source: BTreeMap<String, (usize, usize)>,
+    /// The listed tools that cost the most, heaviest first.
+    heaviest: Vec<(String, usize)>,
 }
+
+/// How many of the heaviest tools the report names.
+const HEAVIEST: usize = 8;
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
@@ -116,18 +121,24 @@ fn main() -> anyhow::Result<()> {
     for mode in [Mode::Full, Mode::Default, Mode::SearchFirst] {
         let tools_json = rt.block_on(listed_tools(&mcpyard, &localai, &tools, mode))?;
         let mut by_source: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+        let mut heaviest = Vec::new();
         for tool in &tools_json {
             let name = tool["name"].as_str().unwrap_or_default();
             let source = name.split("__").next().unwrap_or(name).to_owned();
+            let tokens = count(&tool.to_string());
             let entry = by_source.entry(source).or_default();
             entry.0 += 1;
-            entry.1 += count(&tool.to_string());
+            entry.1 += tokens;
+            heaviest.push((name.to_owned(), tokens));
         }
+        heaviest.sort_by(|a, b| b.1.cmp(&a.1));
+        heaviest.truncate(HEAVIEST);
         measures.push(Measure {
             mode,
             tools: tools_json.len(),
             tokens: count(&Value::Array(tools_json).to_string()),
             by_source,
+            heaviest,
         });
     }
 
@@ -154,6 +165,12 @@ fn main() -> anyhow::Result<()> {
         let (dt, dk) = of(&measures[1]);
         println!("| {source} | {ft} | {fk} | {dt} | {dk} |");
     }
+    println!();
+    println!("Heaviest tools listed by default:");
+    println!();
+    for (name, tokens) in &measures[1].heaviest {
+        println!("- `{name}`: {tokens} tokens");
+    }
     if let Some(out) = &args.out {
         let json = json!({
             "tokenizer": "o200k_base",
@@ -162,6 +179,7 @@ fn main() -> anyhow::Result<()> {
                 "tools": m.tools,
                 "tokens": m.tokens,
                 "share_of_full": m.tokens as f64 / full as f64,
+                "heaviest": m.heaviest.iter().map(|(n, t)| json!({"tool": n, "tokens": t})).collect::<Vec<_>>(),
                 "by_source": m.by_source.iter().map(|(k, (t, n))| (k.clone(), json!({"tools": t, "tokens": n}))).collect::<serde_json::Map<_, _>>(),
             })).collect::<Vec<_>>(),
         });
