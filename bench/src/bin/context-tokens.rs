@@ -131,7 +131,7 @@ fn main() -> anyhow::Result<()> {
             entry.1 += tokens;
             heaviest.push((name.to_owned(), tokens));
         }
-        heaviest.sort_by(|a, b| b.1.cmp(&a.1));
+        heaviest.sort_by_key(|(_, tokens)| std::cmp::Reverse(*tokens));
         heaviest.truncate(HEAVIEST);
         measures.push(Measure {
             mode,
