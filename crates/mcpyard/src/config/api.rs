@@ -179,6 +179,42 @@ pub(crate) fn build(
     Ok((Some(source), summary))
 }
 
+/// An API may not share its name or its prefix with a server or an API
+/// before it (the gateway checks servers among themselves): one would
+/// shadow the other's tools. The local-model tools come later and may
+/// merge with anything, as with servers.
+pub(crate) fn check_collisions(
+    ctx: &Context<'_>,
+    key: &str,
+    api: &SourceSpec,
+    earlier: &[SourceSpec],
+) -> Result<(), ConfigError> {
+    let prefix = api.effective_prefix();
+    for other in earlier {
+        let kind = if other.upstream().is_some() {
+            "servers"
+        } else {
+            "apis"
+        };
+        if other.name() == api.name() {
+            return Err(ctx.error(
+                key,
+                format!("the name is also `[{kind}.{}]`'s", other.name()),
+            ));
+        }
+        if !prefix.is_empty() && other.effective_prefix() == prefix {
+            return Err(ctx.error(
+                key,
+                format!(
+                    "prefix `{prefix}` is also `[{kind}.{}]`'s: their tools would shadow each other; set another `prefix`",
+                    other.name()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn is_url(spec: &str) -> bool {
     let lower = spec.trim_start().to_ascii_lowercase();
     lower.starts_with("http://") || lower.starts_with("https://")
@@ -363,13 +399,17 @@ mod tests {
     /// A configuration next to the pets document, in an environment with
     /// one secret.
     fn settings(api: &str) -> Result<super::super::Settings, ConfigError> {
+        settings_with("", api)
+    }
+
+    fn settings_with(before: &str, api: &str) -> Result<super::super::Settings, ConfigError> {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("pets.json"), DOCUMENT).unwrap();
         let lookup = |name: &str| (name == "PETS_TOKEN").then(|| "tok-93ab1".to_owned());
         super::super::from_text(
             "mcpyard.toml",
             Some(dir.path()),
-            &format!("[inference]\nenabled = false\n\n[apis.pets]\n{api}\n"),
+            &format!("[inference]\nenabled = false\n\n{before}\n[apis.pets]\n{api}\n"),
             super::super::Format::Toml,
             &lookup,
         )
@@ -426,6 +466,22 @@ mod tests {
         let s = settings("spec = \"missing.json\"\nenabled = false").unwrap();
         assert!(!s.apis[0].enabled);
         assert!(!s.gateway.sources.iter().any(|x| x.name() == "pets"));
+    }
+
+    #[test]
+    fn a_server_of_the_same_name_or_prefix_collides_with_the_api() {
+        let e = settings_with(
+            "[servers.pets]\ncommand = \"true\"\n",
+            "spec = \"pets.json\"",
+        )
+        .unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("apis.pets"), "{e}");
+        let e = settings_with(
+            "[servers.animals]\ncommand = \"true\"\nprefix = \"pets__\"\n",
+            "spec = \"pets.json\"",
+        )
+        .unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("apis.pets"), "{e}");
     }
 
     #[test]

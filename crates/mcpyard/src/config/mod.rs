@@ -420,6 +420,7 @@ fn from_text(
         let (source, summary) = api::build(&ctx, &key, &name, raw, &files)?;
         apis.push(summary);
         if let Some(source) = source {
+            api::check_collisions(&ctx, &key, &source, &gateway.sources)?;
             api_names.push(name);
             gateway.sources.push(source);
         }
