@@ -163,8 +163,13 @@ pub(crate) fn build(
             prefix_len: prefix.len(),
         };
         // The loader's message names the file and the JSON pointer.
-        let document = mcpyard_openapi::load_file(Path::new(&spec), &options)
-            .map_err(|e| ctx.error(&field("spec"), e.to_string()))?;
+        let document = mcpyard_openapi::load_file(Path::new(&spec), &options).map_err(|e| {
+            let at = match e {
+                mcpyard_openapi::LoadError::Rename { .. } => "rename",
+                _ => "spec",
+            };
+            ctx.error(&field(at), e.to_string())
+        })?;
         check_listing(ctx, &field("expose"), &listing, &document)?;
         summary.document = Some(describe(&document, &listing));
         Some(document)
@@ -440,6 +445,25 @@ mod tests {
         assert_eq!(doc.undescribed_fields, ["add_pet.name"]);
         assert!(!format!("{s:?}").contains("tok-93ab1"));
         assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    }
+
+    #[test]
+    fn renamed_operations_are_exposed_by_their_new_names() {
+        let s = settings(
+            "spec = \"pets.json\"\nprefix = \"zoo_\"\nrename = { list_pets = \"pets\" }\nexpose = [\"pets\"]",
+        )
+        .unwrap();
+        let source = s
+            .gateway
+            .sources
+            .iter()
+            .find(|x| x.name() == "pets")
+            .unwrap();
+        assert_eq!(source.effective_prefix(), "zoo_");
+        assert_eq!(s.apis[0].document.as_ref().unwrap().exposed, 1);
+        let e = settings("spec = \"pets.json\"\nrename = { feed_pets = \"feed\" }").unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("apis.pets.rename"), "{e}");
+        assert!(e.message.contains("feed_pets"), "{e}");
     }
 
     #[test]
