@@ -24,6 +24,10 @@ const MAX_INLINE_DEPTH: usize = 6;
 const INLINE_NODE_BUDGET: usize = 2_000;
 /// Nesting below this is cut (as `{}`, which accepts anything).
 const MAX_NESTING: usize = 256;
+/// Response schemas (a tool's `outputSchema`, read by clients on every
+/// listing) are cut this deep, and a cycle there is `{}`: they describe the
+/// answer's shape without GitHub-sized closures of nested objects.
+const MAX_RESPONSE_NESTING: usize = 4;
 
 const JSON_TYPES: [&str; 7] = [
     "string", "number", "integer", "boolean", "array", "object", "null",
@@ -70,6 +74,20 @@ impl<'r> SchemaBuilder<'r> {
         self.convert_node(at, schema, 0)
     }
 
+    /// A schema found inside the schema at `owner` (a body field inside the
+    /// request object): a reference back to the owner is a cycle.
+    pub(crate) fn convert_inside(
+        &mut self,
+        owner: &Location,
+        at: &Location,
+        schema: &Value,
+    ) -> Result<Value, LoadError> {
+        self.inlining.push(owner.clone());
+        let converted = self.convert_node(at, schema, 0);
+        self.inlining.pop();
+        converted
+    }
+
     /// The `$defs` the converted schemas refer to (empty when none).
     pub(crate) fn finish(mut self) -> Result<Map<String, Value>, LoadError> {
         while let Some(target) = self.pending.pop() {
@@ -97,7 +115,11 @@ impl<'r> SchemaBuilder<'r> {
             Value::Bool(flag) => return Ok(Value::Bool(*flag)),
             _ => return Ok(json!({})),
         };
-        if depth > MAX_NESTING {
+        let max_nesting = match self.direction {
+            Direction::Request => MAX_NESTING,
+            Direction::Response => MAX_RESPONSE_NESTING,
+        };
+        if depth > max_nesting {
             return Ok(json!({}));
         }
         if let Some(Value::String(reference)) = object.get("$ref") {
@@ -276,7 +298,9 @@ impl<'r> SchemaBuilder<'r> {
         let by_name = self.inlining.contains(&target)
             || self.inlining.len() >= MAX_INLINE_DEPTH
             || self.nodes >= INLINE_NODE_BUDGET;
-        let mut converted = if by_name {
+        let mut converted = if by_name && self.direction == Direction::Response {
+            json!({})
+        } else if by_name {
             let name = self.def_name(&target);
             json!({ "$ref": format!("#/$defs/{name}") })
         } else {

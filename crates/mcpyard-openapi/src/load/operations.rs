@@ -502,7 +502,7 @@ fn build_body(
         let mut arguments = Vec::new();
         let mut body_properties = Map::new();
         for field in &fields.fields {
-            let mut schema = input.convert(&field.at, &field.schema)?;
+            let mut schema = input.convert_inside(&field.owner, &field.at, &field.schema)?;
             let is_file = is_file_schema(resolver, &field.at, &field.schema);
             let argument = claim(taken, &field.name, Some("body"));
             if is_file && source.kind != BodyKind::Json {
@@ -569,6 +569,8 @@ fn build_body(
 
 struct Field {
     name: String,
+    /// The object schema the field is a property of.
+    owner: At,
     at: At,
     schema: Value,
 }
@@ -581,19 +583,19 @@ struct Fields {
 /// The top-level properties of an object body (through `$ref`s and `allOf`),
 /// or `None` when the body is not such an object (arrays, scalars, unions,
 /// free-form maps).
-fn object_fields(
-    resolver: &Resolver,
+fn object_fields<'a>(
+    resolver: &'a Resolver,
     at: &At,
-    schema: &Value,
+    schema: &'a Value,
 ) -> Result<Option<Fields>, LoadError> {
     let mut fields = Fields {
         fields: Vec::new(),
         required: Vec::new(),
     };
-    let mut pending = vec![(at.clone(), schema.clone())];
+    let mut pending = vec![(at.clone(), schema)];
     let mut seen = HashSet::new();
     while let Some((at, schema)) = pending.pop() {
-        let (at, schema) = resolver.follow(at, &schema)?;
+        let (at, schema) = resolver.follow(at, schema)?;
         if !seen.insert(at.clone()) {
             continue;
         }
@@ -614,6 +616,7 @@ fn object_fields(
                 if !fields.fields.iter().any(|field| &field.name == name) {
                     fields.fields.push(Field {
                         name: name.clone(),
+                        owner: at.clone(),
                         at: properties_at.child(name),
                         schema: property.clone(),
                     });
@@ -629,7 +632,7 @@ fn object_fields(
             let parts_at = at.child("allOf");
             // Reversed so that the first part's fields come first.
             for (index, part) in parts.iter().enumerate().rev() {
-                pending.push((parts_at.child(&index.to_string()), part.clone()));
+                pending.push((parts_at.child(&index.to_string()), part));
             }
         }
     }
