@@ -22,7 +22,15 @@ pub(crate) struct Hints {
     /// The argument that is the whole body.
     pub(crate) whole_body: Option<String>,
     pub(crate) response_media_type: Option<String>,
+    /// What the JSON answer is: a referenced object's name, and whether the
+    /// answer is a list of them.
+    pub(crate) response_object: Option<(String, bool)>,
+    /// The JSON answer's top-level fields (of the object, or of each item).
+    pub(crate) response_fields: Vec<String>,
 }
+
+/// Answer fields named in the description.
+const MAX_NAMED_FIELDS: usize = 12;
 
 /// Descriptions that say nothing (what code generators write by default).
 fn is_thin(description: &str) -> bool {
@@ -197,13 +205,39 @@ fn answer(operation: &Operation, hints: &Hints) -> String {
     }
     let media = hints.response_media_type.as_deref().unwrap_or("binary");
     let answer = match operation.response {
-        ResponseKind::Json => "Answer: the JSON result in `data`.".to_string(),
+        ResponseKind::Json => {
+            let mut shape = match &hints.response_object {
+                Some((object, true)) => format!(" (a list of `{object}`"),
+                Some((object, false)) => format!(" (a `{object}`"),
+                None if hints.response_fields.is_empty() => String::new(),
+                None => " (".to_string(),
+            };
+            if !hints.response_fields.is_empty() {
+                let mut fields: Vec<String> = hints
+                    .response_fields
+                    .iter()
+                    .take(MAX_NAMED_FIELDS)
+                    .map(|field| format!("`{field}`"))
+                    .collect();
+                if hints.response_fields.len() > MAX_NAMED_FIELDS {
+                    fields.push("…".to_string());
+                }
+                if shape.len() > 2 {
+                    shape.push_str(": ");
+                }
+                shape.push_str(&format!("fields {}", fields.join(", ")));
+            }
+            if !shape.is_empty() {
+                shape.push(')');
+            }
+            format!("Answer: the JSON result in `data`{shape}.")
+        }
         ResponseKind::Text => "Answer: the text in `text`.".to_string(),
         ResponseKind::EventStream => {
             "Answer: an event stream; each event's data, in order, in `events`.".to_string()
         }
         ResponseKind::Binary => format!(
-            "Answer: a `{media}` file, inline as `base64` when small, else saved and named by `saved_path` (with `size_bytes`, `mime_type`)."
+            "Answer: a file of type `{media}`, inline as `base64` when small, else saved and named by `saved_path` (with `size_bytes`, `mime_type`)."
         ),
         ResponseKind::Unknown => "Answer: `data` when the API answers JSON, `text` for text, a file in `base64` or `saved_path` otherwise.".to_string(),
     };

@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use mcpyard_openapi::{
-    default_listing, load_file, parse, ApiDocument, BodyKind, BodyShape, DocVersion, LoadError,
-    LoadOptions, Location, ResponseKind, SecurityRequirement, SecurityScheme, Style,
+    default_listing, load, load_file, parse, ApiDocument, BodyKind, BodyShape, DocVersion,
+    LoadError, LoadOptions, Location, ResponseKind, SecurityRequirement, SecurityScheme, Style,
 };
 use serde_json::{json, Value};
 
@@ -817,4 +817,101 @@ fn rename_map_and_name_length() {
         .iter()
         .zip(&short.operations)
         .all(|(a, b)| a.name == b.name));
+}
+
+/// Serves `routes` (path → status and body) over HTTP/1.1 on a loopback
+/// port, one request per connection, until the returned task is aborted.
+async fn serve(routes: Vec<(&'static str, u16, String)>) -> (String, tokio::task::JoinHandle<()>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move {
+        loop {
+            let Ok((mut socket, _)) = listener.accept().await else {
+                return;
+            };
+            let mut head = Vec::new();
+            let mut buffer = [0u8; 1024];
+            while !head.windows(4).any(|window| window == b"\r\n\r\n") {
+                match socket.read(&mut buffer).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(read) => head.extend_from_slice(&buffer[..read]),
+                }
+            }
+            let head = String::from_utf8_lossy(&head);
+            let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
+            let (status, body) = routes
+                .iter()
+                .find(|(route, _, _)| *route == path)
+                .map(|(_, status, body)| (*status, body.clone()))
+                .unwrap_or((404, "not here".to_string()));
+            let response = format!(
+                "HTTP/1.1 {status} X\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = socket.write_all(response.as_bytes()).await;
+        }
+    });
+    (base, task)
+}
+
+#[tokio::test]
+async fn load_reads_urls_and_files() {
+    let lists = std::fs::read_to_string(documents().join("openapi31-lists.yaml")).unwrap();
+    let external = std::fs::read_to_string(documents().join("openapi30-external.yaml")).unwrap();
+    let (base, server) = serve(vec![
+        ("/openapi.yaml", 200, lists),
+        ("/pets.yaml", 200, external),
+        ("/broken", 500, "oops".into()),
+    ])
+    .await;
+
+    let doc = load(&format!("{base}/openapi.yaml"), &options("x__"))
+        .await
+        .expect("loads over HTTP");
+    assert_eq!(doc.origin, format!("{base}/openapi.yaml"));
+    assert_eq!(doc.operations.len(), 9);
+
+    let missing = load(&format!("{base}/nothing.json"), &options("x__"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        missing,
+        format!("{base}/nothing.json: cannot read the document: HTTP status 404 Not Found")
+    );
+    let failing = load(&format!("{base}/broken"), &options("x__"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        failing.ends_with("HTTP status 500 Internal Server Error"),
+        "{failing}"
+    );
+    let relative = load(&format!("{base}/pets.yaml"), &options("x__"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        relative.contains(
+            "references to other files are followed only for a document read from a file"
+        ),
+        "{relative}"
+    );
+    server.abort();
+
+    let refused = load(&format!("{base}/openapi.yaml"), &options("x__"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.starts_with(&format!("{base}/openapi.yaml: cannot read the document:")),
+        "{refused}"
+    );
+
+    let path = documents().join("swagger2-trees.json");
+    let doc = load(path.to_str().unwrap(), &options("x__"))
+        .await
+        .expect("loads a file");
+    assert_eq!(doc.operations.len(), 9);
 }

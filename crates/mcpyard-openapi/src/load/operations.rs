@@ -395,6 +395,9 @@ fn build_operation(
     // The answer.
     let answer = response(context, &at, operation)?;
     hints.response_media_type = answer.media_type.clone();
+    if let Some((schema_at, schema)) = &answer.schema {
+        describe_answer(resolver, schema_at, schema, &mut hints);
+    }
     let output_schema = output_schema(context, &answer)?;
 
     let defs = input.finish()?;
@@ -457,6 +460,35 @@ fn build_operation(
         hints,
         at,
     })
+}
+
+/// Names the JSON answer's object and top-level fields for the description.
+fn describe_answer(resolver: &Resolver, at: &At, schema: &Value, hints: &mut Hints) {
+    let Ok((at, resolved)) = resolver.follow(at.clone(), schema) else {
+        return;
+    };
+    let (item_at, item, is_list) = match resolved.get("items") {
+        Some(items) if resolved.get("type").and_then(Value::as_str) == Some("array") => {
+            (at.child("items"), items, true)
+        }
+        _ => (at, resolved, false),
+    };
+    let named = if is_list { item } else { schema };
+    if let Some(reference) = named.get("$ref").and_then(Value::as_str) {
+        hints.response_object = Some((reference_name(reference), is_list));
+    }
+    if let Ok(Some(fields)) = object_fields(resolver, &item_at, item) {
+        hints.response_fields = fields.fields.into_iter().map(|field| field.name).collect();
+    }
+}
+
+fn reference_name(reference: &str) -> String {
+    reference
+        .rsplit('/')
+        .next()
+        .unwrap_or(reference)
+        .replace("~1", "/")
+        .replace("~0", "~")
 }
 
 /// A body as the document declares it, before it becomes arguments.
@@ -656,7 +688,14 @@ fn file_schema(converted: &Value) -> Value {
     let description = converted
         .get("description")
         .and_then(Value::as_str)
-        .map(|description| format!("{} {FILE_GUIDANCE}", description.trim_end()))
+        .map(|description| {
+            let description = description.trim_end();
+            if description.ends_with(['.', '!', '?']) {
+                format!("{description} {FILE_GUIDANCE}")
+            } else {
+                format!("{description}. {FILE_GUIDANCE}")
+            }
+        })
         .unwrap_or_else(|| FILE_GUIDANCE.to_string());
     if converted.get("type").and_then(Value::as_str) == Some("array") {
         json!({ "type": "array", "items": { "type": "string" }, "description": description })
