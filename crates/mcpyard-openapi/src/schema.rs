@@ -25,9 +25,10 @@ const INLINE_NODE_BUDGET: usize = 2_000;
 /// Nesting below this is cut (as `{}`, which accepts anything).
 const MAX_NESTING: usize = 256;
 /// Response schemas (a tool's `outputSchema`, read by clients on every
-/// listing) are cut this deep, and a cycle there is `{}`: they describe the
-/// answer's shape without GitHub-sized closures of nested objects.
-const MAX_RESPONSE_NESTING: usize = 4;
+/// listing) are cut this deep, a cycle there is `{}`, and they carry no
+/// examples: they describe the answer's shape without GitHub-sized closures
+/// of nested objects.
+const MAX_RESPONSE_NESTING: usize = 3;
 
 const JSON_TYPES: [&str; 7] = [
     "string", "number", "integer", "boolean", "array", "object", "null",
@@ -138,6 +139,7 @@ impl<'r> SchemaBuilder<'r> {
                 | "$dynamicAnchor" | "$dynamicRef" | "$comment" | "$vocabulary"
                 | "collectionFormat" | "allowEmptyValue" | "in" | "name" | "style" | "explode"
                 | "allowReserved" => {}
+                "example" | "examples" if self.direction == Direction::Response => {}
                 "example" => {
                     if !object.contains_key("examples") {
                         out.insert("examples".into(), Value::Array(vec![value.clone()]));
@@ -294,7 +296,17 @@ impl<'r> SchemaBuilder<'r> {
         siblings: &Map<String, Value>,
         depth: usize,
     ) -> Result<Value, LoadError> {
-        let target = self.resolver.target(at, reference)?;
+        let resolver = self.resolver;
+        let mut target = resolver.target(at, reference)?;
+        // An alias (a schema that is only a `$ref`) is followed to what it
+        // names, so that a loop of aliases is an error here and not an
+        // endless `$ref` in the schema a validator runs.
+        if let Some(alias) = resolver
+            .get(&target)
+            .filter(|value| value.get("$ref").is_some())
+        {
+            target = resolver.follow(target.clone(), alias)?.0;
+        }
         let by_name = self.inlining.contains(&target)
             || self.inlining.len() >= MAX_INLINE_DEPTH
             || self.nodes >= INLINE_NODE_BUDGET;

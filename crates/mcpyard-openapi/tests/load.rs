@@ -915,3 +915,83 @@ async fn load_reads_urls_and_files() {
         .expect("loads a file");
     assert_eq!(doc.operations.len(), 9);
 }
+
+/// A long chain of references, cycles through several schemas and a loop of
+/// aliases: loading neither overflows the stack nor inlines forever, and
+/// the schemas validate deep instances.
+#[test]
+fn pathological_references_stay_finite() {
+    let mut schemas = serde_json::Map::new();
+    let chain = 3_000;
+    for index in 0..chain {
+        let next = if index + 1 < chain {
+            json!({ "$ref": format!("#/components/schemas/S{}", index + 1) })
+        } else {
+            json!({ "type": "string" })
+        };
+        schemas.insert(
+            format!("S{index}"),
+            json!({ "type": "object", "properties": { "next": next } }),
+        );
+    }
+    schemas.insert(
+        "A".into(),
+        json!({ "type": "object", "properties": { "b": { "$ref": "#/components/schemas/B" } } }),
+    );
+    schemas.insert(
+        "B".into(),
+        json!({ "type": "object", "properties": { "c": { "$ref": "#/components/schemas/C" } } }),
+    );
+    schemas.insert("C".into(), json!({ "type": "object", "properties": { "a": { "$ref": "#/components/schemas/A" }, "n": { "type": "integer" } } }));
+    let body = |schema: &str| {
+        json!({
+            "requestBody": { "content": { "application/json": { "schema": { "$ref": format!("#/components/schemas/{schema}") } } } },
+            "responses": { "200": { "description": "ok", "content": { "application/json": { "schema": { "$ref": format!("#/components/schemas/{schema}") } } } } }
+        })
+    };
+    let document = json!({
+        "openapi": "3.1.0",
+        "info": { "title": "deep", "version": "1" },
+        "paths": { "/chain": { "post": body("S0") }, "/cycle": { "post": body("A") } },
+        "components": { "schemas": schemas },
+    });
+    let doc = parse("deep.json", &document.to_string(), None, &options("x__")).expect("loads");
+    assert_schemas_compile(&doc);
+
+    // An instance 200 levels deep goes through dozens of `$defs`.
+    let chain_schema = &doc.operations[0].input_schema;
+    let mut instance = json!({});
+    let mut wrong = json!({ "next": 5 });
+    for _ in 0..200 {
+        instance = json!({ "next": instance });
+        wrong = json!({ "next": wrong });
+    }
+    let validator = jsonschema::draft202012::new(chain_schema).unwrap();
+    assert!(validator.is_valid(&instance));
+    assert!(
+        !validator.is_valid(&wrong),
+        "200 levels down, `next` is an object"
+    );
+
+    let cycle = &doc.operations[1].input_schema;
+    assert!(accepts(
+        cycle,
+        json!({ "b": { "c": { "a": { "b": { "c": { "n": 1 } } } } } })
+    ));
+    assert!(!accepts(
+        cycle,
+        json!({ "b": { "c": { "a": { "b": { "c": { "n": "one" } } } } } })
+    ));
+
+    let mut looping = document.clone();
+    looping["components"]["schemas"]["S5"] = json!({ "$ref": "#/components/schemas/S6" });
+    looping["components"]["schemas"]["S6"] = json!({ "$ref": "#/components/schemas/S5" });
+    let error = parse("loop.json", &looping.to_string(), None, &options("x__"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.starts_with("loop.json: #/components/schemas/S"),
+        "{error}"
+    );
+    assert!(error.ends_with("$ref chain loops"), "{error}");
+}

@@ -477,7 +477,7 @@ fn describe_answer(resolver: &Resolver, at: &At, schema: &Value, hints: &mut Hin
     if let Some(reference) = named.get("$ref").and_then(Value::as_str) {
         hints.response_object = Some((reference_name(reference), is_list));
     }
-    if let Ok(Some(fields)) = object_fields(resolver, &item_at, item) {
+    if let Ok(Some(fields)) = object_fields(resolver, &item_at, item, Direction::Response) {
         hints.response_fields = fields.fields.into_iter().map(|field| field.name).collect();
     }
 }
@@ -525,9 +525,12 @@ fn build_body(
     let mut file_arguments = Vec::new();
 
     let fields = match source.kind {
-        BodyKind::Json | BodyKind::Form | BodyKind::Multipart => {
-            object_fields(resolver, &source.schema_at, &source.schema)?
-        }
+        BodyKind::Json | BodyKind::Form | BodyKind::Multipart => object_fields(
+            resolver,
+            &source.schema_at,
+            &source.schema,
+            Direction::Request,
+        )?,
         _ => None,
     };
     if let Some(fields) = fields {
@@ -619,7 +622,12 @@ fn object_fields<'a>(
     resolver: &'a Resolver,
     at: &At,
     schema: &'a Value,
+    direction: Direction,
 ) -> Result<Option<Fields>, LoadError> {
+    let left_out = match direction {
+        Direction::Request => "readOnly",
+        Direction::Response => "writeOnly",
+    };
     let mut fields = Fields {
         fields: Vec::new(),
         required: Vec::new(),
@@ -642,7 +650,7 @@ fn object_fields<'a>(
         if let Some(Value::Object(properties)) = schema.get("properties") {
             let properties_at = at.child("properties");
             for (name, property) in properties {
-                if property.get("readOnly").and_then(Value::as_bool) == Some(true) {
+                if property.get(left_out).and_then(Value::as_bool) == Some(true) {
                     continue;
                 }
                 if !fields.fields.iter().any(|field| &field.name == name) {
