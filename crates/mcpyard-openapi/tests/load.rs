@@ -995,3 +995,110 @@ fn pathological_references_stay_finite() {
     );
     assert!(error.ends_with("$ref chain loops"), "{error}");
 }
+
+/// Parameters merged from the path item and the operation (the operation's
+/// win), a path item that is a `$ref`, bodies that stay whole.
+#[test]
+fn parameters_merge_and_bodies_stay_whole_when_not_objects() {
+    let document = json!({
+        "openapi": "3.0.3",
+        "info": { "title": "merge", "version": "1" },
+        "paths": {
+            "/things/{id}": {
+                "parameters": [
+                    { "name": "id", "in": "path", "required": true, "schema": { "type": "string" }, "description": "From the path item." },
+                    { "name": "trace", "in": "header", "schema": { "type": "string" } }
+                ],
+                "post": {
+                    "operationId": "addThings",
+                    "parameters": [
+                        { "name": "id", "in": "path", "required": true, "schema": { "type": "integer" }, "description": "From the operation." },
+                        { "name": "id", "in": "query", "schema": { "type": "boolean" } },
+                        { "name": "body", "in": "query", "schema": { "type": "string" } },
+                        { "name": "Authorization", "in": "header", "schema": { "type": "string" } },
+                        { "name": "prefs", "in": "cookie", "content": { "application/json": { "schema": { "type": "object" } } } }
+                    ],
+                    "requestBody": { "required": true, "content": { "application/json": { "schema": { "type": "array", "items": { "type": "string" } } } } },
+                    "responses": { "204": { "description": "done" } }
+                },
+                "put": {
+                    "operationId": "setThing",
+                    "requestBody": { "content": { "application/json": { "schema": { "oneOf": [{ "type": "string" }, { "type": "object" }] } } } },
+                    "responses": { "default": { "description": "whatever" } }
+                },
+                "patch": {
+                    "operationId": "noteThing",
+                    "requestBody": { "required": true, "content": { "text/plain": { "schema": { "type": "string" } } } },
+                    "responses": { "200": { "description": "ok" } }
+                }
+            },
+            "/aliased": { "$ref": "#/paths/~1things~1{id}" }
+        }
+    });
+    let doc = parse("merge.json", &document.to_string(), None, &options("x__")).expect("loads");
+    assert_schemas_compile(&doc);
+    let add = operation(&doc, "POST", "/things/{id}");
+    let wires: Vec<(&str, &str, Location)> = add
+        .parameters
+        .iter()
+        .map(|parameter| {
+            (
+                parameter.name.argument.as_str(),
+                parameter.name.wire.as_str(),
+                parameter.location,
+            )
+        })
+        .collect();
+    assert_eq!(
+        wires,
+        [
+            ("id", "id", Location::Path),
+            ("query_id", "id", Location::Query),
+            ("body", "body", Location::Query),
+            ("trace", "trace", Location::Header),
+            ("prefs", "prefs", Location::Cookie),
+        ]
+    );
+    assert_eq!(
+        add.input_schema["properties"]["id"]["type"], "integer",
+        "the operation's wins"
+    );
+    assert_eq!(
+        add.input_schema["properties"]["id"]["description"],
+        "From the operation."
+    );
+    let body = add.body.as_ref().unwrap();
+    assert_eq!(
+        body.shape,
+        BodyShape::Whole("body_2".into()),
+        "`body` is a query parameter already"
+    );
+    assert_eq!(required(add), ["id", "body_2"]);
+    assert_eq!(add.input_schema["properties"]["body_2"]["type"], "array");
+    assert_eq!(add.response, ResponseKind::Unknown);
+
+    let set = operation(&doc, "PUT", "/things/{id}");
+    assert_eq!(
+        set.body.as_ref().unwrap().shape,
+        BodyShape::Whole("body".into())
+    );
+    assert!(required(set) == ["id"], "an optional body is optional");
+    let note = operation(&doc, "PATCH", "/things/{id}");
+    assert_eq!(note.body.as_ref().unwrap().kind, BodyKind::Text);
+
+    // The aliased path item has the same operations (and operationIds):
+    // the shorter path keeps the names, the other gets the method added.
+    assert_eq!(doc.operations.len(), 6);
+    let names = |path: &str| -> Vec<&str> {
+        doc.operations
+            .iter()
+            .filter(|operation| operation.path == path)
+            .map(|operation| operation.name.as_str())
+            .collect()
+    };
+    assert_eq!(names("/aliased"), ["set_thing", "add_things", "note_thing"]);
+    assert_eq!(
+        names("/things/{id}"),
+        ["set_thing_put", "add_things_post", "note_thing_patch"]
+    );
+}
