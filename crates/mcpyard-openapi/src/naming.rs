@@ -480,13 +480,16 @@ fn derive(method: &str, path: &str, websocket: bool) -> String {
     }
 
     let is_action = ACTIONS.contains(&last.as_str()) || MORE_ACTIONS.contains(&last.as_str());
-    if method != "GET" && method != "HEAD" && is_action && last_index > 0 {
+    // Actions that read: `GET /files/download` → `download_files`.
+    let reads = ["search", "download", "export"].contains(&last.as_str());
+    let is_action = is_action && (reads || (method != "GET" && method != "HEAD"));
+    if is_action && last_index > 0 {
         let rest = &words[..last_index];
         let head_singular =
             ends_with_parameter || rest.last().is_some_and(|(_, followed)| *followed);
         return format!("{last}_{}", phrase(rest, head_singular));
     }
-    if method != "GET" && method != "HEAD" && is_action {
+    if is_action {
         return last;
     }
     if QUALIFIERS.contains(&last.as_str())
@@ -543,6 +546,9 @@ mod tests {
         );
         assert_eq!(name("GET", "/system"), "get_system");
         assert_eq!(name("POST", "/v1/tokenize"), "tokenize");
+        assert_eq!(name("GET", "/search"), "search");
+        assert_eq!(name("GET", "/reports/export"), "export_reports");
+        assert_eq!(name("GET", "/backend/monitor"), "get_backend_monitor");
     }
 
     #[test]

@@ -39,9 +39,10 @@ pub(super) fn read_file(path: &Path) -> Result<String, LoadError> {
     String::from_utf8(bytes).map_err(|_| unreadable("not UTF-8 text".to_string()))
 }
 
-pub(super) async fn fetch(url: &str) -> Result<String, LoadError> {
+/// `origin` is the URL as messages may show it.
+pub(super) async fn fetch(url: &str, origin: &str) -> Result<String, LoadError> {
     let unreadable = |reason: String| LoadError::Unreadable {
-        origin: url.to_string(),
+        origin: origin.to_string(),
         reason,
     };
     let client = reqwest::Client::builder()
