@@ -7,6 +7,10 @@ use serde_json::{json, Value};
 
 use crate::model::{Location, Operation, ResponseKind};
 
+/// Ends the guidance written where the document describes nothing, so that
+/// an audit of thin documentation can find those places.
+pub const UNDESCRIBED: &str = "(not described by the API)";
+
 /// A description longer than this is cut (documents paste whole guides).
 const MAX_DESCRIPTION_CHARS: usize = 1_200;
 /// Inputs named in the description; the schema has them all.
@@ -69,23 +73,23 @@ pub(crate) fn ensure_description(schema: &mut Value, guidance: &str) {
 
 pub(crate) fn parameter_guidance(name: &str, location: Location, path: &str) -> String {
     match location {
-        Location::Path => {
-            format!("The `{{{name}}}` part of the path `{path}` (not described by the API).")
-        }
-        Location::Query => format!("The `{name}` query parameter (not described by the API)."),
-        Location::Header => format!("The `{name}` request header (not described by the API)."),
-        Location::Cookie => format!("The `{name}` cookie (not described by the API)."),
+        Location::Path => format!("The `{{{name}}}` part of the path `{path}` {UNDESCRIBED}."),
+        Location::Query => format!("The `{name}` query parameter {UNDESCRIBED}."),
+        Location::Header => format!("The `{name}` request header {UNDESCRIBED}."),
+        Location::Cookie => format!("The `{name}` cookie {UNDESCRIBED}."),
     }
 }
 
 pub(crate) fn field_guidance(name: &str) -> String {
-    format!("The request body's `{name}` field (not described by the API).")
+    format!("The request body's `{name}` field {UNDESCRIBED}.")
 }
 
 pub(crate) fn body_guidance(media_type: &str, description: Option<&str>) -> String {
     match description {
         Some(description) if !is_thin(description) => description.to_string(),
-        _ => format!("The request body, sent as `{media_type}`; its shape is this schema."),
+        _ => format!(
+            "The request body, sent as `{media_type}`, {UNDESCRIBED}; its shape is this schema."
+        ),
     }
 }
 

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use mcpyard_openapi::{
     default_listing, load, load_file, parse, ApiDocument, BodyKind, BodyShape, DocVersion,
     LoadError, LoadOptions, Location, ResponseKind, SecurityRequirement, SecurityScheme, Style,
+    UNDESCRIBED,
 };
 use serde_json::{json, Value};
 
@@ -285,6 +286,10 @@ fn localai_multipart_and_binary_operations() {
 
     // A path parameter the document does not declare is still an argument.
     let job = operation(&doc, "GET", "/backends/jobs/{uuid}");
+    assert!(job.input_schema["properties"]["uuid"]["description"]
+        .as_str()
+        .unwrap()
+        .ends_with(&format!("{UNDESCRIBED}.")));
     assert_eq!(job.parameters.len(), 1);
     assert_eq!(job.parameters[0].location, Location::Path);
     assert_eq!(job.input_schema["required"], json!(["uuid"]));
