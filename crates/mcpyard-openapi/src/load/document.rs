@@ -87,8 +87,7 @@ pub(super) fn parse_text(origin: &str, text: &str) -> Result<ParsedText, LoadErr
         let syntax = |error: serde_json::Error| LoadError::Syntax {
             origin: origin.to_string(),
             format: "JSON",
-            line: error.line(),
-            column: error.column(),
+            position: format!(" at line {}, column {}", error.line(), error.column()),
             reason: strip_position(&error.to_string()),
         };
         let value: Value = serde_json::from_str(text).map_err(syntax)?;
@@ -98,15 +97,16 @@ pub(super) fn parse_text(origin: &str, text: &str) -> Result<ParsedText, LoadErr
         Ok(ParsedText { value, path_order })
     } else {
         let yaml: serde_yaml_ng::Value = serde_yaml_ng::from_str(text).map_err(|error| {
-            let (line, column) = error
+            let position = error
                 .location()
-                .map(|location| (location.line(), location.column()))
-                .unwrap_or((0, 0));
+                .map(|location| {
+                    format!(" at line {}, column {}", location.line(), location.column())
+                })
+                .unwrap_or_default();
             LoadError::Syntax {
                 origin: origin.to_string(),
                 format: "YAML",
-                line,
-                column,
+                position,
                 reason: strip_position(&error.to_string()),
             }
         })?;

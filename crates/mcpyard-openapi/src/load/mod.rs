@@ -46,12 +46,13 @@ pub struct LoadOptions {
 pub enum LoadError {
     #[error("{origin}: cannot read the document: {reason}")]
     Unreadable { origin: String, reason: String },
-    #[error("{origin}: not valid {format} at line {line}, column {column}: {reason}")]
+    /// `position` is ` at line L, column C`, or empty when the parser
+    /// gives none.
+    #[error("{origin}: not valid {format}{position}: {reason}")]
     Syntax {
         origin: String,
         format: &'static str,
-        line: usize,
-        column: usize,
+        position: String,
         reason: String,
     },
     #[error("{origin}: {pointer}: {message}")]
