@@ -10,7 +10,8 @@
 //! Accept, Content-Length) and API keys the security schemes supply are not
 //! arguments.
 
-use std::collections::{BTreeMap, HashSet};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::{json, Map, Value};
 
@@ -39,6 +40,9 @@ struct Context<'r> {
     produces: Vec<String>,
     security: Option<Vec<SecurityRequirement>>,
     security_schemes: BTreeMap<String, SecurityScheme>,
+    /// Output schemas by the referenced answer schema they were made from:
+    /// large documents answer the same object from many operations.
+    output_schemas: RefCell<HashMap<At, Value>>,
 }
 
 /// An operation before names are given, with what its description needs.
@@ -64,6 +68,7 @@ pub(super) fn build(
         produces: strings(root.get("produces")),
         security: root.get("security").map(security_requirements),
         security_schemes,
+        output_schemas: RefCell::new(HashMap::new()),
     };
     let servers = match version {
         DocVersion::Swagger2 => swagger2::servers(root),
@@ -1051,9 +1056,31 @@ fn response_kind(media_type: &str) -> ResponseKind {
     }
 }
 
-/// The answer envelope the calling half produces, `data` typed by the 2xx
+/// The answer envelope a call produces, `data` typed by the 2xx
 /// JSON schema where the document has one.
 fn output_schema(context: &Context<'_>, answer: &Answer) -> Result<Value, LoadError> {
+    let shared = answer.schema.as_ref().and_then(|(at, schema)| {
+        let only_ref = schema.as_object().filter(|object| object.len() == 1)?;
+        let reference = only_ref.get("$ref")?.as_str()?;
+        context.resolver.target(at, reference).ok()
+    });
+    if let Some(cached) = shared
+        .as_ref()
+        .and_then(|target| context.output_schemas.borrow().get(target).cloned())
+    {
+        return Ok(cached);
+    }
+    let envelope = build_output_schema(context, answer)?;
+    if let Some(target) = shared {
+        context
+            .output_schemas
+            .borrow_mut()
+            .insert(target, envelope.clone());
+    }
+    Ok(envelope)
+}
+
+fn build_output_schema(context: &Context<'_>, answer: &Answer) -> Result<Value, LoadError> {
     let mut output = SchemaBuilder::new(context.resolver, context.version, Direction::Response);
     let data = match &answer.schema {
         Some((at, schema)) => output.convert(at, schema)?,
