@@ -5,9 +5,8 @@
 //! schema already grown large becomes `{"$ref": "#/$defs/NAME"}` with the
 //! target converted once into `$defs`. The walk keeps the chain of
 //! references being inlined (the visited set), so a recursive schema never
-//! inlines forever; the recursion itself is bounded by the document's nesting
-//! (the JSON and YAML parsers stop at 128 levels) times a few levels of
-//! inlining.
+//! inlines forever; the recursion itself stops at 128 levels, counted
+//! through inlined references (deeper is `{}`, which accepts anything).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -23,7 +22,7 @@ const MAX_INLINE_DEPTH: usize = 6;
 /// to `$defs` (a shared schema inlined at many places grows fast).
 const INLINE_NODE_BUDGET: usize = 2_000;
 /// Nesting below this is cut (as `{}`, which accepts anything).
-const MAX_NESTING: usize = 256;
+const MAX_NESTING: usize = 128;
 /// Response schemas (a tool's `outputSchema`, read by clients on every
 /// listing) are cut this deep, a cycle there is `{}`, and they carry no
 /// examples: they describe the answer's shape without GitHub-sized closures
