@@ -74,7 +74,6 @@ fn main() -> anyhow::Result<()> {
     );
     println!("| document | size | operations | cold load | warm load (median) | peak memory above baseline |");
     println!("| --- | ---: | ---: | ---: | ---: | ---: |");
-    let mut results = BTreeMap::new();
     for document in &documents {
         let output = Command::new(std::env::current_exe()?)
             .arg("--measure")
@@ -109,7 +108,6 @@ fn main() -> anyhow::Result<()> {
                 .saturating_sub(measurement.baseline_kib) as f64
                 / 1024.0,
         );
-        results.insert(name, measurement);
     }
     Ok(())
 }
