@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::describe::{body_guidance, field_guidance, parameter_guidance};
+use crate::describe::UNDESCRIBED;
 use crate::model::{ApiDocument, BodyShape};
 
 /// How the loader's line for file arguments begins (it follows the
@@ -43,17 +43,18 @@ fn says_something(text: Option<&str>) -> bool {
     })
 }
 
-/// Whether the document described an input: the loader writes guidance
-/// into the schema where it did not, so that guidance counts as nothing.
-fn described(schema: &Value, guidance: &str) -> bool {
+/// Whether the document described an input: where it did not, the loader
+/// wrote guidance ending with [`UNDESCRIBED`], which counts as nothing.
+fn described(schema: &Value) -> bool {
     let Some(description) = schema.get("description").and_then(Value::as_str) else {
         return false;
     };
+    // A file argument's own words come before the loader's line on files.
     let own = match description.find(FILE_GUIDANCE_START) {
         Some(at) => &description[..at],
         None => description,
     };
-    own.trim() != guidance
+    !own.contains(UNDESCRIBED)
         && !own.trim().starts_with("The request body (")
         && says_something(Some(own))
 }
@@ -71,8 +72,7 @@ pub fn audit(document: &ApiDocument) -> Audit {
                 .push(format!("{}.{argument}", op.name));
         };
         for parameter in &op.parameters {
-            let guidance = parameter_guidance(&parameter.name.wire, parameter.location, &op.path);
-            if !described(&parameter.schema, &guidance) {
+            if !described(&parameter.schema) {
                 field(&parameter.name.argument);
             }
         }
@@ -82,8 +82,7 @@ pub fn audit(document: &ApiDocument) -> Audit {
                 let properties = body.schema.get("properties");
                 for argument in arguments {
                     let schema = properties.and_then(|p| p.get(&argument.wire));
-                    let guidance = field_guidance(&argument.wire);
-                    if !schema.is_some_and(|s| described(s, &guidance)) {
+                    if !schema.is_some_and(described) {
                         field(&argument.argument);
                     }
                 }
@@ -92,7 +91,7 @@ pub fn audit(document: &ApiDocument) -> Audit {
                 let schema = op.input_schema["properties"]
                     .get(argument)
                     .unwrap_or(&body.schema);
-                if !described(schema, &body_guidance(&body.media_type, None)) {
+                if !described(schema) {
                     field(argument);
                 }
             }
