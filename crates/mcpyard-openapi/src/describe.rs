@@ -7,6 +7,10 @@ use serde_json::{json, Value};
 
 use crate::model::{Location, Operation, ResponseKind};
 
+/// Ends the guidance written where the document describes nothing, so that
+/// an audit of thin documentation can find those places.
+pub const UNDESCRIBED: &str = "(not described by the API)";
+
 /// A description longer than this is cut (documents paste whole guides).
 const MAX_DESCRIPTION_CHARS: usize = 1_200;
 /// Inputs named in the description; the schema has them all.
@@ -22,7 +26,15 @@ pub(crate) struct Hints {
     /// The argument that is the whole body.
     pub(crate) whole_body: Option<String>,
     pub(crate) response_media_type: Option<String>,
+    /// What the JSON answer is: a referenced object's name, and whether the
+    /// answer is a list of them.
+    pub(crate) response_object: Option<(String, bool)>,
+    /// The JSON answer's top-level fields (of the object, or of each item).
+    pub(crate) response_fields: Vec<String>,
 }
+
+/// Answer fields named in the description.
+const MAX_NAMED_FIELDS: usize = 12;
 
 /// Descriptions that say nothing (what code generators write by default).
 fn is_thin(description: &str) -> bool {
@@ -61,23 +73,23 @@ pub(crate) fn ensure_description(schema: &mut Value, guidance: &str) {
 
 pub(crate) fn parameter_guidance(name: &str, location: Location, path: &str) -> String {
     match location {
-        Location::Path => {
-            format!("The `{{{name}}}` part of the path `{path}` (not described by the API).")
-        }
-        Location::Query => format!("The `{name}` query parameter (not described by the API)."),
-        Location::Header => format!("The `{name}` request header (not described by the API)."),
-        Location::Cookie => format!("The `{name}` cookie (not described by the API)."),
+        Location::Path => format!("The `{{{name}}}` part of the path `{path}` {UNDESCRIBED}."),
+        Location::Query => format!("The `{name}` query parameter {UNDESCRIBED}."),
+        Location::Header => format!("The `{name}` request header {UNDESCRIBED}."),
+        Location::Cookie => format!("The `{name}` cookie {UNDESCRIBED}."),
     }
 }
 
 pub(crate) fn field_guidance(name: &str) -> String {
-    format!("The request body's `{name}` field (not described by the API).")
+    format!("The request body's `{name}` field {UNDESCRIBED}.")
 }
 
 pub(crate) fn body_guidance(media_type: &str, description: Option<&str>) -> String {
     match description {
         Some(description) if !is_thin(description) => description.to_string(),
-        _ => format!("The request body, sent as `{media_type}`; its shape is this schema."),
+        _ => format!(
+            "The request body, sent as `{media_type}`, {UNDESCRIBED}; its shape is this schema."
+        ),
     }
 }
 
@@ -197,13 +209,39 @@ fn answer(operation: &Operation, hints: &Hints) -> String {
     }
     let media = hints.response_media_type.as_deref().unwrap_or("binary");
     let answer = match operation.response {
-        ResponseKind::Json => "Answer: the JSON result in `data`.".to_string(),
+        ResponseKind::Json => {
+            let mut shape = match &hints.response_object {
+                Some((object, true)) => format!(" (a list of `{object}`"),
+                Some((object, false)) => format!(" (a `{object}`"),
+                None if hints.response_fields.is_empty() => String::new(),
+                None => " (".to_string(),
+            };
+            if !hints.response_fields.is_empty() {
+                let mut fields: Vec<String> = hints
+                    .response_fields
+                    .iter()
+                    .take(MAX_NAMED_FIELDS)
+                    .map(|field| format!("`{field}`"))
+                    .collect();
+                if hints.response_fields.len() > MAX_NAMED_FIELDS {
+                    fields.push("…".to_string());
+                }
+                if shape.len() > 2 {
+                    shape.push_str(": ");
+                }
+                shape.push_str(&format!("fields {}", fields.join(", ")));
+            }
+            if !shape.is_empty() {
+                shape.push(')');
+            }
+            format!("Answer: the JSON result in `data`{shape}.")
+        }
         ResponseKind::Text => "Answer: the text in `text`.".to_string(),
         ResponseKind::EventStream => {
             "Answer: an event stream; each event's data, in order, in `events`.".to_string()
         }
         ResponseKind::Binary => format!(
-            "Answer: a `{media}` file, inline as `base64` when small, else saved and named by `saved_path` (with `size_bytes`, `mime_type`)."
+            "Answer: a file of type `{media}`, inline as `base64` when small, else saved and named by `saved_path` (with `size_bytes`, `mime_type`)."
         ),
         ResponseKind::Unknown => "Answer: `data` when the API answers JSON, `text` for text, a file in `base64` or `saved_path` otherwise.".to_string(),
     };

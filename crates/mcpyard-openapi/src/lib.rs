@@ -23,6 +23,7 @@ mod source;
 
 pub use config::{ApiAuth, ApiConfig};
 pub use curated::{default_listing, DEFAULT_LISTING_MAX_OPERATIONS};
+pub use describe::UNDESCRIBED;
 pub use load::{
     load, load_file, parse, LoadError, LoadOptions, FETCH_TIMEOUT, MAX_DOCUMENT_BYTES,
     MAX_TOOL_NAME_LEN,

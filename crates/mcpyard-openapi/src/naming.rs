@@ -479,14 +479,39 @@ fn derive(method: &str, path: &str, websocket: bool) -> String {
         return format!("stream_{joined}");
     }
 
-    let is_action = ACTIONS.contains(&last.as_str()) || MORE_ACTIONS.contains(&last.as_str());
-    if method != "GET" && method != "HEAD" && is_action && last_index > 0 {
+    let is_verb = |word: &str| ACTIONS.contains(&word) || MORE_ACTIONS.contains(&word);
+    // A last segment that starts with an action: `PUT
+    // /models/toggle-pinned/{name}` → `toggle_model_pinned`.
+    let last_segment_start = segment_ends.iter().rev().nth(1).map_or(0, |end| end + 1);
+    if method != "GET" && method != "HEAD" && last_index > last_segment_start {
+        let verb = &words[last_segment_start].0;
+        if is_verb(verb) {
+            let object = words[last_segment_start + 1..]
+                .iter()
+                .map(|(word, _)| word.as_str())
+                .collect::<Vec<_>>()
+                .join("_");
+            return if last_segment_start == 0 {
+                format!("{verb}_{object}")
+            } else {
+                format!(
+                    "{verb}_{}_{object}",
+                    phrase(&words[..last_segment_start], true)
+                )
+            };
+        }
+    }
+    let is_action = is_verb(&last);
+    // Actions that read: `GET /files/download` → `download_files`.
+    let reads = ["search", "download", "export"].contains(&last.as_str());
+    let is_action = is_action && (reads || (method != "GET" && method != "HEAD"));
+    if is_action && last_index > 0 {
         let rest = &words[..last_index];
         let head_singular =
             ends_with_parameter || rest.last().is_some_and(|(_, followed)| *followed);
         return format!("{last}_{}", phrase(rest, head_singular));
     }
-    if method != "GET" && method != "HEAD" && is_action {
+    if is_action {
         return last;
     }
     if QUALIFIERS.contains(&last.as_str())
@@ -543,6 +568,14 @@ mod tests {
         );
         assert_eq!(name("GET", "/system"), "get_system");
         assert_eq!(name("POST", "/v1/tokenize"), "tokenize");
+        assert_eq!(name("GET", "/search"), "search");
+        assert_eq!(
+            name("PUT", "/models/toggle-pinned/{name}/{action}"),
+            "toggle_model_pinned"
+        );
+        assert_eq!(name("POST", "/run-report"), "run_report");
+        assert_eq!(name("GET", "/reports/export"), "export_reports");
+        assert_eq!(name("GET", "/backend/monitor"), "get_backend_monitor");
     }
 
     #[test]

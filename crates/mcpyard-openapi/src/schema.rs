@@ -5,9 +5,8 @@
 //! schema already grown large becomes `{"$ref": "#/$defs/NAME"}` with the
 //! target converted once into `$defs`. The walk keeps the chain of
 //! references being inlined (the visited set), so a recursive schema never
-//! inlines forever; the recursion itself is bounded by the document's nesting
-//! (the JSON and YAML parsers stop at 128 levels) times a few levels of
-//! inlining.
+//! inlines forever; the recursion itself stops at 128 levels, counted
+//! through inlined references (deeper is `{}`, which accepts anything).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -23,7 +22,12 @@ const MAX_INLINE_DEPTH: usize = 6;
 /// to `$defs` (a shared schema inlined at many places grows fast).
 const INLINE_NODE_BUDGET: usize = 2_000;
 /// Nesting below this is cut (as `{}`, which accepts anything).
-const MAX_NESTING: usize = 256;
+const MAX_NESTING: usize = 128;
+/// Response schemas (a tool's `outputSchema`, read by clients on every
+/// listing) are cut this deep, a cycle there is `{}`, and they carry no
+/// examples: they describe the answer's shape without GitHub-sized closures
+/// of nested objects.
+const MAX_RESPONSE_NESTING: usize = 3;
 
 const JSON_TYPES: [&str; 7] = [
     "string", "number", "integer", "boolean", "array", "object", "null",
@@ -70,6 +74,20 @@ impl<'r> SchemaBuilder<'r> {
         self.convert_node(at, schema, 0)
     }
 
+    /// A schema found inside the schema at `owner` (a body field inside the
+    /// request object): a reference back to the owner is a cycle.
+    pub(crate) fn convert_inside(
+        &mut self,
+        owner: &Location,
+        at: &Location,
+        schema: &Value,
+    ) -> Result<Value, LoadError> {
+        self.inlining.push(owner.clone());
+        let converted = self.convert_node(at, schema, 0);
+        self.inlining.pop();
+        converted
+    }
+
     /// The `$defs` the converted schemas refer to (empty when none).
     pub(crate) fn finish(mut self) -> Result<Map<String, Value>, LoadError> {
         while let Some(target) = self.pending.pop() {
@@ -97,7 +115,11 @@ impl<'r> SchemaBuilder<'r> {
             Value::Bool(flag) => return Ok(Value::Bool(*flag)),
             _ => return Ok(json!({})),
         };
-        if depth > MAX_NESTING {
+        let max_nesting = match self.direction {
+            Direction::Request => MAX_NESTING,
+            Direction::Response => MAX_RESPONSE_NESTING,
+        };
+        if depth > max_nesting {
             return Ok(json!({}));
         }
         if let Some(Value::String(reference)) = object.get("$ref") {
@@ -116,6 +138,7 @@ impl<'r> SchemaBuilder<'r> {
                 | "$dynamicAnchor" | "$dynamicRef" | "$comment" | "$vocabulary"
                 | "collectionFormat" | "allowEmptyValue" | "in" | "name" | "style" | "explode"
                 | "allowReserved" => {}
+                "example" | "examples" if self.direction == Direction::Response => {}
                 "example" => {
                     if !object.contains_key("examples") {
                         out.insert("examples".into(), Value::Array(vec![value.clone()]));
@@ -272,11 +295,23 @@ impl<'r> SchemaBuilder<'r> {
         siblings: &Map<String, Value>,
         depth: usize,
     ) -> Result<Value, LoadError> {
-        let target = self.resolver.target(at, reference)?;
+        let resolver = self.resolver;
+        let mut target = resolver.target(at, reference)?;
+        // An alias (a schema that is only a `$ref`) is followed to what it
+        // names, so that a loop of aliases is an error here and not an
+        // endless `$ref` in the schema a validator runs.
+        if let Some(alias) = resolver
+            .get(&target)
+            .filter(|value| value.get("$ref").is_some())
+        {
+            target = resolver.follow(target.clone(), alias)?.0;
+        }
         let by_name = self.inlining.contains(&target)
             || self.inlining.len() >= MAX_INLINE_DEPTH
             || self.nodes >= INLINE_NODE_BUDGET;
-        let mut converted = if by_name {
+        let mut converted = if by_name && self.direction == Direction::Response {
+            json!({})
+        } else if by_name {
             let name = self.def_name(&target);
             json!({ "$ref": format!("#/$defs/{name}") })
         } else {

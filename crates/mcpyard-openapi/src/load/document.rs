@@ -39,9 +39,10 @@ pub(super) fn read_file(path: &Path) -> Result<String, LoadError> {
     String::from_utf8(bytes).map_err(|_| unreadable("not UTF-8 text".to_string()))
 }
 
-pub(super) async fn fetch(url: &str) -> Result<String, LoadError> {
+/// `origin` is the URL as messages may show it.
+pub(super) async fn fetch(url: &str, origin: &str) -> Result<String, LoadError> {
     let unreadable = |reason: String| LoadError::Unreadable {
-        origin: url.to_string(),
+        origin: origin.to_string(),
         reason,
     };
     let client = reqwest::Client::builder()
@@ -86,8 +87,7 @@ pub(super) fn parse_text(origin: &str, text: &str) -> Result<ParsedText, LoadErr
         let syntax = |error: serde_json::Error| LoadError::Syntax {
             origin: origin.to_string(),
             format: "JSON",
-            line: error.line(),
-            column: error.column(),
+            position: format!(" at line {}, column {}", error.line(), error.column()),
             reason: strip_position(&error.to_string()),
         };
         let value: Value = serde_json::from_str(text).map_err(syntax)?;
@@ -97,15 +97,16 @@ pub(super) fn parse_text(origin: &str, text: &str) -> Result<ParsedText, LoadErr
         Ok(ParsedText { value, path_order })
     } else {
         let yaml: serde_yaml_ng::Value = serde_yaml_ng::from_str(text).map_err(|error| {
-            let (line, column) = error
+            let position = error
                 .location()
-                .map(|location| (location.line(), location.column()))
-                .unwrap_or((0, 0));
+                .map(|location| {
+                    format!(" at line {}, column {}", location.line(), location.column())
+                })
+                .unwrap_or_default();
             LoadError::Syntax {
                 origin: origin.to_string(),
                 format: "YAML",
-                line,
-                column,
+                position,
                 reason: strip_position(&error.to_string()),
             }
         })?;

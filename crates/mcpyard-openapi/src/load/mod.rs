@@ -46,12 +46,13 @@ pub struct LoadOptions {
 pub enum LoadError {
     #[error("{origin}: cannot read the document: {reason}")]
     Unreadable { origin: String, reason: String },
-    #[error("{origin}: not valid {format} at line {line}, column {column}: {reason}")]
+    /// `position` is ` at line L, column C`, or empty when the parser
+    /// gives none.
+    #[error("{origin}: not valid {format}{position}: {reason}")]
     Syntax {
         origin: String,
         format: &'static str,
-        line: usize,
-        column: usize,
+        position: String,
         reason: String,
     },
     #[error("{origin}: {pointer}: {message}")]
@@ -62,6 +63,8 @@ pub enum LoadError {
     },
     #[error("{origin}: rename: {message}")]
     Rename { origin: String, message: String },
+    #[error("{origin}: a prefix of {prefix_len} characters leaves too little of the {MAX_TOOL_NAME_LEN} a tool name may have")]
+    PrefixTooLong { origin: String, prefix_len: usize },
 }
 
 impl LoadError {
@@ -74,11 +77,13 @@ impl LoadError {
     }
 }
 
-/// Loads a document from a file path or an `http(s)://` URL.
+/// Loads a document from a file path or an `http(s)://` URL. A URL's user,
+/// password and query are left out of the origin and of messages.
 pub async fn load(config_spec: &str, options: &LoadOptions) -> Result<ApiDocument, LoadError> {
     if is_url(config_spec) {
-        let text = document::fetch(config_spec).await?;
-        parse(config_spec, &text, None, options)
+        let origin = url_for_messages(config_spec);
+        let text = document::fetch(config_spec, &origin).await?;
+        parse(&origin, &text, None, options)
     } else {
         let path = Path::new(config_spec).to_path_buf();
         let options = options.clone();
@@ -108,12 +113,9 @@ pub fn parse(
     options: &LoadOptions,
 ) -> Result<ApiDocument, LoadError> {
     if options.prefix_len + 8 > MAX_TOOL_NAME_LEN {
-        return Err(LoadError::Rename {
+        return Err(LoadError::PrefixTooLong {
             origin: origin.to_string(),
-            message: format!(
-                "a prefix of {} characters leaves too little of the {MAX_TOOL_NAME_LEN} a tool name may have",
-                options.prefix_len
-            ),
+            prefix_len: options.prefix_len,
         });
     }
     let parsed = document::parse_text(origin, text)?;
@@ -129,7 +131,42 @@ pub fn parse(
     operations::build(&resolver, version, &parsed.path_order, options)
 }
 
+/// A URL as messages show it: without user and password, and without the
+/// query, either of which may carry a credential.
+fn url_for_messages(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(authority_end);
+    let host = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    let path = match path.find(['?', '#']) {
+        Some(cut) if path[cut..].starts_with('?') => format!("{}?…", &path[..cut]),
+        Some(cut) => path[..cut].to_string(),
+        None => path.to_string(),
+    };
+    format!("{scheme}://{host}{path}")
+}
+
 fn is_url(spec: &str) -> bool {
     let lower = spec.get(..8).unwrap_or(spec).to_ascii_lowercase();
     lower.starts_with("http://") || lower.starts_with("https://")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::url_for_messages;
+
+    #[test]
+    fn urls_in_messages_carry_no_credentials() {
+        assert_eq!(
+            url_for_messages("http://127.0.0.1:8080/swagger/doc.json"),
+            "http://127.0.0.1:8080/swagger/doc.json"
+        );
+        assert_eq!(
+            url_for_messages("https://user:secret@api.example/doc.yaml?key=s3cret#x"),
+            "https://api.example/doc.yaml?…"
+        );
+        assert_eq!(url_for_messages("https://host?token=abc"), "https://host?…");
+    }
 }

@@ -10,7 +10,8 @@
 //! Accept, Content-Length) and API keys the security schemes supply are not
 //! arguments.
 
-use std::collections::{BTreeMap, HashSet};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::{json, Map, Value};
 
@@ -39,6 +40,9 @@ struct Context<'r> {
     produces: Vec<String>,
     security: Option<Vec<SecurityRequirement>>,
     security_schemes: BTreeMap<String, SecurityScheme>,
+    /// Output schemas by the referenced answer schema they were made from:
+    /// large documents answer the same object from many operations.
+    output_schemas: RefCell<HashMap<At, Value>>,
 }
 
 /// An operation before names are given, with what its description needs.
@@ -64,6 +68,7 @@ pub(super) fn build(
         produces: strings(root.get("produces")),
         security: root.get("security").map(security_requirements),
         security_schemes,
+        output_schemas: RefCell::new(HashMap::new()),
     };
     let servers = match version {
         DocVersion::Swagger2 => swagger2::servers(root),
@@ -395,6 +400,9 @@ fn build_operation(
     // The answer.
     let answer = response(context, &at, operation)?;
     hints.response_media_type = answer.media_type.clone();
+    if let Some((schema_at, schema)) = &answer.schema {
+        describe_answer(resolver, schema_at, schema, &mut hints);
+    }
     let output_schema = output_schema(context, &answer)?;
 
     let defs = input.finish()?;
@@ -459,6 +467,35 @@ fn build_operation(
     })
 }
 
+/// Names the JSON answer's object and top-level fields for the description.
+fn describe_answer(resolver: &Resolver, at: &At, schema: &Value, hints: &mut Hints) {
+    let Ok((at, resolved)) = resolver.follow(at.clone(), schema) else {
+        return;
+    };
+    let (item_at, item, is_list) = match resolved.get("items") {
+        Some(items) if resolved.get("type").and_then(Value::as_str) == Some("array") => {
+            (at.child("items"), items, true)
+        }
+        _ => (at, resolved, false),
+    };
+    let named = if is_list { item } else { schema };
+    if let Some(reference) = named.get("$ref").and_then(Value::as_str) {
+        hints.response_object = Some((reference_name(reference), is_list));
+    }
+    if let Ok(Some(fields)) = object_fields(resolver, &item_at, item, Direction::Response) {
+        hints.response_fields = fields.fields.into_iter().map(|field| field.name).collect();
+    }
+}
+
+fn reference_name(reference: &str) -> String {
+    reference
+        .rsplit('/')
+        .next()
+        .unwrap_or(reference)
+        .replace("~1", "/")
+        .replace("~0", "~")
+}
+
 /// A body as the document declares it, before it becomes arguments.
 struct BodySource {
     media_type: String,
@@ -493,16 +530,19 @@ fn build_body(
     let mut file_arguments = Vec::new();
 
     let fields = match source.kind {
-        BodyKind::Json | BodyKind::Form | BodyKind::Multipart => {
-            object_fields(resolver, &source.schema_at, &source.schema)?
-        }
+        BodyKind::Json | BodyKind::Form | BodyKind::Multipart => object_fields(
+            resolver,
+            &source.schema_at,
+            &source.schema,
+            Direction::Request,
+        )?,
         _ => None,
     };
     if let Some(fields) = fields {
         let mut arguments = Vec::new();
         let mut body_properties = Map::new();
         for field in &fields.fields {
-            let mut schema = input.convert(&field.at, &field.schema)?;
+            let mut schema = input.convert_inside(&field.owner, &field.at, &field.schema)?;
             let is_file = is_file_schema(resolver, &field.at, &field.schema);
             let argument = claim(taken, &field.name, Some("body"));
             if is_file && source.kind != BodyKind::Json {
@@ -569,6 +609,8 @@ fn build_body(
 
 struct Field {
     name: String,
+    /// The object schema the field is a property of.
+    owner: At,
     at: At,
     schema: Value,
 }
@@ -581,19 +623,24 @@ struct Fields {
 /// The top-level properties of an object body (through `$ref`s and `allOf`),
 /// or `None` when the body is not such an object (arrays, scalars, unions,
 /// free-form maps).
-fn object_fields(
-    resolver: &Resolver,
+fn object_fields<'a>(
+    resolver: &'a Resolver,
     at: &At,
-    schema: &Value,
+    schema: &'a Value,
+    direction: Direction,
 ) -> Result<Option<Fields>, LoadError> {
+    let left_out = match direction {
+        Direction::Request => "readOnly",
+        Direction::Response => "writeOnly",
+    };
     let mut fields = Fields {
         fields: Vec::new(),
         required: Vec::new(),
     };
-    let mut pending = vec![(at.clone(), schema.clone())];
+    let mut pending = vec![(at.clone(), schema)];
     let mut seen = HashSet::new();
     while let Some((at, schema)) = pending.pop() {
-        let (at, schema) = resolver.follow(at, &schema)?;
+        let (at, schema) = resolver.follow(at, schema)?;
         if !seen.insert(at.clone()) {
             continue;
         }
@@ -608,12 +655,13 @@ fn object_fields(
         if let Some(Value::Object(properties)) = schema.get("properties") {
             let properties_at = at.child("properties");
             for (name, property) in properties {
-                if property.get("readOnly").and_then(Value::as_bool) == Some(true) {
+                if property.get(left_out).and_then(Value::as_bool) == Some(true) {
                     continue;
                 }
                 if !fields.fields.iter().any(|field| &field.name == name) {
                     fields.fields.push(Field {
                         name: name.clone(),
+                        owner: at.clone(),
                         at: properties_at.child(name),
                         schema: property.clone(),
                     });
@@ -629,7 +677,7 @@ fn object_fields(
             let parts_at = at.child("allOf");
             // Reversed so that the first part's fields come first.
             for (index, part) in parts.iter().enumerate().rev() {
-                pending.push((parts_at.child(&index.to_string()), part.clone()));
+                pending.push((parts_at.child(&index.to_string()), part));
             }
         }
     }
@@ -653,7 +701,14 @@ fn file_schema(converted: &Value) -> Value {
     let description = converted
         .get("description")
         .and_then(Value::as_str)
-        .map(|description| format!("{} {FILE_GUIDANCE}", description.trim_end()))
+        .map(|description| {
+            let description = description.trim_end();
+            if description.ends_with(['.', '!', '?']) {
+                format!("{description} {FILE_GUIDANCE}")
+            } else {
+                format!("{description}. {FILE_GUIDANCE}")
+            }
+        })
         .unwrap_or_else(|| FILE_GUIDANCE.to_string());
     if converted.get("type").and_then(Value::as_str) == Some("array") {
         json!({ "type": "array", "items": { "type": "string" }, "description": description })
@@ -1001,9 +1056,31 @@ fn response_kind(media_type: &str) -> ResponseKind {
     }
 }
 
-/// The answer envelope the calling half produces, `data` typed by the 2xx
+/// The answer envelope a call produces, `data` typed by the 2xx
 /// JSON schema where the document has one.
 fn output_schema(context: &Context<'_>, answer: &Answer) -> Result<Value, LoadError> {
+    let shared = answer.schema.as_ref().and_then(|(at, schema)| {
+        let only_ref = schema.as_object().filter(|object| object.len() == 1)?;
+        let reference = only_ref.get("$ref")?.as_str()?;
+        context.resolver.target(at, reference).ok()
+    });
+    if let Some(cached) = shared
+        .as_ref()
+        .and_then(|target| context.output_schemas.borrow().get(target).cloned())
+    {
+        return Ok(cached);
+    }
+    let envelope = build_output_schema(context, answer)?;
+    if let Some(target) = shared {
+        context
+            .output_schemas
+            .borrow_mut()
+            .insert(target, envelope.clone());
+    }
+    Ok(envelope)
+}
+
+fn build_output_schema(context: &Context<'_>, answer: &Answer) -> Result<Value, LoadError> {
     let mut output = SchemaBuilder::new(context.resolver, context.version, Direction::Response);
     let data = match &answer.schema {
         Some((at, schema)) => output.convert(at, schema)?,

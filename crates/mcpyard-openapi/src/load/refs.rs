@@ -259,12 +259,13 @@ fn pointer_of_ref(value: &Value, file: &str) -> Option<String> {
                         return Some(pointer);
                     }
                 }
-                for (key, child) in object {
+                // Reversed, so the first one in the document is found first.
+                for (key, child) in object.iter().rev() {
                     stack.push((child, join_pointer(&pointer, key)));
                 }
             }
             Value::Array(items) => {
-                for (index, child) in items.iter().enumerate() {
+                for (index, child) in items.iter().enumerate().rev() {
                     stack.push((child, join_pointer(&pointer, &index.to_string())));
                 }
             }
