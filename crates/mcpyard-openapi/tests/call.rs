@@ -1225,3 +1225,110 @@ async fn a_loaded_document_is_called_as_it_declares() {
     let validator = jsonschema::validator_for(&schemas["get_note"]).expect("compiles");
     assert!(validator.is_valid(&r["structuredContent"]), "{r}");
 }
+
+#[tokio::test]
+async fn a_swagger2_document_is_called_as_it_declares() {
+    let server = Recorder::start().await;
+    let dir = tempdir();
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/documents/swagger2-trees.json");
+    let options = mcpyard_openapi::LoadOptions {
+        prefix_len: "trees__".len(),
+        ..Default::default()
+    };
+    let doc = mcpyard_openapi::load_file(&path, &options).expect("the document loads");
+    let name = |method: &str, path: &str| {
+        doc.operations
+            .iter()
+            .find(|o| o.method.as_str() == method && o.path == path)
+            .unwrap_or_else(|| panic!("{method} {path}"))
+            .name
+            .clone()
+    };
+    let (list, attach, login) = (
+        name("GET", "/trees"),
+        name("POST", "/trees/{id}/attachments"),
+        name("POST", "/sessions"),
+    );
+    let mut c = config("trees", dir.path());
+    c.base_url = Some(format!("{}/api", server.url));
+    c.auth.schemes = BTreeMap::from([("api_key".to_owned(), "tree-SECRET".to_owned())]);
+    let h = Harness::new(c, doc).await;
+
+    let r = h
+        .call(
+            &list,
+            json!({"depth": 2, "tag": ["oak", "elm"], "fields": ["id", "name"]}),
+        )
+        .await;
+    assert!(!is_error(&r), "{r}");
+    let seen = server.only();
+    assert_eq!(seen.path, "/api/trees");
+    // collectionFormat multi repeats the name; csv joins with commas.
+    assert_eq!(
+        seen.query.as_deref(),
+        Some("depth=2&tag=oak&tag=elm&fields=id,name")
+    );
+    assert_eq!(seen.header("x-api-key").as_deref(), Some("tree-SECRET"));
+    server.clear();
+
+    let r = h
+        .call(
+            &attach,
+            json!({"id": 7, "file": "base64:aGk=", "note": "bark"}),
+        )
+        .await;
+    assert!(!is_error(&r), "{r}");
+    let seen = server.only();
+    assert_eq!(seen.path, "/api/trees/7/attachments");
+    let content_type = seen.header("content-type").expect("content type");
+    let boundary = content_type
+        .strip_prefix("multipart/form-data; boundary=")
+        .expect("multipart");
+    let parts = split_multipart(&seen.body, boundary);
+    assert_eq!(parts.len(), 2, "{parts:?}");
+    assert!(
+        parts
+            .iter()
+            .any(|(h, d)| h.contains("name=\"file\"") && h.contains("filename=") && d == b"hi"),
+        "{parts:?}"
+    );
+    assert!(
+        parts
+            .iter()
+            .any(|(h, d)| h.contains("name=\"note\"") && d == b"bark"),
+        "{parts:?}"
+    );
+    server.clear();
+
+    // The form needs basic credentials, which are not configured.
+    let r = h
+        .call(&login, json!({"username": "ann", "remember": true}))
+        .await;
+    assert!(is_error(&r), "{r}");
+    let t = text(&r);
+    assert!(
+        t.contains("`auth.basic` (user:password)") && t.contains("Nothing was sent"),
+        "{t}"
+    );
+    assert!(server.seen().is_empty());
+
+    let mut c = config("trees", dir.path());
+    c.base_url = Some(format!("{}/api", server.url));
+    c.auth.basic = Some("ann:tree-SECRET".into());
+    let doc = mcpyard_openapi::load_file(&path, &options).expect("the document loads");
+    let h = Harness::new(c, doc).await;
+    let r = h
+        .call(&login, json!({"username": "ann", "remember": true}))
+        .await;
+    assert!(!is_error(&r), "{r}");
+    let seen = server.only();
+    assert_eq!(
+        seen.header("content-type").as_deref(),
+        Some("application/x-www-form-urlencoded")
+    );
+    assert_eq!(seen.body, b"remember=true&username=ann");
+    let basic = base64::engine::general_purpose::STANDARD.encode("ann:tree-SECRET");
+    assert_eq!(seen.header("authorization"), Some(format!("Basic {basic}")));
+    assert_no_secret("a result", &r.to_string());
+}

@@ -56,13 +56,17 @@ pub(crate) fn credentials(
         .iter()
         .filter(|(s, _)| credential(s, doc.security_schemes.get(s), auth).is_none())
         .map(|(s, _)| {
+            // The scheme's own key, or the generic one for its kind.
+            let either = |generic: &str| {
+                if s == generic {
+                    format!("`auth.{generic}`")
+                } else {
+                    format!("`auth.{s}` or `auth.{generic}`")
+                }
+            };
             let kind = match doc.security_schemes.get(s) {
-                Some(SecurityScheme::Bearer | SecurityScheme::OAuth2) => {
-                    format!("`auth.{s}` or `auth.bearer`")
-                }
-                Some(SecurityScheme::Basic) => {
-                    format!("`auth.{s}` or `auth.basic` (user:password)")
-                }
+                Some(SecurityScheme::Bearer | SecurityScheme::OAuth2) => either("bearer"),
+                Some(SecurityScheme::Basic) => format!("{} (user:password)", either("basic")),
                 Some(SecurityScheme::Unsupported(t)) => {
                     format!("a scheme of type `{t}` that mcpyard cannot fill")
                 }
