@@ -3,6 +3,8 @@
 //! the gateway's index. `cargo run -p mcpyard-bench --bin search` prints the
 //! same figures and the queries that miss.
 
+// Shared with the benchmark, where its items are the library's API.
+#[allow(unreachable_pub, dead_code)]
 #[path = "../../../bench/src/relevance.rs"]
 mod relevance;
 
