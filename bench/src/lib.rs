@@ -12,6 +12,7 @@ pub mod load;
 pub mod memtrace;
 pub mod openai;
 pub mod procfs;
+pub mod relevance;
 pub mod report;
 pub mod sampler;
 pub mod stats;

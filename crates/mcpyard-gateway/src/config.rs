@@ -32,6 +32,11 @@ pub struct GatewayConfig {
     /// Live sessions at most; past it the least recently active idle one
     /// makes room, and a new session is refused when none is idle.
     pub max_sessions: usize,
+    /// Whether, while some tool is hidden (see [`Listing`](crate::Listing)),
+    /// `tools/list` also shows the search tools (`mcpyard__list_tools`,
+    /// `mcpyard__search_tools`, `mcpyard__call_tool`). Off: hidden tools
+    /// are reachable only by calling them by name.
+    pub search_tools: bool,
 }
 
 impl Default for GatewayConfig {
@@ -44,6 +49,7 @@ impl Default for GatewayConfig {
             sampler: None,
             session_idle_timeout: Duration::from_secs(60 * 60),
             max_sessions: 10_000,
+            search_tools: true,
         }
     }
 }

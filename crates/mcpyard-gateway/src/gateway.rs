@@ -84,7 +84,7 @@ impl Gateway {
         config.validate()?;
         let sessions = Arc::new(Sessions::default());
         let stop = CancellationToken::new();
-        let builtin = Arc::new(Builtin::new(sessions.clone()));
+        let builtin = Arc::new(Builtin::new(sessions.clone(), config.search_tools));
         let mut entries = vec![(
             builtin::SOURCE_NAME.to_owned(),
             builtin::PREFIX.to_owned(),
@@ -501,7 +501,7 @@ pub(crate) fn server_info() -> Value {
     json!({"name": "mcpyard", "title": "mcpyard MCP gateway", "version": env!("CARGO_PKG_VERSION")})
 }
 
-const INSTRUCTIONS: &str = "mcpyard aggregates several MCP servers behind one endpoint. Tool names are prefixed with their server's name (`server__tool`). Call `mcpyard__status` to see every server and its health, and `mcpyard__docs` for reference pages.";
+const INSTRUCTIONS: &str = "mcpyard aggregates several MCP servers behind one endpoint. Tool names are prefixed with their server's name (`server__tool`). Call `mcpyard__status` to see every server and its health, and `mcpyard__docs` for reference pages. When some tools are hidden, `mcpyard__search_tools` finds them by what you want to do and `mcpyard__call_tool` calls them.";
 
 fn initialize(session: &Session, params: &Value) -> Value {
     let requested = params

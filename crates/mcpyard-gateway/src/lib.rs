@@ -25,7 +25,7 @@ mod gateway;
 mod router;
 mod source;
 
-pub use catalog::{Exposure, ListKind, Listing, SourceLists};
+pub use catalog::{Exposure, Hit, IndexedTool, ListKind, Listing, SourceLists, ToolIndex};
 pub use config::{ConfigError, GatewayConfig, SamplingPolicy, UpstreamSpec};
 pub use downstream::{Negotiated, Outbound, Session};
 pub use error::{Fault, RouteError};

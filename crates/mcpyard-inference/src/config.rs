@@ -74,6 +74,10 @@ pub struct InferenceConfig {
     /// `prefix` (default `"local__"`): put before each tool name
     /// (`local__chat`); `""` for none.
     pub prefix: String,
+    /// `expose` (default `"default"`: every tool): which tools `tools/list`
+    /// shows, as for a server; the binary reads it (`"*"`, `"none"`,
+    /// `"default"` or a list of names and globs).
+    pub expose: Option<serde_json::Value>,
 }
 
 impl Default for InferenceConfig {
@@ -88,6 +92,7 @@ impl Default for InferenceConfig {
             input_roots: Vec::new(),
             output_dir: None,
             prefix: "local__".to_owned(),
+            expose: None,
         }
     }
 }

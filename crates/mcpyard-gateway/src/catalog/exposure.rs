@@ -2,7 +2,7 @@
 //! per source, which tools and prompts are offered, under which name, and
 //! which stay callable without being listed.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// What a source's tools look like in `tools/list` (the `expose` setting);
 /// tools not listed stay callable and are found through the search tools.
@@ -22,8 +22,8 @@ pub enum Listing {
 }
 
 /// One source's exposure rules. Names are the source's own (unprefixed);
-/// a pattern may end in `*` to match every name starting with what precedes
-/// it. The default offers everything under its own name.
+/// a pattern may hold `*` (any run of characters) and `?` (any one). The
+/// default offers everything under its own name.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Exposure {
     /// When set, only names matching one of these are offered.
@@ -68,10 +68,92 @@ impl Exposure {
     }
 }
 
-fn matches(pattern: &str, name: &str) -> bool {
-    match pattern.strip_suffix('*') {
-        Some(prefix) => name.starts_with(prefix),
-        None => pattern == name,
+/// Names and globs, ready to match many names: exact names hashed, so a
+/// long `expose` list over a large source stays linear.
+#[derive(Debug, Default)]
+pub(crate) struct NameSet<'a> {
+    exact: HashSet<&'a str>,
+    globs: Vec<&'a str>,
+}
+
+impl<'a> NameSet<'a> {
+    pub(crate) fn new(patterns: &'a [String]) -> Self {
+        let mut set = Self::default();
+        for p in patterns {
+            if p.contains(['*', '?']) {
+                set.globs.push(p);
+            } else {
+                set.exact.insert(p);
+            }
+        }
+        set
+    }
+
+    pub(crate) fn contains(&self, name: &str) -> bool {
+        self.exact.contains(name) || self.globs.iter().any(|g| matches(g, name))
+    }
+}
+
+/// What `tools/list` shows of one source's offered tools, decided once
+/// per catalogue change.
+#[derive(Debug)]
+pub(crate) enum ListingRule<'a> {
+    All,
+    Nothing,
+    Only(NameSet<'a>),
+}
+
+impl<'a> ListingRule<'a> {
+    pub(crate) fn lists(&self, name: &str) -> bool {
+        match self {
+            Self::All => true,
+            Self::Nothing => false,
+            Self::Only(set) => set.contains(name),
+        }
+    }
+}
+
+impl Exposure {
+    /// The rule for `tools/list`; the source's `default_listing` says what
+    /// `Default` means (`None`: all).
+    pub(crate) fn listing_rule<'a>(
+        &'a self,
+        default_listing: Option<&'a [String]>,
+    ) -> ListingRule<'a> {
+        match (&self.listing, default_listing) {
+            (Listing::All, _) | (Listing::Default, None) => ListingRule::All,
+            (Listing::None, _) => ListingRule::Nothing,
+            (Listing::Only(patterns), _) => ListingRule::Only(NameSet::new(patterns)),
+            (Listing::Default, Some(patterns)) => ListingRule::Only(NameSet::new(patterns)),
+        }
+    }
+
+    /// The `Only` names and patterns that match none of these names.
+    pub(crate) fn unmatched<'a>(&self, names: impl Iterator<Item = &'a str>) -> Vec<String> {
+        let Listing::Only(patterns) = &self.listing else {
+            return Vec::new();
+        };
+        let names: HashSet<&str> = names.collect();
+        patterns
+            .iter()
+            .filter(|p| {
+                if p.contains(['*', '?']) {
+                    !names.iter().any(|n| matches(p, n))
+                } else {
+                    !names.contains(p.as_str())
+                }
+            })
+            .cloned()
+            .collect()
+    }
+}
+
+/// Matches a name against a name or glob (`*`, `?`).
+pub(crate) fn matches(pattern: &str, name: &str) -> bool {
+    if pattern.contains(['*', '?']) {
+        super::search::glob_matches(pattern, name)
+    } else {
+        pattern == name
     }
 }
 
@@ -107,5 +189,34 @@ mod tests {
             Decision::Listed("get_time".into())
         );
         assert_eq!(exposure.decide("echo"), Decision::Listed("say".into()));
+    }
+
+    #[test]
+    fn listings_choose_what_tools_list_shows() {
+        let with = |listing| Exposure {
+            listing,
+            ..Exposure::default()
+        };
+        let curated = ["chat".to_owned()];
+        assert!(with(Listing::Default).listing_rule(None).lists("x"));
+        assert!(!with(Listing::Default)
+            .listing_rule(Some(&curated))
+            .lists("x"));
+        assert!(with(Listing::Default)
+            .listing_rule(Some(&curated))
+            .lists("chat"));
+        assert!(with(Listing::All).listing_rule(Some(&curated)).lists("x"));
+        assert!(!with(Listing::None).listing_rule(None).lists("x"));
+        let only = with(Listing::Only(vec![
+            "get-*".into(),
+            "echo".into(),
+            "nope".into(),
+        ]));
+        assert!(only.listing_rule(None).lists("get-sum"));
+        assert!(!only.listing_rule(None).lists("add"));
+        assert_eq!(
+            only.unmatched(["echo", "get-sum"].into_iter()),
+            vec!["nope".to_owned()]
+        );
     }
 }

@@ -5,11 +5,14 @@
 //! (re)connects or says `notifications/*/list_changed`; the merged view is
 //! rebuilt then, so `tools/list` is an `Arc` clone and a slice, never a fan-out.
 //! Between a source's lists and the merged view sits the exposure stage
-//! (`exposure.rs`): per source, what is offered and under which name.
+//! (`exposure.rs`): per source, what is offered and under which name, and
+//! what is listed; the tools left unlisted are indexed for search
+//! (`search.rs`) with each new view.
 
 mod exposure;
+mod search;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, RwLock};
 
 use base64::Engine;
@@ -19,6 +22,7 @@ use sha2::{Digest, Sha256};
 
 use exposure::Decision;
 pub use exposure::{Exposure, Listing};
+pub use search::{Hit, IndexedTool, ToolIndex};
 
 use crate::source::Identity;
 
@@ -95,6 +99,9 @@ pub struct SourceLists {
     /// The tools this source would list under `expose = "default"` (own
     /// names or patterns); `None`: all of them.
     pub(crate) default_listing: Option<Vec<String>>,
+    /// Tools (own names) listed only while some other tool is hidden: the
+    /// gateway's search tools.
+    pub(crate) listed_when_hiding: Vec<String>,
 }
 
 impl SourceLists {
@@ -141,6 +148,19 @@ pub(crate) struct View {
     /// Tool and prompt names of sources that are down, so a call to one
     /// fails naming its server instead of as an unknown name.
     unavailable: HashMap<String, usize>,
+    /// The tools offered but not listed, indexed for search.
+    hidden: Arc<ToolIndex>,
+    /// Per source (by index), what its exposure made of its tools.
+    exposure: Vec<SourceExposure>,
+}
+
+/// What one source's exposure made of its tools, for the status tool.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct SourceExposure {
+    pub(crate) listed: usize,
+    pub(crate) hidden: usize,
+    /// Names and patterns of an `expose` list that match none of its tools.
+    pub(crate) unmatched: Vec<String>,
 }
 
 impl View {
@@ -177,6 +197,16 @@ impl View {
     pub(crate) fn len(&self, kind: ListKind) -> usize {
         self.lists[kind.index()].len()
     }
+
+    /// The tools that are offered but not listed.
+    pub(crate) fn hidden(&self) -> &Arc<ToolIndex> {
+        &self.hidden
+    }
+
+    /// What source `index`'s exposure made of its tools.
+    pub(crate) fn exposure(&self, index: usize) -> SourceExposure {
+        self.exposure.get(index).cloned().unwrap_or_default()
+    }
 }
 
 /// One source as the catalog knows it.
@@ -189,6 +219,8 @@ struct Entry {
     lists: Option<SourceLists>,
     /// A source that is down is left out of the lists.
     up: bool,
+    /// The unmatched `expose` names last logged, so each is logged once.
+    logged_unmatched: Vec<String>,
 }
 
 #[derive(Debug)]
@@ -210,6 +242,7 @@ impl Catalog {
                 exposure,
                 lists: None,
                 up: false,
+                logged_unmatched: Vec::new(),
             })
             .collect();
         Self {
@@ -252,13 +285,32 @@ impl Catalog {
             entry.lists = lists;
         }
         let view = build_view(&entries);
+        let unmatched = &view.exposure[source].unmatched;
+        if up && !unmatched.is_empty() && *unmatched != entries[source].logged_unmatched {
+            tracing::warn!(
+                source = %entries[source].name,
+                names = ?unmatched,
+                "`expose` names that match none of the source's tools"
+            );
+        }
+        entries[source].logged_unmatched = unmatched.clone();
         let mut slot = self.view.write().expect("catalog lock poisoned");
+        let hidden_changed = !slot.hidden.tools().iter().map(|t| &t.name).eq(view
+            .hidden
+            .tools()
+            .iter()
+            .map(|t| &t.name));
         let changed = ListKind::ALL
             .into_iter()
-            .filter(|k| slot.list(*k) != view.list(*k))
+            .filter(|k| slot.list(*k) != view.list(*k) || (*k == ListKind::Tools && hidden_changed))
             .collect();
         *slot = Arc::new(view);
         changed
+    }
+
+    /// Items per page of the lists (also of the hidden tools' list).
+    pub(crate) fn page_size(&self) -> usize {
+        self.page_size
     }
 
     /// One page of a merged list, as a list result (`{key: [...],
@@ -298,8 +350,21 @@ fn decode_cursor(cursor: &str, kind: ListKind) -> Option<usize> {
 fn build_view(entries: &[Entry]) -> View {
     let mut view = View::default();
     let mut lists: [Vec<Value>; 4] = Default::default();
+    let mut hidden = Vec::new();
+    // The search tools, and where they go in the list if anything is hidden.
+    let mut when_hiding: Vec<Value> = Vec::new();
+    let mut when_hiding_at = 0;
+    view.exposure = vec![SourceExposure::default(); entries.len()];
     for (source, entry) in entries.iter().enumerate() {
         let Some(src) = &entry.lists else { continue };
+        let names = src
+            .get(ListKind::Tools)
+            .iter()
+            .filter_map(|i| i.get("name")?.as_str());
+        view.exposure[source].unmatched = entry.exposure.unmatched(names);
+        let listing = entry.exposure.listing_rule(src.default_listing.as_deref());
+        let when_hiding_names: HashSet<&str> =
+            src.listed_when_hiding.iter().map(String::as_str).collect();
         if !entry.up {
             for kind in [ListKind::Tools, ListKind::Prompts] {
                 for name in src.get(kind).iter().filter_map(|i| i.get("name")?.as_str()) {
@@ -323,7 +388,10 @@ fn build_view(entries: &[Entry]) -> View {
                 };
                 let (exposed, listed) = match entry.exposure.decide(name) {
                     Decision::Denied => continue,
-                    Decision::Listed(exposed) => (exposed, true),
+                    Decision::Listed(exposed) => {
+                        let listed = kind != ListKind::Tools || listing.lists(name);
+                        (exposed, listed)
+                    }
                     Decision::Hidden(exposed) => (exposed, false),
                 };
                 let exposed = exposed_name(kind, &entry.prefix, &exposed);
@@ -339,11 +407,27 @@ fn build_view(entries: &[Entry]) -> View {
                         name: name.to_owned(),
                     },
                 );
-                if !listed {
-                    continue;
-                }
                 let mut item = item.clone();
                 item["name"] = Value::String(exposed);
+                if kind == ListKind::Tools && when_hiding_names.contains(name) {
+                    when_hiding_at = lists[kind.index()].len();
+                    when_hiding.push(item);
+                    continue;
+                }
+                if kind == ListKind::Tools {
+                    let counts = &mut view.exposure[source];
+                    if listed {
+                        counts.listed += 1;
+                    } else {
+                        counts.hidden += 1;
+                    }
+                }
+                if !listed {
+                    if kind == ListKind::Tools {
+                        hidden.push((entry.name.clone(), item));
+                    }
+                    continue;
+                }
                 lists[kind.index()].push(item);
             }
         }
@@ -368,6 +452,12 @@ fn build_view(entries: &[Entry]) -> View {
             lists[ListKind::ResourceTemplates.index()].push(item.clone());
         }
     }
+    if !hidden.is_empty() {
+        let tools = &mut lists[ListKind::Tools.index()];
+        let at = when_hiding_at.min(tools.len());
+        tools.splice(at..at, when_hiding);
+    }
+    view.hidden = Arc::new(ToolIndex::new(hidden));
     view.lists = lists.map(Arc::new);
     view
 }
@@ -628,6 +718,100 @@ mod tests {
         assert_eq!(view.tool("a__rare").map(|r| r.name.as_str()), Some("rare"));
         assert!(view.tool("a__drop").is_none());
         assert!(view.tool("a__echo").is_none());
+    }
+
+    /// A catalog whose first source offers the search tools (listed only
+    /// while something is hidden) and whose second lists by `listing`.
+    fn searching(listing: Listing) -> Catalog {
+        let c = Catalog::new(
+            vec![
+                ("gw".into(), "gw__".into(), Exposure::default()),
+                (
+                    "a".into(),
+                    "a__".into(),
+                    Exposure {
+                        listing,
+                        ..Exposure::default()
+                    },
+                ),
+            ],
+            100,
+        );
+        let mut gw = lists(&["status", "search"]);
+        gw.listed_when_hiding = vec!["search".into()];
+        c.set_lists(0, Some(gw));
+        c
+    }
+
+    fn listed(c: &Catalog) -> Vec<String> {
+        c.view()
+            .list(ListKind::Tools)
+            .iter()
+            .map(|t| t["name"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn unlisted_tools_are_hidden_routed_and_indexed_with_the_search_tools_listed() {
+        let c = searching(Listing::Only(vec![
+            "echo".into(),
+            "get_*".into(),
+            "nope".into(),
+        ]));
+        c.set_lists(1, Some(lists(&["echo", "get_sum", "add", "zip"])));
+        assert_eq!(
+            listed(&c),
+            ["gw__status", "gw__search", "a__echo", "a__get_sum"]
+        );
+        let view = c.view();
+        assert_eq!(view.tool("a__add").map(|r| r.name.as_str()), Some("add"));
+        let hidden: Vec<&str> = view
+            .hidden()
+            .tools()
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect();
+        assert_eq!(hidden, ["a__add", "a__zip"]);
+        assert_eq!(view.hidden().tools()[0].source, "a");
+        let exposure = view.exposure(1);
+        assert_eq!((exposure.listed, exposure.hidden), (2, 2));
+        assert_eq!(exposure.unmatched, ["nope"]);
+    }
+
+    #[test]
+    fn with_nothing_hidden_the_search_tools_are_callable_but_not_listed() {
+        let c = searching(Listing::Default);
+        c.set_lists(1, Some(lists(&["echo"])));
+        assert_eq!(listed(&c), ["gw__status", "a__echo"]);
+        assert!(c.view().tool("gw__search").is_some());
+        assert!(c.view().hidden().is_empty());
+    }
+
+    #[test]
+    fn a_change_of_the_hidden_set_is_a_change_of_the_tool_list() {
+        let c = searching(Listing::None);
+        assert_eq!(c.set_lists(1, Some(lists(&["x"]))), vec![ListKind::Tools]);
+        assert_eq!(listed(&c), ["gw__status", "gw__search"]);
+        // The listed tools stay the same; the hidden ones do not.
+        assert_eq!(
+            c.set_lists(1, Some(lists(&["x", "y"]))),
+            vec![ListKind::Tools]
+        );
+        assert_eq!(c.view().hidden().len(), 2);
+        assert!(c.set_lists(1, Some(lists(&["x", "y"]))).is_empty());
+    }
+
+    #[test]
+    fn the_default_listing_is_what_the_source_suggests() {
+        let c = searching(Listing::Default);
+        let mut l = lists(&["chat", "embed", "admin"]);
+        l.set_default_listing(Some(vec!["chat".into(), "embed".into()]));
+        c.set_lists(1, Some(l));
+        assert_eq!(
+            listed(&c),
+            ["gw__status", "gw__search", "a__chat", "a__embed"]
+        );
+        assert_eq!(c.view().hidden().len(), 1);
     }
 
     #[test]

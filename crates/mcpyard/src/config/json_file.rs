@@ -11,6 +11,7 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 
 use super::error::{redact_serde_message, ConfigError};
+use super::expose::RawExpose;
 use super::jsonc;
 use super::server::{RawSampling, RawServer};
 use super::toml_file::key_of;
@@ -48,6 +49,7 @@ struct JsonServer {
     disabled: Option<bool>,
     enabled: Option<bool>,
     sampling: Option<RawSampling>,
+    expose: Option<RawExpose>,
     #[serde(flatten)]
     unknown: OrderedMap<IgnoredAny>,
 }
@@ -133,6 +135,7 @@ pub(crate) fn parse(file: &str, text: &str) -> Result<JsonServers, ConfigError> 
                 prefix: s.prefix,
                 enabled,
                 sampling: s.sampling,
+                expose: s.expose,
             },
         ));
     }

@@ -7,7 +7,6 @@
 
 mod error;
 mod expand;
-#[allow(dead_code)] // read by the sources' sections as they gain `expose`
 mod expose;
 mod json_file;
 mod jsonc;
@@ -23,7 +22,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use mcpyard_client::TransportSpec;
-use mcpyard_gateway::{ConfigError as GatewayConfigError, GatewayConfig, SourceSpec, UpstreamSpec};
+use mcpyard_gateway::{
+    ConfigError as GatewayConfigError, GatewayConfig, Listing, SourceSpec, UpstreamSpec,
+};
 
 pub(crate) use error::ConfigError;
 pub(crate) use limits::Limits;
@@ -280,7 +281,16 @@ fn from_text(
             warn_about_clear_secrets(file, &key, &raw, &mut warnings);
         }
         let target = written_target(&raw);
-        let built = server::build(&ctx, &key, &name, raw)?;
+        // A disabled entry is not read further, so its `expose` is not either.
+        let listing = match raw.enabled {
+            true => expose::listing(&ctx, &format!("{key}.expose"), raw.expose.as_ref())?,
+            false => Listing::Default,
+        };
+        let built = server::build(&ctx, &key, &name, raw)?.map(|upstream| {
+            let mut spec = SourceSpec::mcp(upstream);
+            spec.exposure.listing = listing;
+            spec
+        });
         summaries.push(ServerSummary {
             name,
             target,
@@ -378,11 +388,12 @@ fn from_text(
     // without a change here.
     #[allow(clippy::needless_update)]
     let mut gateway = GatewayConfig {
-        sources: upstreams.into_iter().map(SourceSpec::mcp).collect(),
+        sources: upstreams,
         client_request_timeout: client_request_timeout.unwrap_or(defaults.client_request_timeout),
         page_size,
         session_idle_timeout,
         max_sessions,
+        search_tools: top.search_tools.unwrap_or(defaults.search_tools),
         ..defaults
     };
     // Local models as tools: on by default (it only looks on loopback, and
@@ -390,10 +401,24 @@ fn from_text(
     let inference = top.inference.clone().unwrap_or_default();
     let inference_summary = describe_inference(&inference);
     if inference.enabled {
+        let raw_expose = inference
+            .expose
+            .clone()
+            .map(serde_json::from_value::<expose::RawExpose>)
+            .transpose()
+            .map_err(|_| {
+                ctx.error(
+                    "inference.expose",
+                    r#"expected "*", "none", "default" or a list of tool names and globs"#,
+                )
+            })?;
+        let listing = expose::listing(&ctx, "inference.expose", raw_expose.as_ref())?;
         let source = mcpyard_inference::InferenceSource::new(inference)
             .map_err(|e| ctx.error("inference", e.to_string()))?;
         gateway.sampler = Some(std::sync::Arc::new(source.clone()));
-        gateway.sources.push(source.into_source_spec());
+        let mut spec = source.into_source_spec();
+        spec.exposure.listing = listing;
+        gateway.sources.push(spec);
     }
     // The gateway's own checks (reserved names, prefixes that would shadow
     // each other), reported like every other config error.

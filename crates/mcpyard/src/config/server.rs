@@ -64,6 +64,8 @@ pub(crate) struct RawServer {
     pub(crate) prefix: Option<String>,
     pub(crate) enabled: bool,
     pub(crate) sampling: Option<RawSampling>,
+    /// Which of its tools `tools/list` shows.
+    pub(crate) expose: Option<super::expose::RawExpose>,
 }
 
 /// `[servers.NAME.sampling]`: its presence lets a local model answer the

@@ -499,3 +499,49 @@ fn sampling_by_a_local_model_is_off_unless_a_server_asks_for_it() {
     let e = toml_err("[servers.a]\ncommand = \"a\"\nsampling = { mode = \"sometimes\" }\n");
     assert!(e.contains("servers.a.sampling.mode"), "{e}");
 }
+
+#[test]
+fn expose_sets_each_sources_listing_in_every_format() {
+    let s = toml(
+        r#"
+search_tools = false
+[servers.a]
+command = "x"
+expose = ["echo", "get-*"]
+[servers.b]
+command = "y"
+expose = "none"
+[servers.c]
+command = "z"
+[inference]
+expose = "*"
+"#,
+    )
+    .unwrap();
+    let listings: Vec<(&str, &Listing)> = s
+        .gateway
+        .sources
+        .iter()
+        .map(|spec| (spec.name(), &spec.exposure.listing))
+        .collect();
+    assert_eq!(
+        listings[0],
+        ("a", &Listing::Only(vec!["echo".into(), "get-*".into()]))
+    );
+    assert_eq!(listings[1], ("b", &Listing::None));
+    assert_eq!(listings[2], ("c", &Listing::Default));
+    assert_eq!(listings[3].1, &Listing::All);
+    assert!(!s.gateway.search_tools);
+    assert!(toml("").unwrap().gateway.search_tools);
+
+    let s = json(r#"{"mcpServers": {"a": {"command": "x", "expose": ["echo"]}}}"#).unwrap();
+    assert_eq!(
+        s.gateway.sources[0].exposure.listing,
+        Listing::Only(vec!["echo".into()])
+    );
+
+    let err = toml_err("[servers.a]\ncommand = \"x\"\nexpose = \"some\"\n");
+    assert!(err.contains("servers.a.expose"), "{err}");
+    let err = toml_err("[inference]\nexpose = 3\n");
+    assert!(err.contains("inference.expose"), "{err}");
+}

@@ -4,6 +4,7 @@
 use serde::Deserialize;
 
 use super::error::{redact_serde_message, ConfigError};
+use super::expose::RawExpose;
 use super::server::{RawSampling, RawServer};
 use super::values::{OrderedMap, RawDuration, RawSize};
 
@@ -21,6 +22,8 @@ pub(crate) struct TomlFile {
     pub(crate) page_size: Option<u64>,
     pub(crate) session_idle_timeout: Option<RawDuration>,
     pub(crate) max_sessions: Option<u64>,
+    /// Whether the search tools are listed while some tool is hidden.
+    pub(crate) search_tools: Option<bool>,
     #[serde(default)]
     pub(crate) servers: OrderedMap<TomlServer>,
     /// `[inference]`: local models as tools (on, discovering, by default).
@@ -46,6 +49,7 @@ pub(crate) struct TomlServer {
     prefix: Option<String>,
     enabled: Option<bool>,
     sampling: Option<RawSampling>,
+    expose: Option<RawExpose>,
 }
 
 impl From<TomlServer> for RawServer {
@@ -65,6 +69,7 @@ impl From<TomlServer> for RawServer {
             prefix: s.prefix,
             enabled: s.enabled.unwrap_or(true),
             sampling: s.sampling,
+            expose: s.expose,
         }
     }
 }

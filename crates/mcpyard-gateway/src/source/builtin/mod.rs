@@ -1,5 +1,8 @@
 //! The gateway's own tools as a source: `status` (every source and its
-//! health) and `docs` (the bundled reference pages).
+//! health), `docs` (the bundled reference pages), and while some tool is
+//! hidden, the search tools (`search.rs`).
+
+mod search;
 
 use std::sync::{Arc, OnceLock, Weak};
 
@@ -20,13 +23,20 @@ pub(crate) const STATUS_TOOL: &str = "mcpyard__status";
 
 /// The bundled reference pages: (name, text).
 const PAGES: &[(&str, &str)] = &[
-    ("overview", include_str!("../../docs/overview.md")),
-    ("configuration", include_str!("../../docs/configuration.md")),
-    ("clients", include_str!("../../docs/clients.md")),
-    ("local-models", include_str!("../../docs/local-models.md")),
+    ("overview", include_str!("../../../docs/overview.md")),
+    (
+        "configuration",
+        include_str!("../../../docs/configuration.md"),
+    ),
+    ("clients", include_str!("../../../docs/clients.md")),
+    ("search", include_str!("../../../docs/search.md")),
+    (
+        "local-models",
+        include_str!("../../../docs/local-models.md"),
+    ),
     (
         "troubleshooting",
-        include_str!("../../docs/troubleshooting.md"),
+        include_str!("../../../docs/troubleshooting.md"),
     ),
 ];
 
@@ -36,14 +46,57 @@ pub(crate) struct Builtin {
     /// What the status tool reports on; set once the router exists.
     router: OnceLock<Weak<Router>>,
     sessions: Arc<Sessions>,
+    /// Whether the search tools are offered (the gateway-wide setting).
+    search_tools: bool,
 }
 
 impl Builtin {
-    pub(crate) fn new(sessions: Arc<Sessions>) -> Self {
+    pub(crate) fn new(sessions: Arc<Sessions>, search_tools: bool) -> Self {
         Self {
             router: OnceLock::new(),
             sessions,
+            search_tools,
         }
+    }
+
+    fn router(&self) -> Option<Arc<Router>> {
+        self.router.get().and_then(Weak::upgrade)
+    }
+
+    /// `call_tool`: a hidden tool, its arguments checked first, then
+    /// routed as a direct call with this call's context (progress token,
+    /// cancellation, task, identity).
+    async fn call_hidden(
+        &self,
+        request: SourceRequest,
+        arguments: Value,
+    ) -> Result<Value, RouteError> {
+        let Some(router) = self.router() else {
+            return Ok(tool_error("the gateway is shutting down"));
+        };
+        let Some(name) = arguments.get("name").and_then(Value::as_str) else {
+            return Ok(tool_error(
+                "`name` is required: the tool's full name, as mcpyard__search_tools gives it",
+            ));
+        };
+        let tool_arguments = match arguments.get("arguments") {
+            None | Some(Value::Null) => json!({}),
+            Some(a @ Value::Object(_)) => a.clone(),
+            Some(_) => return Ok(tool_error("`arguments` must be an object")),
+        };
+        let view = router.catalog.view_for(&request.context.identity);
+        let Some(tool) = view.hidden().get(name) else {
+            return Ok(search::refusal(&view, name));
+        };
+        if let Some(refused) = search::invalid_arguments(tool, &tool_arguments) {
+            return Ok(refused);
+        }
+        drop(view);
+        let mut params = json!({"name": name, "arguments": tool_arguments});
+        if let Some(meta) = request.params.get("_meta") {
+            params["_meta"] = meta.clone();
+        }
+        router.call_tool(request.context, params).await
     }
 
     pub(crate) fn attach(&self, router: &Arc<Router>) {
@@ -51,19 +104,30 @@ impl Builtin {
     }
 
     async fn gateway_status(&self) -> Value {
-        let Some(router) = self.router.get().and_then(Weak::upgrade) else {
+        let Some(router) = self.router() else {
             return tool_error("the gateway is shutting down");
         };
         let view = router.catalog.view();
         let counts = json!({
             "tools": view.len(ListKind::Tools),
+            "hiddenTools": view.hidden().len(),
             "resources": view.len(ListKind::Resources),
             "resourceTemplates": view.len(ListKind::ResourceTemplates),
             "prompts": view.len(ListKind::Prompts),
         });
         let mut sources = Vec::new();
-        for slot in router.slots().iter().filter(|s| s.name != SOURCE_NAME) {
-            sources.push(slot.source.status().await);
+        for (index, slot) in router.slots().iter().enumerate() {
+            if slot.name == SOURCE_NAME {
+                continue;
+            }
+            let mut status = slot.source.status().await;
+            let exposure = view.exposure(index);
+            status["tools_listed"] = json!(exposure.listed);
+            status["tools_hidden"] = json!(exposure.hidden);
+            if !exposure.unmatched.is_empty() {
+                status["expose_unmatched"] = json!(exposure.unmatched);
+            }
+            sources.push(status);
         }
         status(sources, counts, &view.collisions, self.sessions.len())
     }
@@ -76,14 +140,43 @@ impl Source for Builtin {
     }
 
     fn start(&self, events: SourceEvents) {
-        events.publish(SourceLists::tools(tools()));
+        let mut tools = tools();
+        let mut lists = SourceLists::default();
+        if self.search_tools {
+            tools.extend(search::tools());
+            lists.listed_when_hiding = search::NAMES.map(str::to_owned).to_vec();
+        }
+        lists.set(ListKind::Tools, tools);
+        events.publish(lists);
     }
 
     async fn call(&self, mut request: SourceRequest) -> Result<Value, RouteError> {
         let arguments = request.take_arguments();
+        let router = self.router();
+        let page_size = router.as_ref().map_or(1, |r| r.catalog.page_size());
+        let hidden = || {
+            router
+                .as_ref()
+                .map(|r| {
+                    r.catalog
+                        .view_for(&request.context.identity)
+                        .hidden()
+                        .clone()
+                })
+                .unwrap_or_default()
+        };
         match request.name() {
             Some("status") => Ok(self.gateway_status().await),
             Some("docs") => Ok(docs(&arguments)),
+            Some(search::LIST_TOOLS) if self.search_tools => {
+                Ok(search::list_tools(&hidden(), page_size, &arguments))
+            }
+            Some(search::SEARCH_TOOLS) if self.search_tools => {
+                Ok(search::search_tools(&hidden(), &arguments))
+            }
+            Some(search::CALL_TOOL) if self.search_tools => {
+                self.call_hidden(request, arguments).await
+            }
             other => Err(RouteError::UnknownName {
                 kind: "tool",
                 name: other.unwrap_or_default().to_owned(),
@@ -178,6 +271,18 @@ pub(crate) fn status(
         );
         if let Some(e) = s["error"].as_str() {
             line.push_str(&format!(" (error: {e})"));
+        }
+        if let (Some(listed), Some(hidden)) =
+            (s["tools_listed"].as_u64(), s["tools_hidden"].as_u64())
+        {
+            line.push_str(&format!(" tools: {listed} listed, {hidden} hidden"));
+        }
+        if let Some(names) = s["expose_unmatched"].as_array() {
+            let names: Vec<&str> = names.iter().filter_map(Value::as_str).collect();
+            line.push_str(&format!(
+                " (expose names matching no tool: {})",
+                names.join(", ")
+            ));
         }
         if s["restarts"].as_u64().unwrap_or(0) > 0 {
             line.push_str(&format!(" restarts: {}", s["restarts"]));

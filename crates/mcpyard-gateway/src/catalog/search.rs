@@ -1,0 +1,464 @@
+//! Tool search: a lexical index over tools (BM25F over the name split into
+//! words, the description, the parameters and the source), built once per
+//! catalogue change and queried by the search tool. Public so that a
+//! benchmark or a recall test can drive it without a gateway.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+/// One tool in the index: its listed name, its source and its
+/// `tools/list` item.
+#[derive(Debug, Clone)]
+pub struct IndexedTool {
+    pub name: String,
+    pub source: String,
+    pub tool: Value,
+}
+
+impl IndexedTool {
+    /// The first line of the description (or the title), for compact lists.
+    pub fn summary(&self) -> &str {
+        let text = self
+            .tool
+            .get("description")
+            .and_then(Value::as_str)
+            .filter(|d| !d.trim().is_empty())
+            .or_else(|| self.tool.get("title").and_then(Value::as_str))
+            .unwrap_or("");
+        text.trim().lines().next().unwrap_or("").trim()
+    }
+}
+
+/// A search result: the tool's position in [`ToolIndex::tools`] and its score.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Hit {
+    pub index: usize,
+    pub score: f32,
+}
+
+/// How much one occurrence of a word counts, by where it occurs.
+const NAME_WEIGHT: f32 = 3.0;
+const SOURCE_WEIGHT: f32 = 1.0;
+const DESCRIPTION_WEIGHT: f32 = 1.0;
+const PARAM_NAME_WEIGHT: f32 = 1.0;
+const PARAM_DESCRIPTION_WEIGHT: f32 = 0.5;
+/// BM25's saturation and length normalisation.
+const K1: f32 = 1.2;
+const B: f32 = 0.75;
+
+/// A lexical index over a set of tools.
+#[derive(Debug, Default)]
+pub struct ToolIndex {
+    tools: Vec<IndexedTool>,
+    by_name: HashMap<String, usize>,
+    /// term → (tool, weighted frequency)
+    postings: HashMap<String, Vec<(u32, f32)>>,
+    lengths: Vec<f32>,
+    average_length: f32,
+}
+
+impl ToolIndex {
+    /// Indexes `(source, tool)` pairs; a tool's name is its `name` field.
+    pub fn new(tools: impl IntoIterator<Item = (String, Value)>) -> Self {
+        let mut index = Self::default();
+        for (source, tool) in tools {
+            let Some(name) = tool.get("name").and_then(Value::as_str).map(str::to_owned) else {
+                continue;
+            };
+            if index.by_name.contains_key(&name) {
+                continue;
+            }
+            let id = index.tools.len();
+            let mut weights: HashMap<String, f32> = HashMap::new();
+            let mut length = 0.0;
+            let mut add = |text: &str, weight: f32| {
+                for term in terms(text) {
+                    *weights.entry(term).or_default() += weight;
+                    length += weight;
+                }
+            };
+            add(&name, NAME_WEIGHT);
+            if let Some(title) = tool.get("title").and_then(Value::as_str) {
+                add(title, NAME_WEIGHT);
+            }
+            add(&source, SOURCE_WEIGHT);
+            if let Some(d) = tool.get("description").and_then(Value::as_str) {
+                add(d, DESCRIPTION_WEIGHT);
+            }
+            if let Some(props) = tool
+                .pointer("/inputSchema/properties")
+                .and_then(Value::as_object)
+            {
+                for (param, schema) in props {
+                    add(param, PARAM_NAME_WEIGHT);
+                    if let Some(d) = schema.get("description").and_then(Value::as_str) {
+                        add(d, PARAM_DESCRIPTION_WEIGHT);
+                    }
+                }
+            }
+            for (term, weight) in weights {
+                index
+                    .postings
+                    .entry(term)
+                    .or_default()
+                    .push((id as u32, weight));
+            }
+            index.lengths.push(length);
+            index.by_name.insert(name.clone(), id);
+            index.tools.push(IndexedTool { name, source, tool });
+        }
+        let total: f32 = index.lengths.iter().sum();
+        index.average_length = if index.tools.is_empty() {
+            1.0
+        } else {
+            (total / index.tools.len() as f32).max(1.0)
+        };
+        index
+    }
+
+    /// Every tool, in the order given.
+    pub fn tools(&self) -> &[IndexedTool] {
+        &self.tools
+    }
+
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    /// The tool listed under this name.
+    pub fn get(&self, name: &str) -> Option<&IndexedTool> {
+        self.by_name.get(name).map(|i| &self.tools[*i])
+    }
+
+    /// The best `limit` tools for a query: an exact name first, every
+    /// name a glob matches when the query is a pattern (`*`, `?`), else
+    /// by relevance to the words of the query.
+    pub fn search(&self, query: &str, limit: usize) -> Vec<Hit> {
+        let query = query.trim();
+        if limit == 0 || query.is_empty() {
+            return Vec::new();
+        }
+        if let Some(&index) = self.by_name.get(query) {
+            return vec![Hit {
+                index,
+                score: f32::INFINITY,
+            }];
+        }
+        if query.contains(['*', '?']) && !query.contains(char::is_whitespace) {
+            return self
+                .tools
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| glob_matches(query, &t.name))
+                .take(limit)
+                .map(|(index, _)| Hit { index, score: 1.0 })
+                .collect();
+        }
+        self.rank(query, limit)
+    }
+
+    fn rank(&self, query: &str, limit: usize) -> Vec<Hit> {
+        let n = self.tools.len() as f32;
+        let mut scores = vec![0.0f32; self.tools.len()];
+        for (term, weight) in query_terms(query) {
+            let Some(postings) = self.postings.get(&term) else {
+                continue;
+            };
+            let df = postings.len() as f32;
+            let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
+            for &(doc, tf) in postings {
+                let norm = K1 * (1.0 - B + B * self.lengths[doc as usize] / self.average_length);
+                scores[doc as usize] += weight * idf * tf * (K1 + 1.0) / (tf + norm);
+            }
+        }
+        let mut hits: Vec<Hit> = scores
+            .into_iter()
+            .enumerate()
+            .filter(|(_, s)| *s > 0.0)
+            .map(|(index, score)| Hit { index, score })
+            .collect();
+        let by_score = |a: &Hit, b: &Hit| b.score.total_cmp(&a.score).then(a.index.cmp(&b.index));
+        if hits.len() > limit {
+            hits.select_nth_unstable_by(limit - 1, by_score);
+            hits.truncate(limit);
+        }
+        hits.sort_by(by_score);
+        hits
+    }
+}
+
+/// How much a word found through [`RELATED`] counts against the word
+/// the user wrote.
+const RELATED_WEIGHT: f32 = 0.5;
+
+/// The terms of a query with their weights: its own words, then the
+/// words tools use for the same things.
+fn query_terms(query: &str) -> Vec<(String, f32)> {
+    let own: Vec<String> = terms(query)
+        .into_iter()
+        .filter(|t| !QUERY_STOP_WORDS.contains(&t.as_str()))
+        .collect();
+    let mut out: Vec<(String, f32)> = Vec::new();
+    let mut push = |term: String, weight: f32| match out.iter_mut().find(|(t, _)| *t == term) {
+        Some((_, w)) => *w = w.max(weight),
+        None => out.push((term, weight)),
+    };
+    for term in &own {
+        push(term.clone(), 1.0);
+    }
+    let related = related();
+    for term in &own {
+        for other in related.get(term).into_iter().flatten() {
+            push(other.clone(), RELATED_WEIGHT);
+        }
+    }
+    out
+}
+
+/// Words people use in a request that say little about which tool they
+/// want (stemmed).
+const QUERY_STOP_WORDS: &[&str] = &[
+    "show", "right", "now", "let", "tell", "just", "like", "someth", "someon",
+];
+
+/// Everyday words → the words tool names and descriptions use for the
+/// same thing (API and MCP vocabulary). Expanded at query time only.
+const RELATED: &[(&str, &str)] = &[
+    ("picture photo drawing draw paint", "image"),
+    ("draw paint", "generate"),
+    ("aloud speak say narrate pronounce", "speech tts audio"),
+    ("recording podcast clip sound", "audio"),
+    ("transcribe dictation subtitles", "transcription audio"),
+    ("folder", "directory"),
+    ("remember memorize note", "entity observation"),
+    ("know knowledge", "graph entity"),
+    ("forget remove uninstall erase drop", "delete"),
+    ("vector vectors semantic", "embedding"),
+    ("download", "install apply"),
+    ("install", "apply"),
+    ("sharper bigger enlarge resolution", "upscale"),
+    ("continue autocomplete", "completion"),
+    ("conversation chat ask question answer", "chat completion"),
+    ("token tokens", "tokenize"),
+    ("personal private sensitive email phone", "pii"),
+    ("offensive harmful toxic abusive", "moderation"),
+    ("noise", "transform"),
+    ("order sort relevance rank passages", "rerank"),
+    ("talking speaking", "voice speaker"),
+    ("cars people objects things", "detection object"),
+    ("far distance", "depth"),
+    ("age gender", "analyze face"),
+    ("effect", "sound generation"),
+    ("disable enable off", "toggle"),
+    ("alternative nickname", "alias"),
+    ("newer update", "upgrade"),
+    ("open contents view", "read"),
+    ("save store", "write"),
+    ("rename", "move"),
+    ("monitoring dashboard prometheus", "metrics"),
+    ("crash crashed", "logs"),
+    ("gpu", "vram"),
+    ("stop abort", "cancel"),
+    ("machines cluster peer", "p2p node"),
+    ("enroll", "register"),
+    ("colleague colleagues relationship related", "relation"),
+    ("dump everything", "entire"),
+    ("disk", "file"),
+    ("environment", "env"),
+    ("add plus total", "sum"),
+    ("timezone city", "time"),
+    ("video movie", "video"),
+    ("speed fast", "metrics"),
+];
+
+fn related() -> &'static HashMap<String, Vec<String>> {
+    static RELATED_TERMS: std::sync::OnceLock<HashMap<String, Vec<String>>> =
+        std::sync::OnceLock::new();
+    RELATED_TERMS.get_or_init(|| {
+        let mut map: HashMap<String, Vec<String>> = HashMap::new();
+        for (everyday, technical) in RELATED {
+            let technical = terms(technical);
+            for word in terms(everyday) {
+                let entry = map.entry(word.clone()).or_default();
+                entry.extend(technical.iter().filter(|t| **t != word).cloned());
+            }
+        }
+        map
+    })
+}
+
+/// The words of a text as the index keeps them: split at anything not a
+/// letter or digit, at camelCase humps and letter/digit boundaries,
+/// lowercased, common words dropped, light suffixes stripped.
+pub(crate) fn terms(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for word in split_words(text) {
+        let lower = word.to_lowercase();
+        if STOP_WORDS.contains(&lower.as_str()) {
+            continue;
+        }
+        out.push(stem(&lower));
+    }
+    out
+}
+
+fn split_words(text: &str) -> Vec<&str> {
+    let mut words = Vec::new();
+    for chunk in text.split(|c: char| !c.is_alphanumeric()) {
+        let mut start = 0;
+        let chars: Vec<(usize, char)> = chunk.char_indices().collect();
+        for i in 1..chars.len() {
+            let (at, c) = chars[i];
+            let prev = chars[i - 1].1;
+            let next_lower = chars.get(i + 1).is_some_and(|(_, n)| n.is_lowercase());
+            let boundary = (prev.is_lowercase() && c.is_uppercase())
+                || (prev.is_uppercase() && c.is_uppercase() && next_lower)
+                || (prev.is_alphabetic() && c.is_numeric())
+                || (prev.is_numeric() && c.is_alphabetic());
+            if boundary {
+                words.push(&chunk[start..at]);
+                start = at;
+            }
+        }
+        if start < chunk.len() {
+            words.push(&chunk[start..]);
+        }
+    }
+    words
+}
+
+const STOP_WORDS: &[&str] = &[
+    "a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "i", "if", "in", "into", "is",
+    "it", "its", "me", "my", "of", "on", "or", "so", "that", "the", "this", "to", "want", "was",
+    "what", "which", "with", "you", "your", "can", "do", "does", "how", "some", "please", "need",
+];
+
+/// A light stemmer (plural and verb endings, a final `e`, a doubled
+/// consonant), applied alike to tools and queries, so that `images`,
+/// `image`, `created`, `creating` and `embeddings` meet their other forms.
+fn stem(word: &str) -> String {
+    if word.len() <= 3 || !word.is_ascii() {
+        return word.to_owned();
+    }
+    let mut w = word.to_owned();
+    if let Some(s) = w.strip_suffix("ies") {
+        w = format!("{s}y");
+    } else if w.ends_with("sses") {
+        w.truncate(w.len() - 2);
+    } else if let Some(s) = ["ing", "ed"]
+        .iter()
+        .find_map(|suffix| w.strip_suffix(suffix))
+        .filter(|s| s.len() >= 3)
+    {
+        w = s.to_owned();
+        let b = w.as_bytes();
+        let n = b.len();
+        if b[n - 1] == b[n - 2] && !matches!(b[n - 1], b'l' | b's' | b'z' | b'e') {
+            w.pop();
+        }
+    } else if w.ends_with("es")
+        && ["ses", "xes", "zes", "ches", "shes"]
+            .iter()
+            .any(|e| w.ends_with(e))
+    {
+        w.truncate(w.len() - 2);
+    } else if w.ends_with('s') && !["ss", "us", "is"].iter().any(|e| w.ends_with(e)) {
+        w.pop();
+    }
+    if w.len() > 3 && w.ends_with('e') {
+        w.pop();
+    }
+    w
+}
+
+/// `*` matches any run of characters, `?` any one; everything else itself.
+pub(crate) fn glob_matches(pattern: &str, name: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let n: Vec<char> = name.chars().collect();
+    let (mut pi, mut ni) = (0, 0);
+    let mut backtrack: Option<(usize, usize)> = None;
+    while ni < n.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == n[ni]) {
+            pi += 1;
+            ni += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            backtrack = Some((pi, ni));
+            pi += 1;
+        } else if let Some((bp, bn)) = backtrack {
+            pi = bp + 1;
+            ni = bn + 1;
+            backtrack = Some((bp, bn + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|c| *c == '*')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn index() -> ToolIndex {
+        ToolIndex::new([
+            (
+                "files".into(),
+                json!({"name": "files__read_text_file", "description": "Read a file as text",
+                       "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}}}),
+            ),
+            (
+                "clock".into(),
+                json!({"name": "clock__get_current_time", "description": "Current time in a timezone",
+                       "inputSchema": {"type": "object", "properties": {"timezone": {"type": "string", "description": "IANA name"}}}}),
+            ),
+            (
+                "api".into(),
+                json!({"name": "api__createImageGeneration", "description": "Makes pictures from a prompt"}),
+            ),
+        ])
+    }
+
+    #[test]
+    fn words_split_at_case_digits_and_punctuation() {
+        assert_eq!(
+            terms("getCurrentTime v1/images HTTPServer2x"),
+            ["get", "current", "tim", "v", "1", "imag", "http", "server", "2", "x"]
+        );
+    }
+
+    #[test]
+    fn exact_names_win_and_words_rank() {
+        let index = index();
+        let hits = index.search("clock__get_current_time", 5);
+        assert_eq!(hits.len(), 1);
+        assert_eq!(index.tools()[hits[0].index].name, "clock__get_current_time");
+        let hits = index.search("what time is it in Tokyo (timezone)", 5);
+        assert_eq!(index.tools()[hits[0].index].source, "clock");
+        let hits = index.search("generate images", 5);
+        assert_eq!(
+            index.tools()[hits[0].index].name,
+            "api__createImageGeneration"
+        );
+        assert!(index.search("zzz", 5).is_empty());
+    }
+
+    #[test]
+    fn patterns_match_names() {
+        let index = index();
+        let names: Vec<_> = index
+            .search("*__get_*", 5)
+            .iter()
+            .map(|h| index.tools()[h.index].name.clone())
+            .collect();
+        assert_eq!(names, ["clock__get_current_time"]);
+        assert!(glob_matches("a?c*", "abcdef"));
+        assert!(!glob_matches("a?c", "abcd"));
+        assert!(glob_matches("*", ""));
+    }
+}
