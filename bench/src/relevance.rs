@@ -138,60 +138,26 @@ impl RelevanceSet {
     }
 }
 
-/// The document's operations as tools, each with its `METHOD /path`.
-/// Until the OpenAPI loader is in the workspace: names from method and
-/// path, the summary and description, and the parameters and body fields
-/// with their descriptions, which is what the index reads.
+/// The document's operations as tools, as the OpenAPI loader makes them,
+/// each with its `METHOD /path`.
 fn localai_tools(path: &Path) -> Result<Vec<(String, Value)>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let doc: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut out = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    for (route, item) in doc["paths"].as_object().into_iter().flatten() {
-        for (method, op) in item.as_object().into_iter().flatten() {
-            if !["get", "put", "post", "delete", "patch"].contains(&method.as_str()) {
-                continue;
-            }
-            let mut properties = serde_json::Map::new();
-            for p in op["parameters"].as_array().into_iter().flatten() {
-                let p = resolve(&doc, p);
-                if p["in"] == "body" {
-                    let schema = resolve(&doc, &p["schema"]);
-                    for (name, field) in schema["properties"].as_object().into_iter().flatten() {
-                        properties
-                            .insert(name.clone(), json!({"description": field["description"]}));
-                    }
-                } else if let Some(name) = p["name"].as_str() {
-                    properties.insert(name.to_owned(), json!({"description": p["description"]}));
-                }
-            }
-            let words: Vec<String> = route
-                .split('/')
-                .filter(|s| !s.is_empty() && !s.starts_with('{') && *s != "v1" && *s != "api")
-                .map(|s| s.replace('-', "_"))
-                .collect();
-            let mut name = format!("{method}_{}", words.join("_"));
-            while !seen.insert(name.clone()) {
-                name.push_str("_2");
-            }
-            let description = [op["summary"].as_str(), op["description"].as_str()]
-                .into_iter()
-                .flatten()
-                .collect::<Vec<_>>()
-                .join("\n");
-            out.push((
-                format!("{} {route}", method.to_uppercase()),
-                json!({"name": name, "description": description,
-                       "inputSchema": {"type": "object", "properties": properties}}),
-            ));
-        }
-    }
-    Ok(out)
-}
-
-fn resolve<'a>(doc: &'a Value, v: &'a Value) -> &'a Value {
-    match v["$ref"].as_str().and_then(|r| r.strip_prefix('#')) {
-        Some(pointer) => doc.pointer(pointer).unwrap_or(v),
-        None => v,
-    }
+    let options = mcpyard_openapi::LoadOptions {
+        prefix_len: "localai__".len(),
+        ..mcpyard_openapi::LoadOptions::default()
+    };
+    let doc = mcpyard_openapi::load_file(path, &options).map_err(|e| e.to_string())?;
+    Ok(doc
+        .operations
+        .iter()
+        .map(|op| {
+            (
+                format!("{} {}", op.method, op.path),
+                json!({
+                    "name": op.name,
+                    "description": op.tool_description,
+                    "inputSchema": op.input_schema,
+                }),
+            )
+        })
+        .collect())
 }

@@ -777,3 +777,29 @@ fn list_and_call_through_a_running_gateway_with_an_api_key() {
     assert_eq!(out.code(), Some(0), "{}", out.stderr);
     assert_eq!(out.stdout.trim(), "Echo: via gateway");
 }
+
+#[test]
+fn check_shows_what_each_server_lists() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "mcpyard.toml",
+        "[inference]\nenabled = false\n[servers.a]\ncommand = \"x\"\nexpose = [\"echo\", \"get-*\"]\n[servers.b]\ncommand = \"y\"\nexpose = \"none\"\n[servers.c]\ncommand = \"z\"\n",
+    );
+    let out = check(&path, &[]);
+    assert!(out.status.success(), "{}", out.stderr);
+    let line = |name: &str| {
+        out.stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(
+        line("a ").contains("lists only echo, get-*"),
+        "{}",
+        out.stdout
+    );
+    assert!(line("b ").contains("lists no tool"), "{}", out.stdout);
+    assert!(!line("c ").contains("lists"), "{}", out.stdout);
+}

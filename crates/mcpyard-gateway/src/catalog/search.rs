@@ -163,20 +163,17 @@ impl ToolIndex {
     }
 
     fn rank(&self, query: &str, limit: usize) -> Vec<Hit> {
-        let mut query_terms = terms(query);
-        query_terms.sort();
-        query_terms.dedup();
         let n = self.tools.len() as f32;
         let mut scores = vec![0.0f32; self.tools.len()];
-        for term in &query_terms {
-            let Some(postings) = self.postings.get(term) else {
+        for (term, weight) in query_terms(query) {
+            let Some(postings) = self.postings.get(&term) else {
                 continue;
             };
             let df = postings.len() as f32;
             let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
             for &(doc, tf) in postings {
                 let norm = K1 * (1.0 - B + B * self.lengths[doc as usize] / self.average_length);
-                scores[doc as usize] += idf * tf * (K1 + 1.0) / (tf + norm);
+                scores[doc as usize] += weight * idf * tf * (K1 + 1.0) / (tf + norm);
             }
         }
         let mut hits: Vec<Hit> = scores
@@ -193,6 +190,106 @@ impl ToolIndex {
         hits.sort_by(by_score);
         hits
     }
+}
+
+/// How much a word found through [`RELATED`] counts against the word
+/// the user wrote.
+const RELATED_WEIGHT: f32 = 0.5;
+
+/// The terms of a query with their weights: its own words, then the
+/// words tools use for the same things.
+fn query_terms(query: &str) -> Vec<(String, f32)> {
+    let own: Vec<String> = terms(query)
+        .into_iter()
+        .filter(|t| !QUERY_STOP_WORDS.contains(&t.as_str()))
+        .collect();
+    let mut out: Vec<(String, f32)> = Vec::new();
+    let mut push = |term: String, weight: f32| match out.iter_mut().find(|(t, _)| *t == term) {
+        Some((_, w)) => *w = w.max(weight),
+        None => out.push((term, weight)),
+    };
+    for term in &own {
+        push(term.clone(), 1.0);
+    }
+    let related = related();
+    for term in &own {
+        for other in related.get(term).into_iter().flatten() {
+            push(other.clone(), RELATED_WEIGHT);
+        }
+    }
+    out
+}
+
+/// Words people use in a request that say little about which tool they
+/// want (stemmed).
+const QUERY_STOP_WORDS: &[&str] = &[
+    "show", "right", "now", "let", "tell", "just", "like", "someth", "someon",
+];
+
+/// Everyday words → the words tool names and descriptions use for the
+/// same thing (API and MCP vocabulary). Expanded at query time only.
+const RELATED: &[(&str, &str)] = &[
+    ("picture photo drawing draw paint", "image"),
+    ("draw paint", "generate"),
+    ("aloud speak say narrate pronounce", "speech tts audio"),
+    ("recording podcast clip sound", "audio"),
+    ("transcribe dictation subtitles", "transcription audio"),
+    ("folder", "directory"),
+    ("remember memorize note", "entity observation"),
+    ("know knowledge", "graph entity"),
+    ("forget remove uninstall erase drop", "delete"),
+    ("vector vectors semantic", "embedding"),
+    ("download", "install apply"),
+    ("install", "apply"),
+    ("sharper bigger enlarge resolution", "upscale"),
+    ("continue autocomplete", "completion"),
+    ("conversation chat ask question answer", "chat completion"),
+    ("token tokens", "tokenize"),
+    ("personal private sensitive email phone", "pii"),
+    ("offensive harmful toxic abusive", "moderation"),
+    ("noise", "transform"),
+    ("order sort relevance rank passages", "rerank"),
+    ("talking speaking", "voice speaker"),
+    ("cars people objects things", "detection object"),
+    ("far distance", "depth"),
+    ("age gender", "analyze face"),
+    ("effect", "sound generation"),
+    ("disable enable off", "toggle"),
+    ("alternative nickname", "alias"),
+    ("newer update", "upgrade"),
+    ("open contents view", "read"),
+    ("save store", "write"),
+    ("rename", "move"),
+    ("monitoring dashboard prometheus", "metrics"),
+    ("crash crashed", "logs"),
+    ("gpu", "vram"),
+    ("stop abort", "cancel"),
+    ("machines cluster peer", "p2p node"),
+    ("enroll", "register"),
+    ("colleague colleagues relationship related", "relation"),
+    ("dump everything", "entire"),
+    ("disk", "file"),
+    ("environment", "env"),
+    ("add plus total", "sum"),
+    ("timezone city", "time"),
+    ("video movie", "video"),
+    ("speed fast", "metrics"),
+];
+
+fn related() -> &'static HashMap<String, Vec<String>> {
+    static RELATED_TERMS: std::sync::OnceLock<HashMap<String, Vec<String>>> =
+        std::sync::OnceLock::new();
+    RELATED_TERMS.get_or_init(|| {
+        let mut map: HashMap<String, Vec<String>> = HashMap::new();
+        for (everyday, technical) in RELATED {
+            let technical = terms(technical);
+            for word in terms(everyday) {
+                let entry = map.entry(word.clone()).or_default();
+                entry.extend(technical.iter().filter(|t| **t != word).cloned());
+            }
+        }
+        map
+    })
 }
 
 /// The words of a text as the index keeps them: split at anything not a

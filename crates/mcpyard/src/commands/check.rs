@@ -5,6 +5,8 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
+use mcpyard_gateway::Listing;
+
 use crate::config::{self, format_duration, transport_kind, ApiSummary, Settings};
 
 /// Prints the summary on stdout and warnings on stderr; on an invalid file
@@ -63,12 +65,13 @@ fn summary(s: &Settings) -> String {
         match s.upstream(&server.name) {
             Some(up) => {
                 out += &format!(
-                    "  {:width$}  {:15}  {}  (tools as `{}<tool>`, timeout {})\n",
+                    "  {:width$}  {:15}  {}  (tools as `{}<tool>`, timeout {}{})\n",
                     server.name,
                     transport_kind(&up.transport),
                     server.target,
                     up.effective_prefix(),
                     format_duration(up.timeout),
+                    expose(s, &server.name),
                 );
             }
             None => {
@@ -146,4 +149,25 @@ fn apis_summary(apis: &[ApiSummary]) -> String {
         }
     }
     out
+}
+
+/// A server's `expose`, when it lists less than every tool. Its names are
+/// checked against the tools once the server is connected (`serve` logs
+/// those that match nothing and `mcpyard__status` shows them): `check`
+/// starts nothing.
+fn expose(s: &Settings, server: &str) -> String {
+    let listing = s
+        .gateway
+        .sources
+        .iter()
+        .find(|spec| spec.upstream().is_some_and(|u| u.name == server))
+        .map(|spec| &spec.exposure.listing);
+    match listing {
+        None | Some(Listing::Default | Listing::All) => String::new(),
+        Some(Listing::None) => ", lists no tool: the rest through mcpyard__search_tools".to_owned(),
+        Some(Listing::Only(names)) => format!(
+            ", lists only {}: checked against its tools once connected",
+            names.join(", ")
+        ),
+    }
 }

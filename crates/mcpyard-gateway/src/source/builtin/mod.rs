@@ -29,6 +29,7 @@ const PAGES: &[(&str, &str)] = &[
         include_str!("../../../docs/configuration.md"),
     ),
     ("clients", include_str!("../../../docs/clients.md")),
+    ("search", include_str!("../../../docs/search.md")),
     (
         "local-models",
         include_str!("../../../docs/local-models.md"),

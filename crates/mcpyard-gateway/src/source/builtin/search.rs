@@ -198,7 +198,7 @@ pub(crate) fn invalid_arguments(tool: &IndexedTool, arguments: &Value) -> Option
     let errors: Vec<String> = validator
         .iter_errors(arguments)
         .map(|e| {
-            let at = e.instance_path.to_string();
+            let at = e.instance_path().to_string();
             if at.is_empty() {
                 format!("- {e}")
             } else {
