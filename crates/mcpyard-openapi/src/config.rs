@@ -10,6 +10,9 @@ use std::time::Duration;
 pub struct ApiConfig {
     /// The source's name (the `NAME` of `[apis.NAME]`).
     pub name: String,
+    /// Put before every tool name (`<name>__` unless configured); names are
+    /// cut to fit 64 characters with it.
+    pub prefix: String,
     /// A file path or an `http(s)://` URL; JSON or YAML.
     pub spec: String,
     /// Wins over the document's `servers` / `host` + `basePath`.

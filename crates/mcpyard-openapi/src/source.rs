@@ -80,14 +80,14 @@ impl OpenApiSource {
         }
     }
 
-    /// The gateway registration: prefix `<name>__`, each call bounded by
-    /// the API's timeout.
+    /// The gateway registration: the configured prefix, each call bounded
+    /// by the API's timeout.
     pub fn into_source_spec(self) -> SourceSpec {
         let limits = CallLimits {
             timeout: Some(self.inner.config.timeout),
             ..CallLimits::default()
         };
-        let prefix = format!("{}__", self.inner.config.name);
+        let prefix = self.inner.config.prefix.clone();
         SourceSpec::new(Arc::new(self))
             .with_prefix(prefix)
             .with_limits(limits)
@@ -128,7 +128,7 @@ impl Inner {
         loop {
             let options = crate::LoadOptions {
                 rename: self.config.rename.clone(),
-                prefix_len: self.config.name.len() + 2,
+                prefix_len: self.config.prefix.len(),
             };
             match crate::load(&self.config.spec, &options).await {
                 Ok(doc) => {

@@ -263,6 +263,7 @@ pub(crate) fn document(server: &str, operations: Vec<Operation>) -> ApiDocument 
 pub(crate) fn config(name: &str, dir: &Path) -> ApiConfig {
     ApiConfig {
         name: name.to_owned(),
+        prefix: format!("{name}__"),
         spec: "test.yaml".to_owned(),
         base_url: None,
         auth: ApiAuth::default(),

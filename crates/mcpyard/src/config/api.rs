@@ -144,6 +144,7 @@ pub(crate) fn build(
 
     let config = ApiConfig {
         name: name.to_owned(),
+        prefix: prefix.clone(),
         spec: spec.clone(),
         base_url,
         auth,
@@ -179,7 +180,7 @@ pub(crate) fn build(
         Some(document) => mcpyard_openapi::OpenApiSource::with_document(config, document),
         None => mcpyard_openapi::OpenApiSource::new(config),
     };
-    let mut source = source.into_source_spec().with_prefix(prefix);
+    let mut source = source.into_source_spec();
     source.exposure.listing = listing;
     Ok((Some(source), summary))
 }
