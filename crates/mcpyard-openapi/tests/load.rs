@@ -300,7 +300,7 @@ fn localai_default_listing_is_the_curated_common_operations() {
     let doc = localai();
     let listing =
         default_listing(&doc).expect("123 operations are more than the default lists whole");
-    assert_eq!(listing.len(), 22, "{listing:?}");
+    assert_eq!(listing.len(), 10, "{listing:?}");
     for name in [
         "create_chat_completion",
         "create_embedding",
@@ -318,7 +318,7 @@ fn localai_default_listing_is_the_curated_common_operations() {
     renamed.title = "My inference box".into();
     assert_eq!(
         default_listing(&renamed).map(|listing| listing.len()),
-        Some(22)
+        Some(10)
     );
     let mut unknown = doc.clone();
     unknown.title = "Something else".into();

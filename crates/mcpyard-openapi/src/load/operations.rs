@@ -403,7 +403,6 @@ fn build_operation(
     if let Some((schema_at, schema)) = &answer.schema {
         describe_answer(resolver, schema_at, schema, &mut hints);
     }
-    let output_schema = output_schema(context, &answer)?;
 
     let defs = input.finish()?;
     let mut input_schema = json!({
@@ -440,6 +439,7 @@ fn build_operation(
         }
     };
     let websocket = is_websocket(operation, path, &operation_servers);
+    let output_schema = output_schema(context, &answer, websocket)?;
 
     Ok(Draft {
         operation: Operation {
@@ -1056,21 +1056,31 @@ fn response_kind(media_type: &str) -> ResponseKind {
     }
 }
 
-/// The answer envelope a call produces, `data` typed by the 2xx
-/// JSON schema where the document has one.
-fn output_schema(context: &Context<'_>, answer: &Answer) -> Result<Value, LoadError> {
-    let shared = answer.schema.as_ref().and_then(|(at, schema)| {
-        let only_ref = schema.as_object().filter(|object| object.len() == 1)?;
-        let reference = only_ref.get("$ref")?.as_str()?;
-        context.resolver.target(at, reference).ok()
-    });
+/// The answer envelope a call produces: the fields every answer has, and
+/// those of the answer the operation declares (`data` typed by its 2xx
+/// JSON schema). Fields an undeclared answer brings are still allowed;
+/// listing only the likely ones keeps `tools/list` small.
+fn output_schema(
+    context: &Context<'_>,
+    answer: &Answer,
+    websocket: bool,
+) -> Result<Value, LoadError> {
+    let shared = answer
+        .schema
+        .as_ref()
+        .filter(|_| !websocket)
+        .and_then(|(at, schema)| {
+            let only_ref = schema.as_object().filter(|object| object.len() == 1)?;
+            let reference = only_ref.get("$ref")?.as_str()?;
+            context.resolver.target(at, reference).ok()
+        });
     if let Some(cached) = shared
         .as_ref()
         .and_then(|target| context.output_schemas.borrow().get(target).cloned())
     {
         return Ok(cached);
     }
-    let envelope = build_output_schema(context, answer)?;
+    let envelope = build_output_schema(context, answer, websocket)?;
     if let Some(target) = shared {
         context
             .output_schemas
@@ -1080,34 +1090,106 @@ fn output_schema(context: &Context<'_>, answer: &Answer) -> Result<Value, LoadEr
     Ok(envelope)
 }
 
-fn build_output_schema(context: &Context<'_>, answer: &Answer) -> Result<Value, LoadError> {
+fn build_output_schema(
+    context: &Context<'_>,
+    answer: &Answer,
+    websocket: bool,
+) -> Result<Value, LoadError> {
     let mut output = SchemaBuilder::new(context.resolver, context.version, Direction::Response);
-    let data = match &answer.schema {
+    let mut data = match &answer.schema {
         Some((at, schema)) => output.convert(at, schema)?,
         None => json!({}),
     };
-    let defs = output.finish()?;
+    let mut defs = output.finish()?;
+    // The tool's description already names the answer's fields; the output
+    // schema is for checking, so the document's prose stays out of it.
+    strip_descriptions(&mut data);
+    defs.values_mut().for_each(strip_descriptions);
+    let mut properties = serde_json::Map::new();
+    properties.insert(
+        "ok".into(),
+        json!({ "type": "boolean", "description": "Whether the status code is 2xx." }),
+    );
+    properties.insert("status_code".into(), json!({ "type": "integer" }));
+    properties.insert("elapsed_ms".into(), json!({ "type": "integer" }));
+    let binary = |properties: &mut serde_json::Map<String, Value>| {
+        properties.insert(
+            "base64".into(),
+            json!({ "type": "string", "description": "A small binary answer." }),
+        );
+        properties.insert("mime_type".into(), json!({ "type": "string" }));
+        properties.insert(
+            "saved_path".into(),
+            json!({ "type": "string", "description": "Where a large binary answer was saved." }),
+        );
+        properties.insert("size_bytes".into(), json!({ "type": "integer" }));
+    };
+    match (websocket, answer.kind) {
+        (true, _) => {
+            properties.insert(
+                "messages".into(),
+                json!({ "type": "array", "description": "Messages the WebSocket route sent." }),
+            );
+        }
+        (false, ResponseKind::Json) => {
+            properties.insert("data".into(), data);
+        }
+        (false, ResponseKind::Text) => {
+            properties.insert("text".into(), json!({ "type": "string" }));
+        }
+        (false, ResponseKind::EventStream) => {
+            properties.insert("events".into(), json!({ "type": "array", "description": "The `data:` payloads of the event stream, in order." }));
+        }
+        (false, ResponseKind::Binary) => binary(&mut properties),
+        (false, ResponseKind::Unknown) => {
+            properties.insert("data".into(), data);
+            properties.insert("text".into(), json!({ "type": "string" }));
+            properties.insert("events".into(), json!({ "type": "array" }));
+            binary(&mut properties);
+        }
+    }
     let mut envelope = json!({
         "type": "object",
-        "properties": {
-            "ok": { "type": "boolean", "description": "Whether the status code is 2xx." },
-            "status_code": { "type": "integer" },
-            "elapsed_ms": { "type": "integer" },
-            "data": data,
-            "text": { "type": "string", "description": "A text answer." },
-            "events": { "type": "array", "description": "The `data:` payloads of an event stream, in order." },
-            "base64": { "type": "string", "description": "A small binary answer." },
-            "mime_type": { "type": "string" },
-            "saved_path": { "type": "string", "description": "Where a large binary answer was saved." },
-            "size_bytes": { "type": "integer" },
-            "messages": { "type": "array", "description": "Messages a WebSocket route sent." },
-        },
+        "properties": properties,
         "required": ["ok", "status_code", "elapsed_ms"],
     });
     if !defs.is_empty() {
         envelope["$defs"] = Value::Object(defs);
     }
     Ok(envelope)
+}
+
+/// Removes `description` and `title` from a schema and its subschemas (not
+/// from property names: a property may be called `description`).
+fn strip_descriptions(schema: &mut Value) {
+    let Value::Object(object) = schema else {
+        return;
+    };
+    object.remove("description");
+    object.remove("title");
+    for (key, value) in object.iter_mut() {
+        match (key.as_str(), value) {
+            (
+                "properties" | "patternProperties" | "$defs" | "definitions",
+                Value::Object(named),
+            ) => named.values_mut().for_each(strip_descriptions),
+            ("allOf" | "anyOf" | "oneOf" | "prefixItems", Value::Array(list)) => {
+                list.iter_mut().for_each(strip_descriptions)
+            }
+            (
+                "items"
+                | "additionalProperties"
+                | "not"
+                | "contains"
+                | "if"
+                | "then"
+                | "else"
+                | "propertyNames",
+                value,
+            ) => strip_descriptions(value),
+            _ => {}
+        }
+    }
 }
 
 fn is_websocket(operation: &Value, path: &str, servers: &[String]) -> bool {

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::shutdown;
-use crate::config::{self, format_duration, transport_kind, Settings};
+use crate::config::{self, format_duration, transport_kind, ApiSummary, Settings};
 
 /// Prints the summary on stdout and warnings on stderr; on an invalid file
 /// prints the error on stderr and returns exit code 1.
@@ -226,6 +226,72 @@ fn summary(s: &Settings) -> String {
                     server.name, "disabled", server.target
                 );
             }
+        }
+    }
+    if !s.apis.is_empty() {
+        out += &apis_summary(&s.apis);
+    }
+    out
+}
+
+/// How many names of a long list `check` prints before "and N more".
+const LISTED_NAMES: usize = 8;
+
+/// One line per API, then what its document leaves undescribed: a model
+/// picks and fills tools by their descriptions, so thin ones are worth
+/// fixing (or overriding) before they cost wrong calls.
+fn apis_summary(apis: &[ApiSummary]) -> String {
+    let enabled = apis.iter().filter(|a| a.enabled).count();
+    let mut out = format!("apis: {enabled} enabled");
+    if enabled < apis.len() {
+        out += &format!(", {} disabled", apis.len() - enabled);
+    }
+    out += "\n";
+    let width = apis.iter().map(|a| a.name.len()).max().unwrap_or(0);
+    for api in apis {
+        if !api.enabled {
+            out += &format!("  {:width$}  disabled  {}\n", api.name, api.spec);
+            continue;
+        }
+        let Some(doc) = &api.document else {
+            out += &format!(
+                "  {:width$}  {}  (tools as `{}<tool>`; fetched at start)\n",
+                api.name, api.spec, api.prefix
+            );
+            continue;
+        };
+        out += &format!(
+            "  {:width$}  {}  (tools as `{}<tool>`): \"{}\", {} operations, {} listed, {} by search\n",
+            api.name,
+            api.spec,
+            api.prefix,
+            doc.title,
+            doc.operations,
+            doc.exposed,
+            doc.operations - doc.exposed,
+        );
+        for (what, names) in [
+            (
+                "operations without a description",
+                &doc.undescribed_operations,
+            ),
+            ("inputs without a description", &doc.undescribed_fields),
+        ] {
+            if names.is_empty() {
+                continue;
+            }
+            let shown = names.iter().take(LISTED_NAMES).cloned().collect::<Vec<_>>();
+            let more = names.len().saturating_sub(LISTED_NAMES);
+            out += &format!(
+                "    {} {what}: {}{}\n",
+                names.len(),
+                shown.join(", "),
+                if more > 0 {
+                    format!(", and {more} more")
+                } else {
+                    String::new()
+                }
+            );
         }
     }
     out

@@ -5,6 +5,7 @@
 //! `${VAR}` references, parse durations, sizes and addresses, and check
 //! everything, so every error can name the file and the key.
 
+mod api;
 mod error;
 mod expand;
 mod expose;
@@ -26,6 +27,7 @@ use mcpyard_gateway::{
     ConfigError as GatewayConfigError, GatewayConfig, Listing, SourceSpec, UpstreamSpec,
 };
 
+pub(crate) use api::ApiSummary;
 pub(crate) use error::ConfigError;
 pub(crate) use limits::Limits;
 use server::{Context, RawServer};
@@ -76,6 +78,8 @@ pub(crate) struct Settings {
     pub(crate) inference: String,
     /// `[limits]`: what one client may make the gateway hold or do.
     pub(crate) limits: Limits,
+    /// Every API in the file, enabled or not, in file order.
+    pub(crate) apis: Vec<ApiSummary>,
 }
 
 impl Settings {
@@ -252,7 +256,7 @@ fn from_text(
         base_dir,
         lookup,
     };
-    let (top, section, servers, mut warnings) = match format {
+    let (mut top, section, servers, mut warnings) = match format {
         Format::Toml => {
             let mut parsed = toml_file::parse(file, text)?;
             let servers = std::mem::take(&mut parsed.servers)
@@ -400,6 +404,27 @@ fn from_text(
     // contacts nothing before the first call or status request).
     let inference = top.inference.clone().unwrap_or_default();
     let inference_summary = describe_inference(&inference);
+    // APIs read file arguments from, and save large answers to, the same
+    // folders as the local-model tools: one sandbox to configure.
+    let files = api::Files {
+        input_roots: inference.input_roots.clone(),
+        output_dir: inference.effective_output_dir(),
+    };
+    let mut apis = Vec::new();
+    let mut api_names = Vec::new();
+    for (name, raw) in std::mem::take(&mut top.apis).0 {
+        let key = format!("apis.{name}");
+        if raw.enabled.unwrap_or(true) {
+            warnings.extend(api::clear_secrets(file, &key, &raw));
+        }
+        let (source, summary) = api::build(&ctx, &key, &name, raw, &files)?;
+        apis.push(summary);
+        if let Some(source) = source {
+            api::check_collisions(&ctx, &key, &source, &gateway.sources)?;
+            api_names.push(name);
+            gateway.sources.push(source);
+        }
+    }
     if inference.enabled {
         let raw_expose = inference
             .expose
@@ -427,6 +452,11 @@ fn from_text(
             GatewayConfigError::Invalid { server, .. } => server,
             GatewayConfigError::NameCollision { second, .. } => second,
         };
+        let section = if api_names.contains(server) {
+            "apis"
+        } else {
+            section
+        };
         ctx.error(&format!("{section}.{server}"), e.to_string())
     })?;
     Ok(Settings {
@@ -442,6 +472,7 @@ fn from_text(
         warnings,
         inference: inference_summary,
         limits,
+        apis,
     })
 }
 

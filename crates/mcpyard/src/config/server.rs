@@ -295,7 +295,7 @@ pub(crate) fn duration(
 
 /// A prefix must keep tool names within the spec's rule: 1 to 128
 /// characters of `[A-Za-z0-9_.-]`.
-fn check_prefix(ctx: &Context<'_>, key: &str, prefix: &str) -> Result<(), ConfigError> {
+pub(crate) fn check_prefix(ctx: &Context<'_>, key: &str, prefix: &str) -> Result<(), ConfigError> {
     if let Some(bad) = prefix
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')))

@@ -28,6 +28,9 @@ pub(crate) struct TomlFile {
     pub(crate) servers: OrderedMap<TomlServer>,
     /// `[inference]`: local models as tools (on, discovering, by default).
     pub(crate) inference: Option<mcpyard_inference::InferenceConfig>,
+    /// `[apis.NAME]`: HTTP APIs from their OpenAPI / Swagger documents.
+    #[serde(default)]
+    pub(crate) apis: OrderedMap<super::api::RawApi>,
     pub(crate) limits: Option<super::limits::RawLimits>,
 }
 
