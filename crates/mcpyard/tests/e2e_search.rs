@@ -8,11 +8,12 @@ mod support;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use mcpyard_client::{McpClient, RequestOptions};
+use mcpyard_client::{ClientError, McpClient, RequestOptions};
 use serde_json::{json, Value};
 use support::*;
+use tokio_util::sync::CancellationToken;
 
 const SEARCH_TOOLS: [&str; 3] = [
     "mcpyard__list_tools",
@@ -371,4 +372,196 @@ async fn python_sdk_finds_a_hidden_tool_by_a_goal_and_calls_it_with_progress() {
         Some(3),
         "{summary}"
     );
+}
+
+/// The messages the gateway sent server-everything, once `needle` is among
+/// them (within 10 s).
+async fn wire_once_it_has(wire: &Path, needle: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let sent = std::fs::read_to_string(wire).unwrap_or_default();
+        if sent.contains(needle) {
+            return sent;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "`{needle}` never reached the server; it got:\n{sent}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Waits until the server was told to cancel its `tools/call` of `tool`:
+/// a `notifications/cancelled` naming that very request's id.
+async fn assert_told_to_cancel(wire: &Path, tool: &str) {
+    let sent = wire_once_it_has(wire, "notifications/cancelled").await;
+    let messages: Vec<Value> = sent
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let call_id = messages
+        .iter()
+        .find(|m| m["method"] == json!("tools/call") && m["params"]["name"] == json!(tool))
+        .map(|m| m["id"].clone())
+        .unwrap_or_else(|| panic!("no call of {tool} in:\n{sent}"));
+    assert!(
+        messages
+            .iter()
+            .any(|m| m["method"] == json!("notifications/cancelled")
+                && m["params"]["requestId"] == call_id),
+        "no cancellation of request {call_id} in:\n{sent}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn call_tool_as_a_task_runs_the_hidden_tool_and_gives_its_result() {
+    let dir = scratch();
+    let wire = dir.path().join("wire.jsonl");
+    let gw = Gateway::start(
+        &everything_recorded("every", r#"["echo"]"#, &wire),
+        dir.path(),
+    )
+    .await;
+    let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
+    wait_for_tools(&client, &["every__echo"], Duration::from_secs(60)).await;
+
+    let created = call_with(
+        &client,
+        json!({
+            "name": "mcpyard__call_tool",
+            "arguments": {"name": "every__get-sum", "arguments": {"a": 20, "b": 22}},
+            "task": {"ttl": 60000},
+        }),
+    )
+    .await;
+    let task_id = created["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("not a CreateTaskResult: {created}"))
+        .to_owned();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        let task = client
+            .request(
+                "tasks/get",
+                Some(json!({"taskId": task_id})),
+                RequestOptions::default(),
+            )
+            .await
+            .expect("tasks/get");
+        let status = task["status"].as_str().unwrap_or("").to_owned();
+        if ["completed", "failed", "cancelled"].contains(&status.as_str()) {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the task never finished: {task}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(status, "completed");
+    let result = client
+        .request(
+            "tasks/result",
+            Some(json!({"taskId": task_id})),
+            RequestOptions::default(),
+        )
+        .await
+        .expect("tasks/result");
+    assert_ne!(result["isError"], json!(true), "{result}");
+    assert_eq!(text(&result), everything_sum_text(20, 22), "{result}");
+    assert!(
+        std::fs::read_to_string(&wire)
+            .unwrap()
+            .contains("\"get-sum\""),
+        "the hidden tool was called on the server"
+    );
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_call_tool_request_cancels_the_hidden_tool_upstream() {
+    let dir = scratch();
+    let wire = dir.path().join("wire.jsonl");
+    let gw = Gateway::start(
+        &everything_recorded("every", r#"["echo"]"#, &wire),
+        dir.path(),
+    )
+    .await;
+    let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
+    wait_for_tools(&client, &["every__echo"], Duration::from_secs(60)).await;
+
+    let token = CancellationToken::new();
+    let cancel = token.clone();
+    let started = Instant::now();
+    let call = client.request(
+        "tools/call",
+        Some(json!({
+            "name": "mcpyard__call_tool",
+            "arguments": {"name": "every__trigger-long-running-operation", "arguments": {"duration": 30, "steps": 30}},
+        })),
+        RequestOptions {
+            timeout: Some(Duration::from_secs(60)),
+            cancel: Some(token),
+        },
+    );
+    let cancel_once_running = async {
+        wire_once_it_has(&wire, "trigger-long-running-operation").await;
+        cancel.cancel();
+    };
+    let (answer, ()) = tokio::join!(call, cancel_once_running);
+    assert!(matches!(answer, Err(ClientError::Cancelled)), "{answer:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "the cancelled call ran {:?}",
+        started.elapsed()
+    );
+    assert_told_to_cancel(&wire, "trigger-long-running-operation").await;
+    // The connection still serves calls after the cancellation.
+    let sum = call_with(
+        &client,
+        json!({"name": "mcpyard__call_tool", "arguments": {"name": "every__get-sum", "arguments": {"a": 1, "b": 2}}}),
+    )
+    .await;
+    assert_eq!(text(&sum), everything_sum_text(1, 2), "{sum}");
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_timeout_applies_to_a_call_through_call_tool() {
+    let dir = scratch();
+    let wire = dir.path().join("wire.jsonl");
+    let config = format!(
+        "{}timeout = \"1s\"\n",
+        everything_recorded("every", r#"["echo"]"#, &wire)
+    );
+    let gw = Gateway::start(&config, dir.path()).await;
+    let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
+    wait_for_tools(&client, &["every__echo"], Duration::from_secs(60)).await;
+
+    let started = Instant::now();
+    let answer = client
+        .request(
+            "tools/call",
+            Some(json!({
+                "name": "mcpyard__call_tool",
+                "arguments": {"name": "every__trigger-long-running-operation", "arguments": {"duration": 20, "steps": 20}},
+            })),
+            RequestOptions {
+                timeout: Some(Duration::from_secs(60)),
+                cancel: None,
+            },
+        )
+        .await;
+    let elapsed = started.elapsed();
+    match answer {
+        Err(ClientError::Rpc(e)) => assert!(
+            e.message.contains("every") && e.message.contains("within"),
+            "{e}"
+        ),
+        other => panic!("expected the server's timeout, got {other:?}"),
+    }
+    assert!(
+        elapsed >= Duration::from_millis(900) && elapsed < Duration::from_secs(10),
+        "the 1 s timeout took {elapsed:?}"
+    );
+    // The server was told to stop working on it.
+    assert_told_to_cancel(&wire, "trigger-long-running-operation").await;
+    client.shutdown().await;
 }

@@ -1,12 +1,17 @@
 //! `mcpyard check`: validate a configuration file and summarise it, without
-//! starting anything.
+//! starting anything; with `--connect`, start the gateway to verify its
+//! sources too.
 
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
-use mcpyard_gateway::Listing;
+use mcpyard_gateway::{Gateway, Listing, Session};
+use mcpyard_proto::Message;
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
 
+use super::shutdown;
 use crate::config::{self, format_duration, transport_kind, ApiSummary, Settings};
 
 /// Prints the summary on stdout and warnings on stderr; on an invalid file
@@ -14,12 +19,7 @@ use crate::config::{self, format_duration, transport_kind, ApiSummary, Settings}
 pub(super) fn run(path: &Path) -> ExitCode {
     match config::load(path) {
         Ok(settings) => {
-            let mut out = std::io::stdout().lock();
-            // A closed stdout (`| head`) is not an error worth reporting.
-            let _ = out.write_all(summary(&settings).as_bytes());
-            for w in settings.warnings.iter().chain(&settings.exposure_warning()) {
-                eprintln!("warning: {w}");
-            }
+            print_summary(&settings);
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -27,6 +27,152 @@ pub(super) fn run(path: &Path) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn print_summary(settings: &Settings) {
+    let mut out = std::io::stdout().lock();
+    // A closed stdout (`| head`) is not an error worth reporting.
+    let _ = out.write_all(summary(settings).as_bytes());
+    for w in settings.warnings.iter().chain(&settings.exposure_warning()) {
+        eprintln!("warning: {w}");
+    }
+}
+
+/// `check --connect`: the summary, then the gateway started as `serve`
+/// starts it (without listening) until every source has made its first
+/// report, and one line per source from the gateway's own status. Exit
+/// code 1 when a source is down or an `expose` name matches no tool.
+pub(super) async fn run_connected(path: &Path) -> ExitCode {
+    let settings = match config::load(path) {
+        Ok(settings) => settings,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    print_summary(&settings);
+    let gateway = match Gateway::start(settings.gateway).await {
+        Ok(gateway) => gateway,
+        Err(e) => {
+            eprintln!("error: cannot start the gateway: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let interrupted = CancellationToken::new();
+    shutdown::cancel_on_signal(interrupted.clone());
+    // Bounded by the gateway's own start-up hold.
+    gateway.wait_for_startup(&interrupted).await;
+    let status = gateway_status(&gateway).await;
+    shutdown::stop_gateway(&gateway).await;
+    if interrupted.is_cancelled() {
+        eprintln!("error: interrupted before every source had reported");
+        return ExitCode::FAILURE;
+    }
+    let (report, healthy) = match status {
+        Ok(status) => connected_report(&status),
+        Err(e) => (
+            format!("error: cannot read the gateway status: {e}\n"),
+            false,
+        ),
+    };
+    let _ = std::io::stdout().lock().write_all(report.as_bytes());
+    if healthy {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// The structured result of the gateway's `mcpyard__status` tool, asked as
+/// a client would, so that `check` shows exactly what the gateway computed.
+async fn gateway_status(gateway: &Gateway) -> Result<Value, String> {
+    let session = Session::new(None);
+    gateway.register_session(session.clone());
+    let initialize = json!({
+        "protocolVersion": mcpyard_proto::LATEST_STATEFUL,
+        "capabilities": {},
+        "clientInfo": {"name": "mcpyard check", "version": env!("CARGO_PKG_VERSION")},
+    });
+    let asked = async {
+        request(gateway, &session, 1, "initialize", initialize).await?;
+        request(
+            gateway,
+            &session,
+            2,
+            "tools/call",
+            json!({"name": STATUS_TOOL}),
+        )
+        .await
+    }
+    .await;
+    gateway.end_session(session.id());
+    let result = asked?;
+    result
+        .get("structuredContent")
+        .cloned()
+        .ok_or_else(|| format!("the status tool answered without structured content: {result}"))
+}
+
+const STATUS_TOOL: &str = "mcpyard__status";
+
+async fn request(
+    gateway: &Gateway,
+    session: &std::sync::Arc<Session>,
+    id: i64,
+    method: &str,
+    params: Value,
+) -> Result<Value, String> {
+    match gateway
+        .request(session, id.into(), method, Some(params), None)
+        .await
+        .into_message()
+    {
+        Message::Response { result, .. } => Ok(result),
+        Message::Error { error, .. } => Err(format!("{method}: {error}")),
+        other => Err(format!("{method}: unexpected answer {other:?}")),
+    }
+}
+
+/// One line per source: up or down (with its error), tools listed and
+/// hidden, and the `expose` names that match no tool. The flag is false
+/// when any source is down or has such a name.
+fn connected_report(status: &Value) -> (String, bool) {
+    let sources = status["sources"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let width = sources
+        .iter()
+        .filter_map(|s| s["name"].as_str())
+        .map(str::len)
+        .max()
+        .unwrap_or(0);
+    let mut healthy = true;
+    let mut out = format!("connected: {} source(s)\n", sources.len());
+    for s in sources {
+        let up = s["healthy"].as_bool().unwrap_or(false);
+        let mut line = format!(
+            "  {:width$}  {:4}  tools: {} listed, {} hidden",
+            s["name"].as_str().unwrap_or("?"),
+            if up { "up" } else { "down" },
+            s["tools_listed"].as_u64().unwrap_or(0),
+            s["tools_hidden"].as_u64().unwrap_or(0),
+        );
+        if let Some(e) = s["error"].as_str() {
+            line += &format!("  (error: {e})");
+        }
+        let unmatched: Vec<&str> = s["expose_unmatched"]
+            .as_array()
+            .map(|names| names.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        if !unmatched.is_empty() {
+            line += &format!("  expose names matching no tool: {}", unmatched.join(", "));
+        }
+        healthy &= up && unmatched.is_empty();
+        out += &line;
+        out.push('\n');
+    }
+    (out, healthy)
 }
 
 /// The human summary: settings, then one line per server. Never shows a

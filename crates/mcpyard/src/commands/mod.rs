@@ -35,7 +35,11 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Check(args) => {
             logging::init(cli_level, CLIENT_LOG_LEVEL)?;
-            Ok(check::run(&args.config))
+            if args.connect {
+                Ok(check::run_connected(&args.config).await)
+            } else {
+                Ok(check::run(&args.config))
+            }
         }
         Command::List(args) => {
             logging::init(cli_level, CLIENT_LOG_LEVEL)?;

@@ -122,6 +122,15 @@ impl Upstream {
         h.since = Instant::now();
     }
 
+    /// Up, keeping `since` when a renewed session finds it up already.
+    fn set_up(&self) {
+        let mut h = self.health.lock().expect("health lock poisoned");
+        if !matches!(h.state, State::Up) {
+            h.state = State::Up;
+            h.since = Instant::now();
+        }
+    }
+
     pub(crate) fn client(&self) -> Option<McpClient> {
         self.client
             .read()
@@ -172,7 +181,6 @@ impl Upstream {
                     continue;
                 }
             };
-            self.set_state(State::Up);
             let up_since = Instant::now();
             let mut health_check = tokio::time::interval(HEALTH_CHECK_EVERY);
             health_check.reset();
@@ -299,6 +307,9 @@ impl Upstream {
         previous: SourceLists,
     ) -> Option<SourceLists> {
         let lists = self.fetch_lists(client, &ListKind::ALL, previous).await?;
+        // Up before publishing: the first publication ends the start-up
+        // hold, and a status read right after must not say `connecting`.
+        self.set_up();
         events.publish(lists.clone());
         self.resubscribe(client).await;
         Some(lists)
