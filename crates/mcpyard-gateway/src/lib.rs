@@ -24,6 +24,8 @@ mod files;
 mod gateway;
 mod router;
 mod source;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use catalog::{Exposure, Hit, IndexedTool, ListKind, Listing, SourceLists, ToolIndex};
 pub use config::{ConfigError, GatewayConfig, SamplingPolicy, UpstreamSpec};

@@ -211,7 +211,7 @@ async fn every_tool_works_against_llama_cpp_python() {
         "{st}"
     );
     assert!(st.to_string().contains(&server.url()), "{st}");
-    h.gateway.shutdown().await;
+    h.gateway().shutdown().await;
 }
 
 #[tokio::test]
@@ -247,7 +247,7 @@ async fn a_backend_that_goes_down_and_comes_back() {
     let r = h.call("chat", ask).await;
     assert!(!is_error(&r), "{r}");
     assert_eq!(r["structuredContent"]["model"], "tiny-chat");
-    h.gateway.shutdown().await;
+    h.gateway().shutdown().await;
 }
 
 #[tokio::test]
@@ -299,5 +299,5 @@ async fn discovery_finds_the_server_on_a_probed_port() {
         .call("chat", json!({"messages": user("hi"), "max_tokens": 2}))
         .await;
     assert!(!is_error(&r), "{r}");
-    h.gateway.shutdown().await;
+    h.gateway().shutdown().await;
 }

@@ -186,7 +186,7 @@ async fn ollama_native_api_listing_capabilities_and_pull() {
         "mcpyard's own arguments stay out: {sent}"
     );
     assert!(text(&r).contains("Hello from the fixture."));
-    h.gateway.shutdown().await;
+    h.gateway().shutdown().await;
 }
 
 // -------------------------------------------------------------- Lemonade
@@ -306,7 +306,7 @@ async fn lemonade_native_api_listing_and_pull() {
         .await;
     assert!(is_error(&r), "{r}");
     assert!(text(&r).contains("Downloading `Broken-Model` from backend `lemonade` failed: Model Broken-Model not found"), "{}", text(&r));
-    h.gateway.shutdown().await;
+    h.gateway().shutdown().await;
 }
 
 // ----------------------------------------------------- answers gone wrong
@@ -384,8 +384,8 @@ async fn malformed_answers_and_http_errors_become_tool_errors() {
     );
     let r = h2.call("chat", json!({"messages": msgs})).await;
     assert!(is_error(&r) && text(&r).contains("malformed"), "{r}");
-    h.gateway.shutdown().await;
-    h2.gateway.shutdown().await;
+    h.gateway().shutdown().await;
+    h2.gateway().shutdown().await;
 }
 
 /// Sets a flag when dropped: the body stream is dropped when the client
@@ -449,7 +449,7 @@ async fn cancelling_a_streamed_chat_closes_the_backend_stream() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    h.gateway.shutdown().await;
+    h.gateway().shutdown().await;
 }
 
 fn keyed(_f: &Fixture, method: &str, path: &str, _body: &Value) -> Response {
@@ -499,7 +499,7 @@ async fn api_keys_come_from_the_environment_and_never_show() {
         !st.to_string().contains("sk-test-secret-42"),
         "the key leaked: {st}"
     );
-    h.gateway.shutdown().await;
+    h.gateway().shutdown().await;
 }
 
 #[tokio::test]

@@ -332,7 +332,7 @@ async fn localai_listing_and_downloads_through_the_gallery_jobs_api() {
         .filter(|s| s.body["model"] == "no-such-model")
         .count();
     assert_eq!(chats_for_missing, 0, "no chat after a failed download");
-    h.gateway.shutdown().await;
+    h.gateway().shutdown().await;
 }
 
 // ------------------------------------------------------------- LM Studio
@@ -436,7 +436,7 @@ async fn lmstudio_loaded_instances_and_capabilities() {
         "{:?}",
         f.paths()
     );
-    h.gateway.shutdown().await;
+    h.gateway().shutdown().await;
 }
 
 // ---------------------------------------------------------- llama-server
@@ -546,7 +546,7 @@ async fn llama_server_single_model_with_props_modalities() {
     assert!(!is_error(&r), "{r}");
     let sent = &f.requests("POST", "/v1/chat/completions")[1].body;
     assert_eq!(sent["stop"], "END", "{sent}");
-    h.gateway.shutdown().await;
+    h.gateway().shutdown().await;
 }
 
 #[tokio::test]
@@ -599,7 +599,7 @@ async fn llama_server_still_loading_its_model() {
         json!(["chat", "vision"]),
         "{b}"
     );
-    h.gateway.shutdown().await;
+    h.gateway().shutdown().await;
 }
 
 // ------------------------------------------------------------------ vLLM
@@ -671,7 +671,7 @@ async fn vllm_listed_models_are_loaded() {
     );
     let chats = f.requests("POST", "/v1/chat/completions");
     assert_eq!(chats.len(), 1, "only the served model was asked");
-    h.gateway.shutdown().await;
+    h.gateway().shutdown().await;
 }
 
 // ------------------------------------------------------- discovery order
@@ -813,7 +813,7 @@ async fn several_servers_discovered_at_once() {
         r["structuredContent"]["recommended_chat"],
         json!({"backend": "lmstudio", "model": "qwen/qwen3-4b", "state": "loaded"})
     );
-    h.gateway.shutdown().await;
+    h.gateway().shutdown().await;
 }
 
 /// LocalAI serving Ollama's routes, root text included (a LocalAI option).

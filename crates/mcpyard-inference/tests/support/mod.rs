@@ -7,10 +7,9 @@ pub(crate) mod recording_fixture;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcpyard_gateway::{Gateway, GatewayConfig, Session};
+use mcpyard_gateway::testing::InProcessClient;
 use mcpyard_inference::{BackendKind, BackendSpec, InferenceConfig, InferenceSource};
 use mcpyard_proto::Message;
 use serde_json::{json, Value};
@@ -179,98 +178,37 @@ pub(crate) fn config_with(kind: BackendKind, url: &str) -> InferenceConfig {
 }
 
 /// A running gateway with the inference source, and one client session.
+#[derive(Debug)]
 pub(crate) struct Harness {
-    pub(crate) gateway: Gateway,
-    session: Arc<Session>,
-    next_id: std::sync::atomic::AtomicI64,
+    client: InProcessClient,
+}
+
+impl std::ops::Deref for Harness {
+    type Target = InProcessClient;
+    fn deref(&self) -> &InProcessClient {
+        &self.client
+    }
 }
 
 impl Harness {
     pub(crate) async fn new(config: InferenceConfig) -> Self {
         let source = InferenceSource::new(config).expect("valid inference config");
-        let gateway = Gateway::start(GatewayConfig {
-            sources: vec![source.into_source_spec()],
-            ..GatewayConfig::default()
-        })
-        .await
-        .expect("gateway starts");
-        let session = Session::new(None);
-        gateway.register_session(session.clone());
-        let h = Self {
-            gateway,
-            session,
-            next_id: std::sync::atomic::AtomicI64::new(1),
-        };
-        let init = h
-            .request(
-                "initialize",
-                json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}),
-                None,
-            )
-            .await;
-        assert!(init.get("protocolVersion").is_some(), "{init}");
-        h
-    }
-
-    async fn request(
-        &self,
-        method: &str,
-        params: Value,
-        related: Option<mcpyard_gateway::Outbound>,
-    ) -> Value {
-        let id = self
-            .next_id
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let answer = tokio::time::timeout(
-            Duration::from_secs(120),
-            self.gateway
-                .request(&self.session, id.into(), method, Some(params), related),
-        )
-        .await
-        .expect("the gateway answered within 120 s")
-        .into_reply()
-        .expect("a request gets a response");
-        match answer {
-            Message::Response { result, .. } => result,
-            other => panic!("expected a result, got {other:?}"),
-        }
-    }
-
-    pub(crate) async fn tools(&self) -> Vec<Value> {
-        let r = self.request("tools/list", json!({}), None).await;
-        r["tools"].as_array().cloned().unwrap_or_default()
+        let client =
+            InProcessClient::start(vec![source.into_source_spec()], Duration::from_secs(120)).await;
+        Self { client }
     }
 
     /// Calls `local__<tool>` and returns the `CallToolResult`.
     pub(crate) async fn call(&self, tool: &str, args: Value) -> Value {
-        self.request(
-            "tools/call",
-            json!({"name": format!("local__{tool}"), "arguments": args}),
-            None,
-        )
-        .await
+        self.client.call(&format!("local__{tool}"), args).await
     }
 
-    /// Calls with a progress token; returns the result and the params of
-    /// every progress notification sent meanwhile.
+    /// Calls `local__<tool>` with a progress token; returns the result and
+    /// the params of every progress notification sent meanwhile.
     pub(crate) async fn call_with_progress(&self, tool: &str, args: Value) -> (Value, Vec<Value>) {
-        let (tx, mut rx) = tokio::sync::mpsc::channel(1024);
-        let result = self
-            .request(
-                "tools/call",
-                json!({"name": format!("local__{tool}"), "arguments": args, "_meta": {"progressToken": "p1"}}),
-                Some(tx),
-            )
-            .await;
-        let mut notes = Vec::new();
-        while let Ok(m) = rx.try_recv() {
-            if let Message::Notification { method, params } = m {
-                if method == "notifications/progress" {
-                    notes.push(params.unwrap_or_default());
-                }
-            }
-        }
-        (result, notes)
+        self.client
+            .call_with_progress(&format!("local__{tool}"), args)
+            .await
     }
 
     /// Calls with a progress token, waits for the first progress
@@ -278,13 +216,11 @@ impl Harness {
     /// the gateway's answer: none, as the specification wants for a
     /// cancelled request.
     pub(crate) async fn call_then_cancel(&self, tool: &str, args: Value) -> Option<Message> {
-        let id = self
-            .next_id
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let id = self.next_id();
         let (tx, mut rx) = tokio::sync::mpsc::channel(1024);
         let params = json!({"name": format!("local__{tool}"), "arguments": args, "_meta": {"progressToken": "c1"}});
-        let gateway = self.gateway.clone();
-        let session = self.session.clone();
+        let gateway = self.gateway().clone();
+        let session = self.session().clone();
         let call = tokio::spawn(async move {
             gateway
                 .request(&session, id.into(), "tools/call", Some(params), Some(tx))
@@ -295,26 +231,11 @@ impl Harness {
             .await
             .expect("a progress notification within 30 s");
         assert!(first.is_some(), "the call ended before any progress");
-        let cancel = Message::notification(
-            "notifications/cancelled",
-            Some(json!({"requestId": id, "reason": "test"})),
-        );
-        self.gateway.receive(&self.session, cancel).await;
+        self.cancel(id).await;
         tokio::time::timeout(Duration::from_secs(10), call)
             .await
             .expect("the cancelled call ended within 10 s")
             .expect("call task")
-    }
-
-    pub(crate) async fn status(&self) -> Value {
-        let r = self
-            .request(
-                "tools/call",
-                json!({"name": "mcpyard__status", "arguments": {}}),
-                None,
-            )
-            .await;
-        r
     }
 }
 

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -13,7 +13,7 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use mcpyard_gateway::{Gateway, GatewayConfig, Session};
+use mcpyard_gateway::testing::InProcessClient;
 use mcpyard_openapi::{
     ApiAuth, ApiConfig, ApiDocument, DocVersion, Location, Operation, Parameter, ResponseKind,
     Style,
@@ -277,105 +277,49 @@ pub(crate) fn config(name: &str, dir: &Path) -> ApiConfig {
 }
 
 /// A running gateway with one API source, and one client session.
+#[derive(Debug)]
 pub(crate) struct Harness {
-    pub(crate) gateway: Gateway,
-    session: Arc<Session>,
-    next_id: AtomicI64,
+    client: InProcessClient,
     prefix: String,
+}
+
+impl std::ops::Deref for Harness {
+    type Target = InProcessClient;
+    fn deref(&self) -> &InProcessClient {
+        &self.client
+    }
 }
 
 impl Harness {
     pub(crate) async fn new(config: ApiConfig, doc: ApiDocument) -> Self {
-        let prefix = format!("{}__", config.name);
+        let prefix = config.prefix.clone();
         let source = mcpyard_openapi::OpenApiSource::with_document(config, doc);
         Self::with_source(&prefix, source).await
     }
 
     /// A gateway with this source, whose tools are named `<prefix><name>`.
     pub(crate) async fn with_source(prefix: &str, source: mcpyard_openapi::OpenApiSource) -> Self {
-        let prefix = prefix.to_owned();
-        let gateway = Gateway::start(GatewayConfig {
-            sources: vec![source.into_source_spec()],
-            ..GatewayConfig::default()
-        })
-        .await
-        .expect("gateway starts");
-        let session = Session::new(None);
-        gateway.register_session(session.clone());
-        let h = Self {
-            gateway,
-            session,
-            next_id: AtomicI64::new(1),
-            prefix,
-        };
-        let init = h
-            .request(
-                "initialize",
-                json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}),
-                None,
-            )
-            .await;
-        assert!(init.get("protocolVersion").is_some(), "{init}");
-        h
-    }
-
-    pub(crate) async fn request(
-        &self,
-        method: &str,
-        params: Value,
-        related: Option<mcpyard_gateway::Outbound>,
-    ) -> Value {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let answer = tokio::time::timeout(
-            Duration::from_secs(30),
-            self.gateway
-                .request(&self.session, id.into(), method, Some(params), related),
-        )
-        .await
-        .expect("the gateway answered within 30 s")
-        .into_reply()
-        .expect("a request gets a response");
-        match answer {
-            Message::Response { result, .. } => result,
-            other => panic!("expected a result, got {other:?}"),
+        let client =
+            InProcessClient::start(vec![source.into_source_spec()], Duration::from_secs(30)).await;
+        Self {
+            client,
+            prefix: prefix.to_owned(),
         }
     }
 
-    pub(crate) async fn tools(&self) -> Vec<Value> {
-        let r = self.request("tools/list", json!({}), None).await;
-        r["tools"].as_array().cloned().unwrap_or_default()
-    }
-
-    /// Calls `<api>__<tool>` and returns the `CallToolResult`.
+    /// Calls `<prefix><tool>` and returns the `CallToolResult`.
     pub(crate) async fn call(&self, tool: &str, args: Value) -> Value {
-        self.request(
-            "tools/call",
-            json!({"name": format!("{}{tool}", self.prefix), "arguments": args}),
-            None,
-        )
-        .await
+        self.client
+            .call(&format!("{}{tool}", self.prefix), args)
+            .await
     }
 
-    /// Calls with a progress token; returns the result and the params of
-    /// every progress notification sent meanwhile.
+    /// Calls `<prefix><tool>` with a progress token; returns the result and
+    /// the params of every progress notification sent meanwhile.
     pub(crate) async fn call_with_progress(&self, tool: &str, args: Value) -> (Value, Vec<Value>) {
-        let (tx, mut rx) = tokio::sync::mpsc::channel(1024);
-        let result = self
-            .request(
-                "tools/call",
-                json!({"name": format!("{}{tool}", self.prefix), "arguments": args, "_meta": {"progressToken": "p1"}}),
-                Some(tx),
-            )
-            .await;
-        let mut notes = Vec::new();
-        while let Ok(m) = rx.try_recv() {
-            if let Message::Notification { method, params } = m {
-                if method == "notifications/progress" {
-                    notes.push(params.unwrap_or_default());
-                }
-            }
-        }
-        (result, notes)
+        self.client
+            .call_with_progress(&format!("{}{tool}", self.prefix), args)
+            .await
     }
 
     /// Starts a call, waits until `ready` holds, then cancels it as a
@@ -387,10 +331,10 @@ impl Harness {
         args: Value,
         ready: impl Fn() -> bool,
     ) -> Option<Message> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let id = self.next_id();
         let params = json!({"name": format!("{}{tool}", self.prefix), "arguments": args});
-        let gateway = self.gateway.clone();
-        let session = self.session.clone();
+        let gateway = self.gateway().clone();
+        let session = self.session().clone();
         let call = tokio::spawn(async move {
             gateway
                 .request(&session, id.into(), "tools/call", Some(params), None)
@@ -404,24 +348,11 @@ impl Harness {
         })
         .await;
         assert!(waited.is_ok(), "the request never reached the server");
-        let cancel = Message::notification(
-            "notifications/cancelled",
-            Some(json!({"requestId": id, "reason": "test"})),
-        );
-        self.gateway.receive(&self.session, cancel).await;
+        self.cancel(id).await;
         tokio::time::timeout(Duration::from_secs(10), call)
             .await
             .expect("the cancelled call ended within 10 s")
             .expect("call task")
-    }
-
-    pub(crate) async fn status(&self) -> Value {
-        self.request(
-            "tools/call",
-            json!({"name": "mcpyard__status", "arguments": {}}),
-            None,
-        )
-        .await
     }
 }
 

@@ -1,0 +1,137 @@
+//! An in-process client of a gateway, for the tests of sources (feature
+//! `testing`): requests go straight to [`Gateway::request`], as a front
+//! door would hand them over, and notifications for a request come back on
+//! a channel.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcpyard_proto::Message;
+use serde_json::{json, Value};
+
+use crate::{Gateway, GatewayConfig, Outbound, Session, SourceSpec};
+
+/// One initialized client session on a gateway of the given sources.
+#[derive(Debug)]
+pub struct InProcessClient {
+    gateway: Gateway,
+    session: Arc<Session>,
+    next_id: AtomicI64,
+    /// How long any one request may take before the test fails.
+    timeout: Duration,
+}
+
+impl InProcessClient {
+    /// Starts a gateway of these sources and initializes a session on it.
+    /// Panics (the test fails) when either does not work.
+    pub async fn start(sources: Vec<SourceSpec>, timeout: Duration) -> Self {
+        let gateway = Gateway::start(GatewayConfig {
+            sources,
+            ..GatewayConfig::default()
+        })
+        .await
+        .expect("gateway starts");
+        let session = Session::new(None);
+        gateway.register_session(session.clone());
+        let client = Self {
+            gateway,
+            session,
+            next_id: AtomicI64::new(1),
+            timeout,
+        };
+        let init = client
+            .request(
+                "initialize",
+                json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}),
+                None,
+            )
+            .await;
+        assert!(init.get("protocolVersion").is_some(), "{init}");
+        client
+    }
+
+    pub fn gateway(&self) -> &Gateway {
+        &self.gateway
+    }
+
+    pub fn session(&self) -> &Arc<Session> {
+        &self.session
+    }
+
+    /// A request id not used yet on this session.
+    pub fn next_id(&self) -> i64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Sends a request and returns its result; an error response fails
+    /// the test. Notifications related to it go to `related`.
+    pub async fn request(&self, method: &str, params: Value, related: Option<Outbound>) -> Value {
+        let id = self.next_id();
+        let answer = tokio::time::timeout(
+            self.timeout,
+            self.gateway
+                .request(&self.session, id.into(), method, Some(params), related),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("the gateway answered {method} within {:?}", self.timeout))
+        .into_reply()
+        .expect("a request gets a response");
+        match answer {
+            Message::Response { result, .. } => result,
+            other => panic!("expected a result, got {other:?}"),
+        }
+    }
+
+    /// Every tool of the first `tools/list` page.
+    pub async fn tools(&self) -> Vec<Value> {
+        let r = self.request("tools/list", json!({}), None).await;
+        r["tools"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// Calls a tool by its full name; returns the `CallToolResult`.
+    pub async fn call(&self, name: &str, arguments: Value) -> Value {
+        self.request(
+            "tools/call",
+            json!({"name": name, "arguments": arguments}),
+            None,
+        )
+        .await
+    }
+
+    /// Calls with a progress token; returns the result and the params of
+    /// every progress notification sent meanwhile.
+    pub async fn call_with_progress(&self, name: &str, arguments: Value) -> (Value, Vec<Value>) {
+        let (tx, mut rx) = tokio::sync::mpsc::channel(1024);
+        let result = self
+            .request(
+                "tools/call",
+                json!({"name": name, "arguments": arguments, "_meta": {"progressToken": "p1"}}),
+                Some(tx),
+            )
+            .await;
+        let mut notes = Vec::new();
+        while let Ok(m) = rx.try_recv() {
+            if let Message::Notification { method, params } = m {
+                if method == "notifications/progress" {
+                    notes.push(params.unwrap_or_default());
+                }
+            }
+        }
+        (result, notes)
+    }
+
+    /// Tells the gateway the client cancelled request `id`.
+    pub async fn cancel(&self, id: i64) {
+        let cancel = Message::notification(
+            "notifications/cancelled",
+            Some(json!({"requestId": id, "reason": "test"})),
+        );
+        self.gateway.receive(&self.session, cancel).await;
+    }
+
+    /// The gateway's status tool's result.
+    pub async fn status(&self) -> Value {
+        self.call("mcpyard__status", json!({})).await
+    }
+}
