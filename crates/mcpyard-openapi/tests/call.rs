@@ -59,6 +59,7 @@ async fn parameters_go_on_the_wire_in_their_styles() {
         param("session", Location::Cookie, Style::Form, false),
         param("prefs", Location::Cookie, Style::Form, false),
     ];
+    o.response = mcpyard_openapi::ResponseKind::Json;
     let mut config = config("shop", dir.path());
     config.headers = BTreeMap::from([("X-Team".to_owned(), "blue".to_owned())]);
     let h = Harness::new(config, document(&server.url, vec![o])).await;
@@ -87,6 +88,8 @@ async fn parameters_go_on_the_wire_in_their_styles() {
         Some("session=abc; prefs=a,b")
     );
     assert_eq!(seen.header("x-team").as_deref(), Some("blue"));
+    // The declared answer is asked for, so a server that negotiates sends it.
+    assert_eq!(seen.header("accept").as_deref(), Some("application/json"));
     assert_eq!(r["structuredContent"]["data"], json!({"ok": true}));
     assert_eq!(r["structuredContent"]["status_code"], json!(200));
 }

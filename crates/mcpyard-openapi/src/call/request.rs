@@ -5,7 +5,7 @@
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde_json::{Map, Value};
 
-use crate::{BodyKind, BodyShape, Location, Operation, Parameter, Style};
+use crate::{BodyKind, BodyShape, Location, Operation, Parameter, ResponseKind, Style};
 
 use super::auth::Credential;
 use super::files::{self, FileArgument};
@@ -110,6 +110,22 @@ pub(crate) async fn prepare(
     }
     for (name, value) in &caller.config.headers {
         headers.push((name.clone(), value.clone()));
+    }
+    // Ask for the answer the document declares, so a server that negotiates
+    // sends it; a configured `Accept` wins.
+    let accept = match op.response {
+        ResponseKind::Json => Some("application/json"),
+        ResponseKind::EventStream => Some("text/event-stream"),
+        ResponseKind::Text | ResponseKind::Binary | ResponseKind::Unknown => None,
+    };
+    if let Some(accept) = accept.filter(|_| {
+        !caller
+            .config
+            .headers
+            .keys()
+            .any(|name| name.eq_ignore_ascii_case("accept"))
+    }) {
+        headers.push(("Accept".into(), accept.into()));
     }
     if !cookies.is_empty() {
         headers.push(("Cookie".into(), cookies.join("; ")));
