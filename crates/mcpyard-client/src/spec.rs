@@ -18,7 +18,9 @@ pub const MINIMAL_ENV: &[&str] = &[
 pub enum TransportSpec {
     /// A child process speaking newline-delimited JSON on stdin/stdout.
     Stdio {
+        /// The program to run, looked up in `PATH` if it has no slash.
         command: String,
+        /// Its arguments, passed as they are (no shell).
         args: Vec<String>,
         /// Set in the child's environment, over anything inherited.
         env: BTreeMap<String, String>,
@@ -26,16 +28,21 @@ pub enum TransportSpec {
         /// [`MINIMAL_ENV`]: exact names, `PREFIX*` for every name starting
         /// with `PREFIX`, or `*` for all of them. Empty: the minimal set only.
         inherit_env: Vec<String>,
+        /// The child's working directory; `None`: the parent's.
         cwd: Option<PathBuf>,
     },
     /// Streamable HTTP (2025-03-26 and later): one endpoint for POST/GET/DELETE.
     StreamableHttp {
+        /// The MCP endpoint, e.g. `http://127.0.0.1:3001/mcp`.
         url: String,
+        /// Sent with every HTTP request (`Authorization`, API keys...).
         headers: Vec<(String, String)>,
     },
     /// Legacy HTTP+SSE (2024-11-05): a GET stream announcing a POST endpoint.
     Sse {
+        /// The SSE stream to GET, e.g. `http://127.0.0.1:3001/sse`.
         url: String,
+        /// Sent with the GET and every POST (`Authorization`, API keys...).
         headers: Vec<(String, String)>,
     },
 }
