@@ -121,6 +121,40 @@ impl InProcessClient {
         (result, notes)
     }
 
+    /// Starts a `tools/call` with these params in the background; returns
+    /// its request id and the task that yields the gateway's answer.
+    pub fn spawn_call(
+        &self,
+        params: Value,
+        related: Option<Outbound>,
+    ) -> (i64, tokio::task::JoinHandle<Option<Message>>) {
+        let id = self.next_id();
+        let gateway = self.gateway.clone();
+        let session = self.session.clone();
+        let call = tokio::spawn(async move {
+            gateway
+                .request(&session, id.into(), "tools/call", Some(params), related)
+                .await
+                .into_reply()
+        });
+        (id, call)
+    }
+
+    /// Cancels a call started by [`InProcessClient::spawn_call`] as a client
+    /// would, and returns the gateway's answer: none, as the specification
+    /// wants for a cancelled request.
+    pub async fn cancel_call(
+        &self,
+        id: i64,
+        call: tokio::task::JoinHandle<Option<Message>>,
+    ) -> Option<Message> {
+        self.cancel(id).await;
+        tokio::time::timeout(Duration::from_secs(10), call)
+            .await
+            .expect("the cancelled call ended within 10 s")
+            .expect("call task")
+    }
+
     /// Tells the gateway the client cancelled request `id`.
     pub async fn cancel(&self, id: i64) {
         let cancel = Message::notification(

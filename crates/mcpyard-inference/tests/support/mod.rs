@@ -216,26 +216,14 @@ impl Harness {
     /// the gateway's answer: none, as the specification wants for a
     /// cancelled request.
     pub(crate) async fn call_then_cancel(&self, tool: &str, args: Value) -> Option<Message> {
-        let id = self.next_id();
         let (tx, mut rx) = tokio::sync::mpsc::channel(1024);
         let params = json!({"name": format!("local__{tool}"), "arguments": args, "_meta": {"progressToken": "c1"}});
-        let gateway = self.gateway().clone();
-        let session = self.session().clone();
-        let call = tokio::spawn(async move {
-            gateway
-                .request(&session, id.into(), "tools/call", Some(params), Some(tx))
-                .await
-                .into_reply()
-        });
+        let (id, call) = self.spawn_call(params, Some(tx));
         let first = tokio::time::timeout(Duration::from_secs(30), rx.recv())
             .await
             .expect("a progress notification within 30 s");
         assert!(first.is_some(), "the call ended before any progress");
-        self.cancel(id).await;
-        tokio::time::timeout(Duration::from_secs(10), call)
-            .await
-            .expect("the cancelled call ended within 10 s")
-            .expect("call task")
+        self.cancel_call(id, call).await
     }
 }
 

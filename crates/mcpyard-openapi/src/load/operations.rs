@@ -297,14 +297,7 @@ fn build_operation(
     // The body.
     let body_source = match context.version {
         DocVersion::Swagger2 => {
-            let consumes = {
-                let own = strings(operation.get("consumes"));
-                if own.is_empty() {
-                    context.consumes.clone()
-                } else {
-                    own
-                }
-            };
+            let consumes = own_or_inherited(operation, "consumes", &context.consumes);
             if let Some((parameter_at, parameter)) = body_parameter {
                 let media_type = consumes
                     .iter()
@@ -942,14 +935,7 @@ fn response(context: &Context<'_>, at: &At, operation: &Value) -> Result<Answer,
         resolver.follow(at.child("responses").child(code), &responses[code])?;
     match context.version {
         DocVersion::Swagger2 => {
-            let produces = {
-                let own = strings(operation.get("produces"));
-                if own.is_empty() {
-                    context.produces.clone()
-                } else {
-                    own
-                }
-            };
+            let produces = own_or_inherited(operation, "produces", &context.produces);
             let schema = response.get("schema");
             let schema_is_file = schema
                 .and_then(|schema| resolver.follow(response_at.child("schema"), schema).ok())
@@ -1294,6 +1280,17 @@ fn server_urls(servers: Option<&Value>) -> Vec<String> {
             Some(url)
         })
         .collect()
+}
+
+/// Swagger 2.0's `consumes` / `produces`: the operation's own list, else
+/// the document's.
+fn own_or_inherited(operation: &Value, key: &str, inherited: &[String]) -> Vec<String> {
+    let own = strings(operation.get(key));
+    if own.is_empty() {
+        inherited.to_vec()
+    } else {
+        own
+    }
 }
 
 fn strings(value: Option<&Value>) -> Vec<String> {

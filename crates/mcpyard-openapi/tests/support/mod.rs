@@ -331,16 +331,8 @@ impl Harness {
         args: Value,
         ready: impl Fn() -> bool,
     ) -> Option<Message> {
-        let id = self.next_id();
         let params = json!({"name": format!("{}{tool}", self.prefix), "arguments": args});
-        let gateway = self.gateway().clone();
-        let session = self.session().clone();
-        let call = tokio::spawn(async move {
-            gateway
-                .request(&session, id.into(), "tools/call", Some(params), None)
-                .await
-                .into_reply()
-        });
+        let (id, call) = self.spawn_call(params, None);
         let waited = tokio::time::timeout(Duration::from_secs(10), async {
             while !ready() {
                 tokio::time::sleep(Duration::from_millis(20)).await;
@@ -348,11 +340,7 @@ impl Harness {
         })
         .await;
         assert!(waited.is_ok(), "the request never reached the server");
-        self.cancel(id).await;
-        tokio::time::timeout(Duration::from_secs(10), call)
-            .await
-            .expect("the cancelled call ended within 10 s")
-            .expect("call task")
+        self.cancel_call(id, call).await
     }
 }
 
