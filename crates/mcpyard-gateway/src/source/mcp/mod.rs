@@ -307,11 +307,13 @@ impl Upstream {
         previous: SourceLists,
     ) -> Option<SourceLists> {
         let lists = self.fetch_lists(client, &ListKind::ALL, previous).await?;
-        // Up before publishing: the first publication ends the start-up
-        // hold, and a status read right after must not say `connecting`.
+        // Up and resubscribed before publishing: the publication ends the
+        // start-up hold and makes the tools routable again, so a status read
+        // right after must not say `connecting`, and a call right after must
+        // find a restarted upstream's resource subscriptions renewed.
         self.set_up();
-        events.publish(lists.clone());
         self.resubscribe(client).await;
+        events.publish(lists.clone());
         Some(lists)
     }
 
