@@ -344,7 +344,7 @@ impl Gateway {
                 session: session.clone(),
                 related: related.clone(),
             };
-            router.context(client, Identity::Anonymous, cancel.clone(), progress)
+            router.context(client, Identity::anonymous(), cancel.clone(), progress)
         };
         match method {
             methods::INITIALIZE => Ok(initialize(session, &params)),

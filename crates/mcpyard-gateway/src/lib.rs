@@ -35,6 +35,6 @@ pub use files::{FileError, Sandbox, SandboxKeys};
 pub use gateway::{Answer, Gateway};
 pub use router::{Layer, Next, RouteFuture, RoutedCall};
 pub use source::{
-    CallContext, CallLimits, ClientHandle, Identity, Progress, RouterHandle, Sampler,
+    CallContext, CallLimits, ClientHandle, Identity, IdentityKind, Progress, RouterHandle, Sampler,
     SamplingUsage, Source, SourceEvents, SourceRequest, SourceSpec,
 };

@@ -162,7 +162,7 @@ impl Downstream {
         let session = client.session.clone();
         let context = self
             .router
-            .context(client, Identity::Anonymous, cancel, Progress::none());
+            .context(client, Identity::anonymous(), cancel, Progress::none());
         let (targets, listed) = self.subscription_targets(&uri);
         let subscriptions = &self.sessions.subscriptions;
         let tracked = !session.is_stateless();

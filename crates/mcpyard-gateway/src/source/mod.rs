@@ -194,14 +194,54 @@ impl SourceEvents {
 }
 
 /// The identity of the client a call is made for, as authentication
-/// established it; exposure and policy may depend on it.
+/// established it; exposure, policy, limits and the audit depend on it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub enum Identity {
-    /// No authentication, or one shared API key.
+pub struct Identity {
+    /// The API key's name, the token's subject, or the local user's name;
+    /// empty for [`IdentityKind::Anonymous`].
+    pub name: String,
+    pub kind: IdentityKind,
+    /// Groups the identity belongs to (from the key's configuration or the
+    /// token's groups claim).
+    pub groups: Vec<String>,
+    /// OAuth scopes the token carries (empty for API keys).
+    pub scopes: Vec<String>,
+}
+
+/// How an [`Identity`] was established.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum IdentityKind {
+    /// No authentication configured.
     #[default]
     Anonymous,
-    /// A named principal.
-    Named(String),
+    /// A configured API key.
+    ApiKey,
+    /// An OAuth access token.
+    Token,
+    /// The stdio front door: the user who started the process.
+    Local,
+}
+
+impl Identity {
+    /// The identity of a client when no authentication is configured.
+    pub fn anonymous() -> Self {
+        Self::default()
+    }
+
+    /// A named identity of the given kind and groups, without scopes.
+    pub fn named(kind: IdentityKind, name: impl Into<String>, groups: Vec<String>) -> Self {
+        Self {
+            name: name.into(),
+            kind,
+            groups,
+            scopes: Vec::new(),
+        }
+    }
+
+    /// Whether the identity is in `group`.
+    pub fn in_group(&self, group: &str) -> bool {
+        self.groups.iter().any(|g| g == group)
+    }
 }
 
 /// One request routed to a source.
@@ -260,7 +300,7 @@ impl CallContext {
             cancel,
             progress: Progress::none(),
             client,
-            identity: Identity::Anonymous,
+            identity: Identity::anonymous(),
             deadline: None,
             router: RouterHandle {
                 router: Weak::new(),
