@@ -336,6 +336,7 @@ impl Upstream {
             let options = RequestOptions {
                 timeout: Some(self.spec.timeout),
                 cancel: None,
+                ..RequestOptions::default()
             };
             let params = json!({ "uri": uri });
             if let Err(e) = client
@@ -393,6 +394,7 @@ impl Upstream {
         let options = RequestOptions {
             timeout,
             cancel: Some(context.cancel.clone()),
+            ..RequestOptions::default()
         };
         let result = client
             .request_with_id(method, Some(params), options, |id: RequestId| {
@@ -420,6 +422,7 @@ impl Upstream {
         let options = RequestOptions {
             timeout: Some(self.spec.timeout),
             cancel: None,
+            ..RequestOptions::default()
         };
         client
             .request(method, Some(params), options)
@@ -485,6 +488,7 @@ async fn ping(client: &McpClient) -> Result<(), ClientError> {
     let options = RequestOptions {
         timeout: Some(HEALTH_CHECK_TIMEOUT),
         cancel: None,
+        ..RequestOptions::default()
     };
     match client.check_alive(options).await {
         Ok(()) | Err(ClientError::Rpc(_)) => Ok(()),
