@@ -110,6 +110,14 @@ impl RootsHandler for Vec<Root> {
     }
 }
 
+/// A shared handler, so the application keeps a handle on it.
+#[async_trait]
+impl<T: RootsHandler> RootsHandler for Arc<T> {
+    async fn list_roots(&self) -> Result<Vec<Root>, ErrorObject> {
+        (**self).list_roots().await
+    }
+}
+
 /// Answers the server's `elicitation/create`: asks the user for input.
 #[async_trait]
 pub trait ElicitationHandler: Send + Sync + 'static {
@@ -127,6 +135,22 @@ pub trait ElicitationHandler: Send + Sync + 'static {
     /// (protocol 2025-11-25).
     fn capability(&self) -> Value {
         json!({})
+    }
+}
+
+/// A shared handler, so the application keeps a handle on it.
+#[async_trait]
+impl<T: ElicitationHandler> ElicitationHandler for Arc<T> {
+    async fn elicit(
+        &self,
+        params: Value,
+        related: Option<RequestId>,
+    ) -> Result<Value, ErrorObject> {
+        (**self).elicit(params, related).await
+    }
+
+    fn capability(&self) -> Value {
+        (**self).capability()
     }
 }
 

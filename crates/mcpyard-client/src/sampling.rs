@@ -114,6 +114,22 @@ pub trait Sampler: Send + Sync + 'static {
     }
 }
 
+/// A shared sampler, so the application keeps a handle on it.
+#[async_trait]
+impl<T: Sampler> Sampler for Arc<T> {
+    async fn create_message(
+        &self,
+        request: SamplingRequest,
+        related: Option<RequestId>,
+    ) -> Result<Value, ErrorObject> {
+        (**self).create_message(request, related).await
+    }
+
+    fn capability(&self) -> Value {
+        (**self).capability()
+    }
+}
+
 /// What a server asked for in a `sampling/createMessage`, without the text:
 /// safe to log, audit or show to a reviewer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -84,9 +84,10 @@ impl Upstream {
     ) -> Arc<Self> {
         let changes = Arc::new(Changes::default());
         let local_sampling = match (&spec.sampling, sampler) {
-            (Some(policy), Some(sampler)) => Some(LocalSampling {
+            (Some(sampling), Some(sampler)) => Some(LocalSampling {
                 sampler,
-                policy: policy.clone(),
+                always: sampling.always,
+                policy: sampling.policy.clone(),
             }),
             _ => None,
         };
