@@ -63,7 +63,10 @@ pub struct ConnectOptions {
     pub client_name: String,
     /// `clientInfo.version` sent in `initialize`.
     pub client_version: String,
-    /// `capabilities` sent in `initialize` (sampling, elicitation, roots...).
+    /// `capabilities` sent in `initialize`: declare here what a custom
+    /// [`ClientHandler`] answers itself. The [`ClientBuilder`] adds the
+    /// capability of each typed handler it was given (roots, elicitation,
+    /// sampling).
     pub capabilities: Value,
     /// The protocol version to ask for (the legacy SSE transport always asks
     /// for [`LEGACY_SSE_PROTOCOL_VERSION`]).

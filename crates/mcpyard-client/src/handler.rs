@@ -19,8 +19,10 @@ use crate::sampling::{Sampler, SamplingPolicy};
 /// request's response stream; progress: from the token).
 #[async_trait]
 pub trait ClientHandler: Send + Sync + 'static {
-    /// A request from the server (sampling, elicitation, roots, ping). Runs
-    /// in a task of its own; the result or error is sent back as the answer.
+    /// A request from the server (sampling, elicitation, roots, ping) that
+    /// no typed handler of the [`ClientBuilder`](crate::ClientBuilder)
+    /// takes. Runs in a task of its own; the result or error is sent back
+    /// as the answer.
     async fn on_request(
         &self,
         method: &str,
