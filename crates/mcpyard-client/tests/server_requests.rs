@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use common::{everything_bin, first_text, names, start_everything};
+use common::{everything_bin, first_text, names, start_everything, workspace_root};
 use mcpyard_client::{
     ConnectOptions, ElicitationHandler, McpClient, RequestOptions, Review, Root, RootsHandler,
     Sampler, SamplingPolicy, SamplingRequest, SamplingSummary, TransportSpec,
@@ -27,6 +27,25 @@ fn everything_stdio() -> TransportSpec {
     TransportSpec::Stdio {
         command: everything_bin().display().to_string(),
         args: vec![],
+        env: BTreeMap::new(),
+        inherit_env: vec![],
+        cwd: None,
+    }
+}
+
+/// The Python SDK server whose tools ask for sampling and roots.
+fn python_asking() -> TransportSpec {
+    let python = workspace_root().join(".tools/venv1/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/install-test-deps.sh",
+        python.display()
+    );
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/py1_asking_server.py");
+    TransportSpec::Stdio {
+        command: python.display().to_string(),
+        args: vec![script.display().to_string()],
         env: BTreeMap::new(),
         inherit_env: vec![],
         cwd: None,
@@ -289,5 +308,64 @@ async fn sampling_passes_the_policy_and_the_reviewer_sees_no_text() {
     );
     assert_eq!(model.seen.lock().expect("not poisoned").len(), 1);
     assert_eq!(reviewed.lock().expect("not poisoned").len(), 2);
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_python_servers_model_hints_pick_an_allowed_model_under_the_cap() {
+    let model = Arc::new(CannedModel::default());
+    let policy = SamplingPolicy::new(64)
+        .allow_models(["llama3.2", "qwen3:4b"])
+        .reviewer(|summary: SamplingSummary| async move {
+            match summary.max_tokens_requested {
+                Some(asked) if asked > 1000 => {
+                    Review::Refuse(format!("{asked} tokens is too many"))
+                }
+                _ => Review::Approve,
+            }
+        });
+    let client = McpClient::builder(python_asking())
+        .options(options())
+        .sampling(policy, model.clone())
+        .roots(vec![Root::new("file:///srv/app").named("app")])
+        .connect()
+        .await
+        .expect("connect");
+
+    let answer = client
+        .call_tool(
+            "ask",
+            json!({"question": "capital of France?", "max_tokens": 500}),
+            RequestOptions::default(),
+        )
+        .await
+        .expect("ask");
+    assert_eq!(first_text(&answer), "qwen3:4b: canned answer", "{answer}");
+    let seen = model.seen.lock().expect("not poisoned").clone();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].0["maxTokens"], 64);
+    assert_eq!(seen[0].0["modelPreferences"]["hints"][0]["name"], "qwen");
+
+    let refused = client
+        .call_tool(
+            "ask",
+            json!({"question": "write a novel", "max_tokens": 5000}),
+            RequestOptions::default(),
+        )
+        .await
+        .expect("a refused sampling request is the tool's error");
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert!(
+        first_text(&refused)
+            .contains("the client refused this sampling request: 5000 tokens is too many"),
+        "{refused}"
+    );
+    assert_eq!(model.seen.lock().expect("not poisoned").len(), 1);
+
+    let roots = client
+        .call_tool("roots", json!({}), RequestOptions::default())
+        .await
+        .expect("roots");
+    assert_eq!(first_text(&roots), "app=file:///srv/app", "{roots}");
     client.shutdown().await;
 }
