@@ -1,7 +1,6 @@
 //! The OAuth flows behind one [`OAuthClient`] per upstream.
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -87,11 +86,11 @@ struct State {
 /// so it is given to a connection through
 /// [`ConnectOptions::http_auth`](crate::ConnectOptions::http_auth).
 ///
-/// A 401 runs discovery and the grant (or a refresh); a 401 right after new
-/// tokens were obtained is reported, not retried; a 403
-/// `insufficient_scope` asks for the union of the scopes held and those
-/// named, at most [`OAuthConfig::max_step_ups`] times until a request
-/// succeeds.
+/// A 401 runs discovery and the grant (or a refresh); a second 401 for the
+/// same request (the fresh token refused too) is reported, not retried; a
+/// 403 `insufficient_scope` asks for the union of the scopes held and those
+/// named, for one request at most [`OAuthConfig::max_step_ups`] times
+/// (counting its first token, if it needed one).
 pub struct OAuthClient {
     server_url: Url,
     key: TokenKey,
@@ -100,9 +99,6 @@ pub struct OAuthClient {
     authorizer: Option<Arc<dyn Authorizer>>,
     http: reqwest::Client,
     state: Mutex<State>,
-    /// New tokens not yet accepted by the server: a 401 now is final.
-    unproven: AtomicBool,
-    step_ups: AtomicU32,
 }
 
 impl fmt::Debug for OAuthClient {
@@ -143,8 +139,6 @@ impl OAuthClient {
             authorizer: None,
             http: oauth_http::build()?,
             state: Mutex::new(State::default()),
-            unproven: AtomicBool::new(false),
-            step_ups: AtomicU32::new(0),
         })
     }
 
@@ -759,8 +753,7 @@ impl OAuthClient {
             return Ok(true);
         }
         if refusal.status == 403 && challenge.is_insufficient_scope() {
-            let n = self.step_ups.fetch_add(1, Ordering::SeqCst) + 1;
-            if n > self.config.max_step_ups {
+            if refusal.attempt > self.config.max_step_ups {
                 return Err(OAuthError::Refused(format!(
                     "still insufficient scope after {} step-up(s)",
                     self.config.max_step_ups
@@ -783,10 +776,9 @@ impl OAuthClient {
                 ..challenge
             };
             self.obtain(&mut state, Some(&widened)).await?;
-            self.unproven.store(true, Ordering::SeqCst);
             return Ok(true);
         }
-        if self.unproven.load(Ordering::SeqCst) && refusal.sent.is_some() {
+        if refusal.attempt > 1 {
             return Err(OAuthError::Refused(
                 "the server refused a token it had just been issued".into(),
             ));
@@ -801,10 +793,7 @@ impl OAuthClient {
             .is_some_and(|t| t.refresh_token.is_some())
         {
             match self.refresh(&mut state).await {
-                Ok(()) => {
-                    self.unproven.store(true, Ordering::SeqCst);
-                    return Ok(true);
-                }
+                Ok(()) => return Ok(true),
                 Err(OAuthError::LoginRequired { .. }) if self.can_obtain_alone() => {}
                 Err(e) => return Err(e),
             }
@@ -815,7 +804,6 @@ impl OAuthClient {
             state.discovered = None;
         }
         self.obtain(&mut state, Some(&challenge)).await?;
-        self.unproven.store(true, Ordering::SeqCst);
         Ok(true)
     }
 
@@ -837,11 +825,6 @@ impl HttpAuth for OAuthClient {
 
     async fn challenged(&self, refusal: Refusal<'_>) -> Result<bool, ClientError> {
         Ok(self.on_refusal(refusal).await?)
-    }
-
-    fn accepted(&self) {
-        self.unproven.store(false, Ordering::SeqCst);
-        self.step_ups.store(0, Ordering::SeqCst);
     }
 }
 
