@@ -3,8 +3,10 @@
 //! MCP authorization spec; nothing but the server URL is required.
 //!
 //! ```text
-//! cargo run -p mcpyard-client --features oauth --example oauth -- URL [--client-credentials] [--open CMD] [TOOL [JSON]]
+//! cargo run -p mcpyard-client --features oauth --example oauth -- [--client-credentials] [--open CMD] [TOOL [JSON]] URL
 //! ```
+//!
+//! (The URL is the argument that starts with `http`, wherever it is.)
 //!
 //! Without `--client-credentials` a person logs in (authorization code +
 //! PKCE): the login URL is printed (and opened with `--open CMD`, e.g.
@@ -48,11 +50,11 @@ async fn run() -> Result<(), Box<dyn Error>> {
         match arg.as_str() {
             "--client-credentials" => client_credentials = true,
             "--open" => open = Some(args.next().ok_or("--open needs a command")?),
-            _ if url.is_none() => url = Some(arg),
+            _ if url.is_none() && arg.starts_with("http") => url = Some(arg),
             _ => rest.push(arg),
         }
     }
-    let url = url.ok_or("usage: oauth URL [--client-credentials] [--open CMD] [TOOL [JSON]]")?;
+    let url = url.ok_or("usage: oauth [--client-credentials] [--open CMD] [TOOL [JSON]] URL")?;
     let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
 
     let mut config = OAuthConfig {
