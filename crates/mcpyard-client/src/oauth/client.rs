@@ -91,6 +91,43 @@ struct State {
 /// 403 `insufficient_scope` asks for the union of the scopes held and those
 /// named, for one request at most [`OAuthConfig::max_step_ups`] times
 /// (counting its first token, if it needed one).
+///
+/// A machine's own credential (client credentials, pre-registered client):
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::sync::Arc;
+/// use mcpyard_client::oauth::{Grant, MemoryTokenStore, OAuthClient, OAuthConfig, Secret, TokenKey};
+/// use mcpyard_client::{ConnectOptions, McpClient, NoopHandler, TransportSpec};
+///
+/// let url = "https://mcp.example.com/mcp";
+/// let config = OAuthConfig {
+///     grant: Grant::ClientCredentials,
+///     client_id: Some("reporting-bot".into()),
+///     client_secret: Some(Secret::new(std::env::var("REPORTING_BOT_SECRET")?)),
+///     ..OAuthConfig::default()
+/// };
+/// let store = Arc::new(MemoryTokenStore::new());
+/// let oauth = OAuthClient::new(url, TokenKey::upstream("reports"), config, store)?;
+/// let options = ConnectOptions { http_auth: Some(Arc::new(oauth)), ..ConnectOptions::default() };
+/// let spec = TransportSpec::StreamableHttp { url: url.into(), headers: vec![] };
+/// let client = McpClient::connect(spec, Arc::new(NoopHandler), options).await?;
+/// # Ok(()) }
+/// ```
+///
+/// A person's login, done apart from any connection (the tokens land in the
+/// store, where the connection's client finds them):
+///
+/// ```no_run
+/// # async fn demo(oauth: mcpyard_client::oauth::OAuthClient) -> Result<(), mcpyard_client::oauth::OAuthError> {
+/// let pending = oauth.begin_login().await?;
+/// println!("open {}", pending.authorization_url);
+/// // ... the browser comes back to the redirect URI (a loopback listener),
+/// // or the person pastes the redirect URL or the code:
+/// let redirect = "http://127.0.0.1:8976/callback?code=...&state=...";
+/// oauth.finish_login(pending, redirect).await?;
+/// # Ok(()) }
+/// ```
 pub struct OAuthClient {
     server_url: Url,
     key: TokenKey,
