@@ -958,7 +958,80 @@ fn client_assertion(
 
 #[cfg(test)]
 mod tests {
-    use super::{choose_method, ClientAuthMethod};
+    use std::sync::Arc;
+
+    use super::{choose_method, ClientAuthMethod, ClientCreds, OAuthClient, PendingLogin};
+    use crate::oauth::discovery::{Discovered, ServerMetadata};
+    use crate::oauth::{MemoryTokenStore, OAuthConfig, OAuthError, Secret, TokenKey};
+
+    fn pending(iss_promised: bool) -> PendingLogin {
+        PendingLogin {
+            authorization_url: "https://as.example/authorize".into(),
+            state: Secret::new("the-state"),
+            verifier: Secret::new("the-verifier"),
+            discovered: Discovered {
+                resource: "https://mcp.example/mcp".into(),
+                resource_scopes: None,
+                server: ServerMetadata {
+                    issuer: "https://as.example".into(),
+                    authorization_endpoint: Some("https://as.example/authorize".into()),
+                    // Nothing listens there: every case below must fail
+                    // before the code is exchanged.
+                    token_endpoint: Some("http://127.0.0.1:9/token".into()),
+                    registration_endpoint: None,
+                    code_challenge_methods_supported: Some(vec!["S256".into()]),
+                    token_endpoint_auth_methods_supported: None,
+                    client_id_metadata_document_supported: false,
+                    authorization_response_iss_parameter_supported: iss_promised,
+                },
+                from_metadata: true,
+            },
+            client: ClientCreds {
+                client_id: "c".into(),
+                secret: None,
+                method: ClientAuthMethod::None,
+            },
+            scopes: vec![],
+            redirect_uri: "http://127.0.0.1:1/callback".into(),
+        }
+    }
+
+    async fn redirect_error(iss_promised: bool, redirect: &str) -> String {
+        let oauth = OAuthClient::new(
+            "https://mcp.example/mcp",
+            TokenKey::upstream("t"),
+            OAuthConfig::default(),
+            Arc::new(MemoryTokenStore::new()),
+        )
+        .unwrap();
+        match oauth.exchange_code(&pending(iss_promised), redirect).await {
+            Err(OAuthError::Redirect(why)) => why,
+            other => panic!("{redirect}: {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn the_redirect_is_checked_before_the_code_is_exchanged() {
+        let cb = "http://127.0.0.1:1/callback";
+        let state = redirect_error(false, &format!("{cb}?code=x&state=forged")).await;
+        assert!(state.contains("state"), "{state}");
+        let iss = redirect_error(
+            false,
+            &format!("{cb}?code=x&state=the-state&iss=https%3A%2F%2Fevil.example"),
+        )
+        .await;
+        assert!(iss.contains("evil.example"), "{iss}");
+        let missing_iss = redirect_error(true, &format!("{cb}?code=x&state=the-state")).await;
+        assert!(missing_iss.contains("iss"), "{missing_iss}");
+        let refused = redirect_error(
+            false,
+            &format!("{cb}?error=access_denied&error_description=no&state=the-state"),
+        )
+        .await;
+        assert!(refused.contains("access_denied"), "{refused}");
+        let no_code = redirect_error(false, &format!("{cb}?state=the-state")).await;
+        assert!(no_code.contains("no code"), "{no_code}");
+    }
 
     #[test]
     fn the_auth_method_follows_what_the_server_offers() {
