@@ -149,7 +149,7 @@ pub struct ConnectOptions {
     /// Whether to try the 2026-07-28 era first.
     pub era: EraPolicy,
     /// Credentials for the HTTP transports (an
-    /// [`OAuthClient`](crate::oauth::OAuthClient) with the `oauth` feature,
+    /// `oauth::OAuthClient` with the `oauth` feature,
     /// or an application's own [`HttpAuth`]); ignored by stdio.
     pub http_auth: Option<Arc<dyn HttpAuth>>,
 }

@@ -2,9 +2,9 @@
 //! (2025-11-25 and later, with the 2025-03-26 fallbacks) describes it.
 //!
 //! The types here (configuration, token store hooks, errors) are always
-//! compiled; the flows ([`OAuthClient`]) need the `oauth` cargo feature.
+//! compiled; the flows (`OAuthClient`) need the `oauth` cargo feature.
 //!
-//! An [`OAuthClient`] is given to a connection through
+//! An `OAuthClient` is given to a connection through
 //! [`ConnectOptions::http_auth`](crate::ConnectOptions::http_auth): every HTTP
 //! request then carries its bearer token, and a 401 or 403 from the server
 //! runs discovery, registration and the grant as needed (see

@@ -1,6 +1,6 @@
 //! The hook through which an HTTP transport gets its `Authorization`
 //! header and reports the server's refusals (401, 403). OAuth
-//! ([`crate::oauth::OAuthClient`], feature `oauth`) is one implementation;
+//! (`oauth::OAuthClient`, feature `oauth`) is one implementation;
 //! an application can bring its own.
 
 use std::fmt;
@@ -45,4 +45,10 @@ pub trait HttpAuth: Send + Sync + fmt::Debug {
     /// send the request again; `Ok(false)`: give up and report the refusal;
     /// `Err`: report this instead.
     async fn challenged(&self, refusal: Refusal<'_>) -> Result<bool, ClientError>;
+
+    /// A request that carried credentials was not refused. The default does
+    /// nothing: `oauth::OAuthClient` bounds its retries
+    /// per request ([`Refusal::attempt`]) and needs no such signal, but an
+    /// implementation that tracks credentials across requests may.
+    fn accepted(&self) {}
 }

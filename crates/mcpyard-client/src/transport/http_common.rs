@@ -81,7 +81,13 @@ pub(crate) async fn send_authorized(
                 && challenge
                     .as_deref()
                     .is_some_and(|c| c.contains("insufficient_scope")));
-        if !refused || attempts >= MAX_AUTH_ATTEMPTS {
+        if !refused {
+            if sent.is_some() {
+                auth.accepted();
+            }
+            return Ok(resp);
+        }
+        if attempts >= MAX_AUTH_ATTEMPTS {
             return Ok(resp);
         }
         let refusal = Refusal {
