@@ -274,7 +274,7 @@ base_url = "http://127.0.0.1:9"
                 Some(json!({"name": "mcpyard__status", "arguments": {}})),
                 RequestOptions {
                     timeout: Some(Duration::from_secs(30)),
-                    cancel: None,
+                    ..RequestOptions::default()
                 },
             )
             .await

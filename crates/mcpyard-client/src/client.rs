@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use crate::connection::Connection;
 use crate::handler::{ElicitationHandler, Handlers, RootsHandler};
 use crate::sampling::{Sampler, SamplingPolicy};
-use crate::{ClientError, ClientHandler, NoopHandler, TransportSpec};
+use crate::{ClientError, ClientHandler, HttpAuth, NoopHandler, TransportSpec};
 
 /// The protocol version the legacy HTTP+SSE transport always asks for.
 pub const LEGACY_SSE_PROTOCOL_VERSION: &str = "2024-11-05";
@@ -83,6 +83,10 @@ pub struct ConnectOptions {
     /// long as the connection lives. Past it the request fails with
     /// [`ClientError::Timeout`] and the server gets `notifications/cancelled`.
     pub request_timeout: Option<Duration>,
+    /// Credentials for the HTTP transports (an
+    /// `oauth::OAuthClient` with the `oauth` feature,
+    /// or an application's own [`HttpAuth`]); ignored by stdio.
+    pub http_auth: Option<Arc<dyn HttpAuth>>,
 }
 
 impl Default for ConnectOptions {
@@ -96,6 +100,7 @@ impl Default for ConnectOptions {
             label: "upstream".into(),
             era: EraPolicy::Handshake,
             request_timeout: None,
+            http_auth: None,
         }
     }
 }

@@ -311,7 +311,12 @@ impl Connection {
         let (link, rx) = Link::new(&options.label, closed.clone());
         let opened = tokio::time::timeout_at(
             deadline,
-            Transport::open(spec, link, options.connect_timeout),
+            Transport::open(
+                spec,
+                link,
+                options.connect_timeout,
+                options.http_auth.clone(),
+            ),
         )
         .await
         .map_err(|_| ClientError::Timeout(options.connect_timeout))

@@ -223,6 +223,7 @@ mod connection;
 mod error;
 mod handler;
 mod link;
+pub mod oauth;
 pub mod sampling;
 mod spec;
 mod transport;
@@ -239,4 +240,4 @@ pub use sampling::{
     Review, Sampler, SamplingPolicy, SamplingRequest, SamplingReviewer, SamplingSummary,
 };
 pub use spec::{TransportSpec, MINIMAL_ENV};
-pub use transport::kill_stdio_process_groups;
+pub use transport::{kill_stdio_process_groups, HttpAuth, Refusal};
