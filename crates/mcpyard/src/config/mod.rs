@@ -12,6 +12,7 @@ mod expose;
 mod json_file;
 mod jsonc;
 mod limits;
+mod oauth;
 mod redact;
 mod server;
 mod toml_file;
@@ -30,6 +31,7 @@ use mcpyard_gateway::{
 pub(crate) use api::ApiSummary;
 pub(crate) use error::ConfigError;
 pub(crate) use limits::Limits;
+pub(crate) use oauth::{AuthMethod, GrantKind, OAuthSettings};
 use server::{Context, RawServer};
 use values::{parse_size, RawSize};
 
@@ -80,6 +82,8 @@ pub(crate) struct Settings {
     pub(crate) limits: Limits,
     /// Every API in the file, enabled or not, in file order.
     pub(crate) apis: Vec<ApiSummary>,
+    /// The OAuth settings of the enabled servers that have them.
+    pub(crate) oauth: Vec<(String, OAuthSettings)>,
 }
 
 impl Settings {
@@ -186,6 +190,11 @@ impl Settings {
     pub(crate) fn upstream(&self, name: &str) -> Option<&UpstreamSpec> {
         self.gateway.upstreams().find(|u| u.name == name)
     }
+
+    /// The OAuth settings of the upstream called `name`, if it has them.
+    pub(crate) fn oauth(&self, name: &str) -> Option<&OAuthSettings> {
+        self.oauth.iter().find(|(n, _)| n == name).map(|(_, o)| o)
+    }
 }
 
 /// The file formats, chosen by extension, else by content.
@@ -279,6 +288,7 @@ fn from_text(
 
     let mut upstreams = Vec::new();
     let mut summaries = Vec::new();
+    let mut oauth_settings = Vec::new();
     for (name, raw) in servers {
         let key = format!("{section}.{name}");
         if raw.enabled {
@@ -290,8 +300,11 @@ fn from_text(
             true => expose::listing(&ctx, &format!("{key}.expose"), raw.expose.as_ref())?,
             false => Listing::Default,
         };
-        let built = server::build(&ctx, &key, &name, raw)?.map(|upstream| {
-            let mut spec = SourceSpec::mcp(upstream);
+        let built = server::build(&ctx, &key, &name, raw)?.map(|built| {
+            if let Some(o) = built.oauth {
+                oauth_settings.push((name.clone(), o));
+            }
+            let mut spec = SourceSpec::mcp(built.upstream);
             spec.exposure.listing = listing;
             spec
         });
@@ -473,6 +486,7 @@ fn from_text(
         inference: inference_summary,
         limits,
         apis,
+        oauth: oauth_settings,
     })
 }
 
@@ -551,6 +565,9 @@ fn warn_about_clear_secrets(file: &str, key: &str, raw: &RawServer, warnings: &m
                 "{file}: `{key}.headers.{name}` is written in clear in the file; use \"${{VAR}}\" and set the variable instead"
             ));
         }
+    }
+    if let Some((okey, o)) = &raw.oauth {
+        warnings.extend(oauth::clear_secrets(file, &format!("{key}.{okey}"), o));
     }
 }
 
