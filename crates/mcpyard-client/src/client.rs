@@ -37,7 +37,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::link::{Inbound, Link};
 use crate::transport::Transport;
-use crate::{ClientError, ClientHandler, TransportSpec};
+use crate::{ClientError, ClientHandler, HttpAuth, TransportSpec};
 
 /// The protocol version the legacy HTTP+SSE transport always asks for.
 pub const LEGACY_SSE_PROTOCOL_VERSION: &str = "2024-11-05";
@@ -148,6 +148,10 @@ pub struct ConnectOptions {
     pub label: String,
     /// Whether to try the 2026-07-28 era first.
     pub era: EraPolicy,
+    /// Credentials for the HTTP transports (an
+    /// [`OAuthClient`](crate::oauth::OAuthClient) with the `oauth` feature,
+    /// or an application's own [`HttpAuth`]); ignored by stdio.
+    pub http_auth: Option<Arc<dyn HttpAuth>>,
 }
 
 impl Default for ConnectOptions {
@@ -160,6 +164,7 @@ impl Default for ConnectOptions {
             connect_timeout: Duration::from_secs(30),
             label: "upstream".into(),
             era: EraPolicy::Handshake,
+            http_auth: None,
         }
     }
 }
@@ -335,7 +340,12 @@ impl McpClient {
         let (link, rx) = Link::new(&options.label, closed.clone());
         let opened = tokio::time::timeout_at(
             deadline,
-            Transport::open(spec, link, options.connect_timeout),
+            Transport::open(
+                spec,
+                link,
+                options.connect_timeout,
+                options.http_auth.clone(),
+            ),
         )
         .await
         .map_err(|_| ClientError::Timeout(options.connect_timeout))

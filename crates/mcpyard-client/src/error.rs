@@ -42,4 +42,9 @@ pub enum ClientError {
     /// The server answered with a JSON-RPC error.
     #[error("{0}")]
     Rpc(ErrorObject),
+    /// Authorization toward the server failed (OAuth); see
+    /// [`OAuthError::LoginRequired`](crate::oauth::OAuthError::LoginRequired)
+    /// for the case where a person must log in again.
+    #[error("authorization: {0}")]
+    Auth(#[from] crate::oauth::OAuthError),
 }

@@ -157,6 +157,7 @@ mod client;
 mod error;
 mod handler;
 mod link;
+pub mod oauth;
 mod spec;
 mod transport;
 
@@ -168,4 +169,4 @@ pub use error::ClientError;
 pub use handler::{ClientHandler, NoopHandler};
 pub use link::MAX_MESSAGE_BYTES;
 pub use spec::{TransportSpec, MINIMAL_ENV};
-pub use transport::kill_stdio_process_groups;
+pub use transport::{kill_stdio_process_groups, HttpAuth};

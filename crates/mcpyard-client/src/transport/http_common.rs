@@ -2,13 +2,20 @@
 //! reading capped bodies and event streams, and turning HTTP failures into
 //! [`ClientError`]s without echoing secrets.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
+use reqwest::header::{
+    HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE,
+};
 use tokio_util::sync::CancellationToken;
 
 use super::sse_decoder::{SseDecoder, SseEvent};
-use crate::ClientError;
+use crate::{ClientError, HttpAuth};
+
+/// A safety net over [`HttpAuth::challenged`], which bounds its own retries:
+/// one request is never sent more than this many times for authorization.
+const MAX_AUTH_ATTEMPTS: u32 = 4;
 
 /// How much of an error body is kept for [`ClientError::Http`].
 const ERROR_BODY_PREVIEW: usize = 1024;
@@ -39,6 +46,47 @@ pub(crate) fn build_client(
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .map_err(|e| ClientError::Transport(format!("cannot build the HTTP client: {e}")))
+}
+
+/// Sends the request `build` makes, with the `Authorization` header from
+/// `auth`; on a 401, or a 403 naming `insufficient_scope`, asks `auth` for
+/// new credentials and sends it again while `auth` says so (bounded).
+pub(crate) async fn send_authorized(
+    auth: Option<&Arc<dyn HttpAuth>>,
+    build: impl Fn() -> reqwest::RequestBuilder,
+) -> Result<reqwest::Response, ClientError> {
+    let Some(auth) = auth else {
+        return build().send().await.map_err(transport_error);
+    };
+    let mut attempts = 1;
+    loop {
+        let mut req = build();
+        if let Some(value) = auth.authorization().await? {
+            let mut value = HeaderValue::from_str(&value)
+                .map_err(|_| ClientError::Transport("invalid Authorization value".into()))?;
+            value.set_sensitive(true);
+            req = req.header(AUTHORIZATION, value);
+        }
+        let resp = req.send().await.map_err(transport_error)?;
+        let status = resp.status().as_u16();
+        let challenge = resp
+            .headers()
+            .get(WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let refused = status == 401
+            || (status == 403
+                && challenge
+                    .as_deref()
+                    .is_some_and(|c| c.contains("insufficient_scope")));
+        if !refused || attempts >= MAX_AUTH_ATTEMPTS {
+            return Ok(resp);
+        }
+        if !auth.challenged(status, challenge.as_deref()).await? {
+            return Ok(resp);
+        }
+        attempts += 1;
+    }
 }
 
 pub(crate) fn parse_url(url: &str) -> Result<reqwest::Url, ClientError> {

@@ -3,6 +3,7 @@
 //! every server message then arrives as a `message` event on that stream.
 //! The stream ending ends the connection.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use mcpyard_proto::Message;
@@ -10,12 +11,12 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use tokio::sync::oneshot;
 
 use super::http_common::{
-    body_kind, build_client, next_events, parse_url, status_error, transport_error, BodyKind,
+    body_kind, build_client, next_events, parse_url, send_authorized, status_error, BodyKind,
     StreamStop,
 };
 use super::sse_decoder::SseDecoder;
 use crate::link::{deliver_body, Link, MAX_MESSAGE_BYTES};
-use crate::ClientError;
+use crate::{ClientError, HttpAuth};
 
 /// A legacy SSE connection.
 #[derive(Debug)]
@@ -23,6 +24,7 @@ pub(crate) struct LegacySseTransport {
     http: reqwest::Client,
     endpoint: reqwest::Url,
     link: Link,
+    auth: Option<Arc<dyn HttpAuth>>,
 }
 
 impl LegacySseTransport {
@@ -33,15 +35,14 @@ impl LegacySseTransport {
         headers: &[(String, String)],
         connect_timeout: Duration,
         link: Link,
+        auth: Option<Arc<dyn HttpAuth>>,
     ) -> Result<Self, ClientError> {
         let http = build_client(headers, connect_timeout)?;
         let url = parse_url(url)?;
-        let resp = http
-            .get(url.clone())
-            .header(ACCEPT, "text/event-stream")
-            .send()
-            .await
-            .map_err(transport_error)?;
+        let resp = send_authorized(auth.as_ref(), || {
+            http.get(url.clone()).header(ACCEPT, "text/event-stream")
+        })
+        .await?;
         if !resp.status().is_success() {
             return Err(status_error(resp).await);
         }
@@ -59,18 +60,19 @@ impl LegacySseTransport {
             http,
             endpoint,
             link,
+            auth,
         })
     }
 
     pub(crate) async fn send(&self, message: &Message) -> Result<(), ClientError> {
-        let resp = self
-            .http
-            .post(self.endpoint.clone())
-            .header(CONTENT_TYPE, "application/json")
-            .body(message.to_vec())
-            .send()
-            .await
-            .map_err(transport_error)?;
+        let body = message.to_vec();
+        let resp = send_authorized(self.auth.as_ref(), || {
+            self.http
+                .post(self.endpoint.clone())
+                .header(CONTENT_TYPE, "application/json")
+                .body(body.clone())
+        })
+        .await?;
         if resp.status().is_success() {
             Ok(())
         } else {

@@ -2,18 +2,21 @@
 //! enum: each reads messages into the [`Link`] and writes what the client
 //! sends. Adding a transport means one file here and one arm below.
 
+mod auth;
 mod http_common;
 mod legacy_sse;
 mod sse_decoder;
 mod stdio;
 mod streamable_http;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use mcpyard_proto::Message;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+pub use auth::HttpAuth;
 pub use stdio::kill_stdio_process_groups;
 
 use crate::link::Link;
@@ -34,6 +37,7 @@ impl Transport {
         spec: TransportSpec,
         link: Link,
         connect_timeout: Duration,
+        auth: Option<Arc<dyn HttpAuth>>,
     ) -> Result<Self, ClientError> {
         match spec {
             TransportSpec::Stdio {
@@ -56,10 +60,12 @@ impl Transport {
                     &headers,
                     connect_timeout,
                     link,
+                    auth,
                 )?,
             )),
             TransportSpec::Sse { url, headers } => Ok(Transport::Sse(
-                legacy_sse::LegacySseTransport::open(&url, &headers, connect_timeout, link).await?,
+                legacy_sse::LegacySseTransport::open(&url, &headers, connect_timeout, link, auth)
+                    .await?,
             )),
         }
     }

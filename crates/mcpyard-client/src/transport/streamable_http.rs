@@ -20,12 +20,12 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::http_common::{
-    body_kind, build_client, next_events, parse_url, read_capped, status_error, BodyKind,
-    StreamStop,
+    body_kind, build_client, next_events, parse_url, read_capped, send_authorized, status_error,
+    BodyKind, StreamStop,
 };
 use super::sse_decoder::SseDecoder;
 use crate::link::{deliver_body, Link, MAX_MESSAGE_BYTES};
-use crate::ClientError;
+use crate::{ClientError, HttpAuth};
 
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
@@ -63,6 +63,7 @@ struct Core {
     link: Link,
     session: RwLock<Option<String>>,
     protocol_version: RwLock<Option<String>>,
+    auth: Option<Arc<dyn HttpAuth>>,
 }
 
 impl Core {
@@ -95,37 +96,41 @@ impl Core {
     }
 
     async fn post(&self, message: &Message) -> Result<reqwest::Response, ClientError> {
-        let mut req = self
-            .http
-            .post(self.url.clone())
-            .header(ACCEPT, ACCEPT_BOTH)
-            .header(CONTENT_TYPE, "application/json")
-            .body(message.to_vec());
-        if let Some(mirrored) = modern_headers(message) {
-            // A 2026-07-28 request stands alone: no session, its era and
-            // names mirrored into headers for the server to route on.
-            for (name, value) in mirrored {
-                req = req.header(name, value);
+        let body = message.to_vec();
+        let mirrored = modern_headers(message);
+        send_authorized(self.auth.as_ref(), || {
+            let mut req = self
+                .http
+                .post(self.url.clone())
+                .header(ACCEPT, ACCEPT_BOTH)
+                .header(CONTENT_TYPE, "application/json")
+                .body(body.clone());
+            if let Some(mirrored) = &mirrored {
+                // A 2026-07-28 request stands alone: no session, its era and
+                // names mirrored into headers for the server to route on.
+                for (name, value) in mirrored {
+                    req = req.header(*name, value);
+                }
+            } else if message.method() != Some(methods::INITIALIZE) {
+                req = self.with_session(req);
             }
-        } else if message.method() != Some(methods::INITIALIZE) {
-            req = self.with_session(req);
-        }
-        req.send()
-            .await
-            .map_err(super::http_common::transport_error)
+            req
+        })
+        .await
     }
 
     /// GET on the endpoint, resuming after `last_id` when given.
     async fn get_stream(&self, last_id: Option<&str>) -> Result<reqwest::Response, ClientError> {
-        let mut req = self
-            .with_session(self.http.get(self.url.clone()))
-            .header(ACCEPT, "text/event-stream");
-        if let Some(id) = last_id {
-            req = req.header(LAST_EVENT_ID, id);
-        }
-        req.send()
-            .await
-            .map_err(super::http_common::transport_error)
+        send_authorized(self.auth.as_ref(), || {
+            let mut req = self
+                .with_session(self.http.get(self.url.clone()))
+                .header(ACCEPT, "text/event-stream");
+            if let Some(id) = last_id {
+                req = req.header(LAST_EVENT_ID, id);
+            }
+            req
+        })
+        .await
     }
 
     fn capture_session(&self, resp: &reqwest::Response) {
@@ -145,6 +150,7 @@ impl StreamableHttpTransport {
         headers: &[(String, String)],
         connect_timeout: Duration,
         link: Link,
+        auth: Option<Arc<dyn HttpAuth>>,
     ) -> Result<Self, ClientError> {
         let core = Core {
             http: build_client(headers, connect_timeout)?,
@@ -152,6 +158,7 @@ impl StreamableHttpTransport {
             link,
             session: RwLock::new(None),
             protocol_version: RwLock::new(None),
+            auth,
         };
         Ok(Self {
             core: Arc::new(core),
@@ -215,11 +222,12 @@ impl StreamableHttpTransport {
     /// clients end sessions, which is fine), then closes.
     pub(crate) async fn shutdown(&self) {
         if self.core.session().is_some() {
-            let req = self
-                .core
-                .with_session(self.core.http.delete(self.core.url.clone()))
-                .timeout(DELETE_TIMEOUT);
-            match req.send().await {
+            let deleted = send_authorized(self.core.auth.as_ref(), || {
+                self.core
+                    .with_session(self.core.http.delete(self.core.url.clone()))
+                    .timeout(DELETE_TIMEOUT)
+            });
+            match deleted.await {
                 Ok(r)
                     if r.status().is_success() || r.status() == StatusCode::METHOD_NOT_ALLOWED => {}
                 Ok(r) => tracing::debug!(
@@ -231,8 +239,7 @@ impl StreamableHttpTransport {
                 Err(e) => tracing::debug!(
                     target: "mcpyard::upstream",
                     server = self.core.link.label(),
-                    "DELETE of the session failed: {}",
-                    e.without_url()
+                    "DELETE of the session failed: {e}"
                 ),
             }
             self.core.set_session(None);
