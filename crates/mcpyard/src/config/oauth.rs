@@ -9,6 +9,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use mcpyard_client::oauth::{ClientAuthMethod, Grant, OAuthConfig, PrivateKeyJwt, Secret};
 use serde::Deserialize;
 
 use super::error::ConfigError;
@@ -209,39 +210,6 @@ impl GrantKind {
     }
 }
 
-/// How the client authenticates at the token endpoint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum AuthMethod {
-    ClientSecretBasic,
-    ClientSecretPost,
-    PrivateKeyJwt,
-    None,
-}
-
-impl AuthMethod {
-    const NAMES: [(&'static str, AuthMethod); 4] = [
-        ("client_secret_basic", AuthMethod::ClientSecretBasic),
-        ("client_secret_post", AuthMethod::ClientSecretPost),
-        ("private_key_jwt", AuthMethod::PrivateKeyJwt),
-        ("none", AuthMethod::None),
-    ];
-
-    fn parse(name: &str) -> Option<Self> {
-        Self::NAMES
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, m)| *m)
-    }
-
-    pub(crate) fn as_str(self) -> &'static str {
-        Self::NAMES
-            .iter()
-            .find(|(_, m)| *m == self)
-            .map(|(n, _)| *n)
-            .expect("every method is named in NAMES")
-    }
-}
-
 /// A value that must never be printed: a client secret, a private key.
 #[derive(Clone, PartialEq, Eq)]
 pub(crate) struct Hidden(pub(crate) String);
@@ -268,7 +236,7 @@ pub(crate) struct OAuthSettings {
     pub(crate) client_id: Option<String>,
     pub(crate) client_secret: Option<Hidden>,
     pub(crate) private_key: Option<PrivateKey>,
-    pub(crate) auth_method: Option<AuthMethod>,
+    pub(crate) auth_method: Option<ClientAuthMethod>,
     pub(crate) scopes: Option<Vec<String>>,
     pub(crate) client_metadata_url: Option<String>,
     pub(crate) redirect_port: u16,
@@ -276,6 +244,29 @@ pub(crate) struct OAuthSettings {
 }
 
 impl OAuthSettings {
+    /// The library's configuration; `redirect_uri` is where a login
+    /// receives the authorization server's redirect.
+    pub(crate) fn client_config(&self, redirect_uri: String) -> OAuthConfig {
+        OAuthConfig {
+            grant: match self.grant {
+                GrantKind::ClientCredentials => Grant::ClientCredentials,
+                GrantKind::AuthorizationCode => Grant::AuthorizationCode { redirect_uri },
+            },
+            client_id: self.client_id.clone(),
+            client_secret: self.client_secret.as_ref().map(|s| Secret::new(&s.0)),
+            private_key: self.private_key.as_ref().map(|k| PrivateKeyJwt {
+                pem: Secret::new(&k.pem.0),
+                algorithm: k.algorithm.clone(),
+                key_id: k.key_id.clone(),
+            }),
+            auth_method: self.auth_method,
+            client_metadata_url: self.client_metadata_url.clone(),
+            scopes: self.scopes.clone(),
+            resource: self.resource.clone(),
+            ..OAuthConfig::default()
+        }
+    }
+
     /// The redirect URI for a login listening on `port`.
     pub(crate) fn redirect_uri(port: u16) -> String {
         format!("http://127.0.0.1:{port}{REDIRECT_PATH}")
@@ -358,7 +349,7 @@ pub(crate) fn build(
     let client_secret = opt("client_secret", raw.client_secret)?.map(Hidden);
     let auth_method = match opt("auth_method", raw.auth_method)? {
         None => None,
-        Some(m) => Some(AuthMethod::parse(&m).ok_or_else(|| {
+        Some(m) => Some(ClientAuthMethod::parse(&m).ok_or_else(|| {
             ctx.error(
                 &field("auth_method"),
                 "expected client_secret_basic, client_secret_post, private_key_jwt or none",
@@ -410,15 +401,15 @@ pub(crate) fn build(
 
     // What the chosen method needs must be there.
     match auth_method {
-        Some(AuthMethod::ClientSecretBasic | AuthMethod::ClientSecretPost)
+        Some(ClientAuthMethod::ClientSecretBasic | ClientAuthMethod::ClientSecretPost)
             if client_secret.is_none() =>
         {
             return Err(ctx.error(&field("auth_method"), "needs `client_secret`"))
         }
-        Some(AuthMethod::PrivateKeyJwt) if private_key.is_none() => {
+        Some(ClientAuthMethod::PrivateKeyJwt) if private_key.is_none() => {
             return Err(ctx.error(&field("auth_method"), "needs `private_key_file`"))
         }
-        Some(AuthMethod::None) if client_secret.is_some() || private_key.is_some() => {
+        Some(ClientAuthMethod::None) if client_secret.is_some() || private_key.is_some() => {
             return Err(ctx.error(
                 &field("auth_method"),
                 "`none` is for a public client: remove `client_secret` / `private_key_file`, or pick their method",
@@ -562,7 +553,7 @@ mod tests {
         });
         assert_eq!(s.grant, GrantKind::ClientCredentials);
         assert_eq!(s.client_secret, Some(Hidden("s3cret-value".into())));
-        assert_eq!(s.auth_method, Some(AuthMethod::ClientSecretPost));
+        assert_eq!(s.auth_method, Some(ClientAuthMethod::ClientSecretPost));
         assert_eq!(s.scopes, Some(vec!["read".into(), "write".into()]));
         let shown = format!("{s:?} {}", s.describe());
         assert!(!shown.contains("s3cret-value"), "{shown}");

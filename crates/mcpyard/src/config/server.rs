@@ -305,6 +305,9 @@ pub(crate) fn build(
             list_timeout,
             max_in_flight,
             sampling,
+            // The OAuth client is made by the caller, which knows where
+            // tokens are kept.
+            http_auth: None,
         },
         oauth,
     }))

@@ -11,6 +11,7 @@ fn env(name: &str) -> Option<String> {
         "TOKEN" => Some("tok-123".into()),
         "MCPYARD_API_KEY" => Some("key-456".into()),
         "PORT" => Some("9001".into()),
+        "HOME" => Some("/home/u".into()),
         _ => None,
     }
 }
@@ -573,6 +574,26 @@ scopes = ["mcp:tools", "offline_access"]
     );
     assert!(s.warnings.is_empty(), "{:?}", s.warnings);
     assert!(!format!("{s:?}").contains("tok-123"));
+    assert_eq!(
+        s.token_dir.as_deref(),
+        Some(Path::new("/home/u/.local/state/mcpyard/oauth"))
+    );
+    assert!(s.upstream("kc").unwrap().http_auth.is_some());
+}
+
+#[test]
+fn oauth_needs_a_folder_for_its_tokens() {
+    let lookup = |name: &str| (name != "HOME").then(|| env(name)).flatten();
+    let e = from_text(
+        "mcpyard.toml",
+        Some(Path::new("/cfg")),
+        "[servers.s]\nurl = \"http://h/mcp\"\n[servers.s.oauth]\n",
+        Format::Toml,
+        &lookup,
+    )
+    .unwrap_err();
+    assert_eq!(e.key.as_deref(), Some("servers.s.oauth"));
+    assert!(e.message.contains("XDG_STATE_HOME"), "{e}");
 }
 
 #[test]
@@ -629,7 +650,10 @@ fn the_json_forms_of_other_clients_are_read() {
     assert!(s.oauth("off").is_none());
     let own = s.oauth("own").unwrap();
     assert_eq!(own.grant, GrantKind::ClientCredentials);
-    assert_eq!(own.auth_method, Some(AuthMethod::ClientSecretPost));
+    assert_eq!(
+        own.auth_method,
+        Some(mcpyard_client::oauth::ClientAuthMethod::ClientSecretPost)
+    );
     let warned = s.warnings.join("\n");
     assert!(
         warned.contains(
