@@ -4,11 +4,13 @@
 #   2. cargo test --workspace         unit and end-to-end tests (--no-fail-fast: every crate runs)
 #   3. scripts/conformance.sh         the official MCP conformance suite, directly
 #                                     and through the gateway (see that script)
+#   4. scripts/conformance-client.sh  the same suite's client scenarios against
+#                                     a client built on mcpyard-client
 # and prints a summary. Exits non-zero when any step fails.
 #
 # Environment:
 #   MCPYARD_CONFORMANCE  full (default): all four conformance runs and their gates;
-#                        direct: only the runs that need no gateway; off: skip step 3
+#                        direct: only the runs that need no gateway; off: skip steps 3 and 4
 #   CARGO_TEST_ARGS      extra arguments for `cargo test --workspace` (e.g. "-- --nocapture")
 set -uo pipefail
 
@@ -76,6 +78,14 @@ else
     note "gates: $gp passed, $gf failed"
     TOTAL_PASSED=$((TOTAL_PASSED + gp)); TOTAL_FAILED=$((TOTAL_FAILED + gf))
     if [ "$conf_ok" -eq 0 ] && [ "$gf" -eq 0 ]; then TOTAL_FAILED=$((TOTAL_FAILED + 1)); fi
+
+    # The client scenarios need no gateway: they run in every mode.
+    if step conformance-client scripts/conformance-client.sh; then cc_ok=1; else cc_ok=0; failed_any=1; fi
+    read -r gp gf < <(sed -n 's/^conformance gates: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' \
+      "$LOGDIR/conformance-client.log" | tail -n 1 | awk '{print $1+0, $2+0}')
+    note "gates: $gp passed, $gf failed"
+    TOTAL_PASSED=$((TOTAL_PASSED + gp)); TOTAL_FAILED=$((TOTAL_FAILED + gf))
+    if [ "$cc_ok" -eq 0 ] && [ "$gf" -eq 0 ]; then TOTAL_FAILED=$((TOTAL_FAILED + 1)); fi
   fi
 fi
 
@@ -83,7 +93,7 @@ printf '\n==== summary\n'
 for i in "${!STEP_NAMES[@]}"; do
   printf '  %-18s %-16s %5ss  %s\n' "${STEP_NAMES[$i]}" "${STEP_STATUS[$i]}" "${STEP_SECS[$i]}" "${STEP_NOTES[$i]}"
 done
-[ "$CONFORMANCE_MODE" = off ] && printf '  %-18s skipped (MCPYARD_CONFORMANCE=off)\n' conformance
+[ "$CONFORMANCE_MODE" = off ] && printf '  %-18s skipped (MCPYARD_CONFORMANCE=off)\n' conformance conformance-client
 if [ "$failed_any" -eq 0 ]; then echo "  all steps passed"; else echo "  SOME STEPS FAILED"; fi
 # Unit and end-to-end tests plus conformance gates, in one closing line.
 echo "tests: $TOTAL_PASSED passed, $TOTAL_FAILED failed"

@@ -169,4 +169,4 @@ pub use error::ClientError;
 pub use handler::{ClientHandler, NoopHandler};
 pub use link::MAX_MESSAGE_BYTES;
 pub use spec::{TransportSpec, MINIMAL_ENV};
-pub use transport::{kill_stdio_process_groups, HttpAuth};
+pub use transport::{kill_stdio_process_groups, HttpAuth, Refusal};

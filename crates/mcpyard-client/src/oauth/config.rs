@@ -71,6 +71,21 @@ pub enum Grant {
         /// `http://127.0.0.1:8976/callback`.
         redirect_uri: String,
     },
+    /// Enterprise-managed authorization (the SEP-990 extension): an ID
+    /// token from the organisation's identity provider is exchanged there
+    /// for an identity assertion grant (ID-JAG, RFC 8693 token exchange),
+    /// which the MCP server's authorization server takes as a JWT bearer
+    /// grant (RFC 7523), authenticated with this client's credentials.
+    IdentityAssertion {
+        /// The identity provider's token endpoint.
+        idp_token_endpoint: String,
+        /// This client's id at the identity provider.
+        idp_client_id: String,
+        /// Its secret there, if it has one.
+        idp_client_secret: Option<Secret>,
+        /// The person's ID token from the identity provider.
+        id_token: Secret,
+    },
 }
 
 /// How the client authenticates at the token endpoint.

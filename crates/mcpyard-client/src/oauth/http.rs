@@ -1,1 +1,233 @@
-//! (filled in next)
+//! The HTTP exchanges of OAuth: metadata GETs, registration, the token
+//! endpoint. A separate `reqwest::Client` without the upstream's configured
+//! headers, so no token or API key reaches a metadata URL.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use reqwest::header::{ACCEPT, CONTENT_TYPE};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{OAuthError, Secret, TokenSet};
+
+/// Metadata and token answers are small; anything past this is refused.
+const MAX_BODY: usize = 256 * 1024;
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+pub(crate) fn build() -> Result<reqwest::Client, OAuthError> {
+    reqwest::Client::builder()
+        .timeout(TIMEOUT)
+        // A redirect would carry form bodies (codes, secrets) elsewhere.
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| OAuthError::Http(format!("cannot build the HTTP client: {e}")))
+}
+
+/// A `reqwest` error without its URL (the query may carry a code).
+pub(crate) fn http_error(e: reqwest::Error) -> OAuthError {
+    let e = e.without_url();
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    OAuthError::Http(text)
+}
+
+async fn read_body(mut resp: reqwest::Response) -> Result<Vec<u8>, OAuthError> {
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(http_error)? {
+        if body.len() + chunk.len() > MAX_BODY {
+            return Err(OAuthError::Http(format!(
+                "answer larger than {MAX_BODY} bytes"
+            )));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// GETs a JSON document; `Ok(None)` for a 4xx (not there), an error for
+/// anything else that is not a success.
+pub(crate) async fn get_json<T: DeserializeOwned>(
+    http: &reqwest::Client,
+    url: &url::Url,
+) -> Result<Option<T>, OAuthError> {
+    let resp = http
+        .get(url.as_str())
+        .header(ACCEPT, "application/json")
+        .send()
+        .await
+        .map_err(http_error)?;
+    let status = resp.status();
+    if status.is_client_error() {
+        return Ok(None);
+    }
+    if !status.is_success() {
+        return Err(OAuthError::Http(format!("{url} answered {status}")));
+    }
+    let body = read_body(resp).await?;
+    serde_json::from_slice(&body)
+        .map(Some)
+        .map_err(|e| OAuthError::Discovery(format!("{url} is not valid metadata: {e}")))
+}
+
+/// POSTs JSON (dynamic registration) and reads the JSON answer.
+pub(crate) async fn post_json(
+    http: &reqwest::Client,
+    url: &url::Url,
+    body: &Value,
+) -> Result<Value, OAuthError> {
+    let resp = http
+        .post(url.as_str())
+        .header(ACCEPT, "application/json")
+        .json(body)
+        .send()
+        .await
+        .map_err(http_error)?;
+    let status = resp.status();
+    let bytes = read_body(resp).await?;
+    if !status.is_success() {
+        let err = oauth_error(&bytes);
+        return Err(OAuthError::Registration(format!(
+            "{url} answered {status}: {}{}",
+            err.error,
+            err.error_description
+                .map(|d| format!(" ({d})"))
+                .unwrap_or_default()
+        )));
+    }
+    serde_json::from_slice(&bytes)
+        .map_err(|e| OAuthError::Registration(format!("{url} answered invalid JSON: {e}")))
+}
+
+/// An OAuth error answer (RFC 6749 section 5.2).
+#[derive(Debug, Deserialize)]
+pub(crate) struct ErrorAnswer {
+    #[serde(default)]
+    pub(crate) error: String,
+    #[serde(default)]
+    pub(crate) error_description: Option<String>,
+}
+
+fn oauth_error(body: &[u8]) -> ErrorAnswer {
+    serde_json::from_slice::<ErrorAnswer>(body).unwrap_or(ErrorAnswer {
+        error: "invalid_response".into(),
+        error_description: None,
+    })
+}
+
+#[derive(Deserialize)]
+struct TokenAnswer {
+    access_token: Secret,
+    #[serde(default)]
+    token_type: Option<String>,
+    #[serde(default)]
+    expires_in: Option<Value>,
+    #[serde(default)]
+    refresh_token: Option<Secret>,
+    #[serde(default)]
+    scope: Option<String>,
+}
+
+/// A form POST to a token endpoint. `basic` is the client id and secret
+/// for HTTP Basic (client_secret_basic), already chosen by the caller.
+pub(crate) async fn token_request(
+    http: &reqwest::Client,
+    endpoint: &url::Url,
+    form: &[(&str, &str)],
+    basic: Option<(&str, &Secret)>,
+) -> Result<RawToken, OAuthError> {
+    let body = serde_urlencoded::to_string(form)
+        .map_err(|e| OAuthError::Config(format!("cannot encode the token request: {e}")))?;
+    let mut req = http
+        .post(endpoint.as_str())
+        .header(ACCEPT, "application/json")
+        .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(body);
+    if let Some((id, secret)) = basic {
+        // RFC 6749 section 2.3.1: both parts form-urlencoded before Basic.
+        req = req.basic_auth(form_encode(id), Some(form_encode(secret.expose())));
+    }
+    let resp = req.send().await.map_err(http_error)?;
+    let status = resp.status();
+    let bytes = read_body(resp).await?;
+    if !status.is_success() {
+        let err = oauth_error(&bytes);
+        return Err(OAuthError::TokenRefused {
+            error: if err.error.is_empty() {
+                format!("HTTP {}", status.as_u16())
+            } else {
+                err.error
+            },
+            description: err.error_description,
+        });
+    }
+    let answer: TokenAnswer = serde_json::from_slice(&bytes).map_err(|e| {
+        // serde's message names the field, never the value.
+        OAuthError::Http(format!("the token endpoint answered invalid JSON: {e}"))
+    })?;
+    Ok(RawToken {
+        access_token: answer.access_token,
+        token_type: answer.token_type,
+        expires_in: answer.expires_in.as_ref().and_then(|v| match v {
+            Value::Number(n) => n.as_u64(),
+            Value::String(s) => s.parse().ok(),
+            _ => None,
+        }),
+        refresh_token: answer.refresh_token,
+        scope: answer.scope,
+    })
+}
+
+/// A token endpoint's answer, before it becomes a [`TokenSet`].
+pub(crate) struct RawToken {
+    pub(crate) access_token: Secret,
+    pub(crate) token_type: Option<String>,
+    pub(crate) expires_in: Option<u64>,
+    pub(crate) refresh_token: Option<Secret>,
+    pub(crate) scope: Option<String>,
+}
+
+impl RawToken {
+    /// The stored form: `previous_refresh` is kept when the server did not
+    /// rotate it, `asked` stands for the scopes when the server did not say.
+    pub(crate) fn into_token_set(
+        self,
+        previous_refresh: Option<Secret>,
+        asked: &[String],
+    ) -> Result<TokenSet, OAuthError> {
+        if let Some(t) = &self.token_type {
+            // RFC 6749 7.1: the type is case-insensitive; DPoP and others
+            // need more than a bearer header.
+            if !t.eq_ignore_ascii_case("bearer") {
+                return Err(OAuthError::Http(format!(
+                    "the token endpoint issued a `{t}` token; only Bearer is supported"
+                )));
+            }
+        }
+        Ok(TokenSet {
+            access_token: self.access_token,
+            refresh_token: self.refresh_token.or(previous_refresh),
+            expires_at: self.expires_in.map(|s| now_secs() + s),
+            scopes: match self.scope {
+                Some(s) => s.split_whitespace().map(str::to_owned).collect(),
+                None => asked.to_vec(),
+            },
+        })
+    }
+}
+
+pub(crate) fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+fn form_encode(value: &str) -> String {
+    url::form_urlencoded::byte_serialize(value.as_bytes()).collect()
+}

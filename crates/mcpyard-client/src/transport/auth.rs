@@ -9,26 +9,38 @@ use async_trait::async_trait;
 
 use crate::ClientError;
 
+/// A server's refusal of a request, as [`HttpAuth::challenged`] sees it.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct Refusal<'a> {
+    /// 401, or 403 with `insufficient_scope`.
+    pub status: u16,
+    /// The `WWW-Authenticate` header, if any.
+    pub www_authenticate: Option<&'a str>,
+    /// The `Authorization` value the refused request carried, so that a
+    /// refusal of credentials already replaced is told from a new one.
+    pub sent: Option<&'a str>,
+}
+
 /// Supplies credentials to the HTTP transports and reacts to refusals.
 ///
 /// Every HTTP request (POST, the GET stream, DELETE) carries the header
 /// [`authorization`](HttpAuth::authorization) returns. When the server
-/// answers 401 or 403, the transport calls [`challenged`](HttpAuth::challenged)
-/// and sends the request once more only if it returns `Ok(true)`; the
-/// implementation bounds how often that happens (no loop).
+/// answers 401, or 403 naming `insufficient_scope`, the transport calls
+/// [`challenged`](HttpAuth::challenged) and sends the request once more only
+/// if it returns `Ok(true)`; the implementation bounds how often that
+/// happens (no loop), and the transport stops after a few attempts anyway.
 #[async_trait]
 pub trait HttpAuth: Send + Sync + fmt::Debug {
     /// The `Authorization` header value for the next request (`Bearer ...`),
     /// or `None` to send none yet (the server will say what it wants).
     async fn authorization(&self) -> Result<Option<String>, ClientError>;
 
-    /// The server refused a request: `status` is 401 or 403 and
-    /// `www_authenticate` its `WWW-Authenticate` header, if any. `Ok(true)`:
-    /// new credentials are ready, send the request again; `Ok(false)`: give
-    /// up and report the refusal; `Err`: report this instead.
-    async fn challenged(
-        &self,
-        status: u16,
-        www_authenticate: Option<&str>,
-    ) -> Result<bool, ClientError>;
+    /// The server refused a request. `Ok(true)`: new credentials are ready,
+    /// send the request again; `Ok(false)`: give up and report the refusal;
+    /// `Err`: report this instead.
+    async fn challenged(&self, refusal: Refusal<'_>) -> Result<bool, ClientError>;
+
+    /// A request carrying the current credentials was not refused.
+    fn accepted(&self) {}
 }

@@ -10,6 +10,7 @@ use reqwest::header::{
 };
 use tokio_util::sync::CancellationToken;
 
+use super::auth::Refusal;
 use super::sse_decoder::{SseDecoder, SseEvent};
 use crate::{ClientError, HttpAuth};
 
@@ -61,8 +62,9 @@ pub(crate) async fn send_authorized(
     let mut attempts = 1;
     loop {
         let mut req = build();
-        if let Some(value) = auth.authorization().await? {
-            let mut value = HeaderValue::from_str(&value)
+        let sent = auth.authorization().await?;
+        if let Some(value) = &sent {
+            let mut value = HeaderValue::from_str(value)
                 .map_err(|_| ClientError::Transport("invalid Authorization value".into()))?;
             value.set_sensitive(true);
             req = req.header(AUTHORIZATION, value);
@@ -79,10 +81,21 @@ pub(crate) async fn send_authorized(
                 && challenge
                     .as_deref()
                     .is_some_and(|c| c.contains("insufficient_scope")));
-        if !refused || attempts >= MAX_AUTH_ATTEMPTS {
+        if !refused {
+            if sent.is_some() {
+                auth.accepted();
+            }
             return Ok(resp);
         }
-        if !auth.challenged(status, challenge.as_deref()).await? {
+        if attempts >= MAX_AUTH_ATTEMPTS {
+            return Ok(resp);
+        }
+        let refusal = Refusal {
+            status,
+            www_authenticate: challenge.as_deref(),
+            sent: sent.as_deref(),
+        };
+        if !auth.challenged(refusal).await? {
             return Ok(resp);
         }
         attempts += 1;

@@ -16,7 +16,7 @@ use mcpyard_proto::Message;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-pub use auth::HttpAuth;
+pub use auth::{HttpAuth, Refusal};
 pub use stdio::kill_stdio_process_groups;
 
 use crate::link::Link;
