@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use mcpyard_client::oauth::{OAuthClient, OAuthError, TokenKey};
-use mcpyard_client::{ClientError, HttpAuth};
+use mcpyard_client::{ClientError, HttpAuth, Refusal};
 
 use crate::config::OAuthSettings;
 use crate::token_store::FileTokenStore;
@@ -102,12 +102,12 @@ impl HttpAuth for UpstreamAuth {
         self.after(client.authorization().await)
     }
 
-    async fn challenged(
-        &self,
-        status: u16,
-        www_authenticate: Option<&str>,
-    ) -> Result<bool, ClientError> {
+    async fn challenged(&self, refusal: Refusal<'_>) -> Result<bool, ClientError> {
         let client = self.current();
-        self.after(client.challenged(status, www_authenticate).await)
+        self.after(client.challenged(refusal).await)
+    }
+
+    fn accepted(&self) {
+        self.current().accepted();
     }
 }

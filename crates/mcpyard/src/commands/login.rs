@@ -51,9 +51,10 @@ pub(super) async fn run(args: LoginArgs) -> anyhow::Result<()> {
             settings.source
         );
     };
-    if oauth.grant == GrantKind::ClientCredentials {
+    if oauth.grant != GrantKind::AuthorizationCode {
         bail!(
-            "server `{name}` uses the client_credentials grant: the gateway obtains its tokens itself, no login is needed"
+            "server `{name}` uses the {} grant: the gateway obtains its tokens itself, no login is needed",
+            oauth.grant.as_str()
         );
     }
     let token_dir = settings

@@ -55,6 +55,13 @@ pub(crate) struct RawOAuth {
     pub(crate) redirect_port: Option<u16>,
     /// The `resource` to ask tokens for, instead of the server URL.
     pub(crate) resource: Option<String>,
+    /// `identity_assertion` (enterprise-managed authorization): the
+    /// identity provider's token endpoint, this client's id and secret
+    /// there, and the person's ID token it exchanges.
+    pub(crate) idp_token_endpoint: Option<String>,
+    pub(crate) idp_client_id: Option<String>,
+    pub(crate) idp_client_secret: Option<String>,
+    pub(crate) id_token: Option<String>,
 }
 
 /// The `oauth` object of the JSON forms: mcpyard's own keys, and the
@@ -165,6 +172,7 @@ impl JsonOAuth {
             client_metadata_url: self.client_metadata_url,
             redirect_port,
             resource: self.resource,
+            ..RawOAuth::default()
         }))
     }
 }
@@ -193,19 +201,32 @@ fn loopback_port(uri: &str) -> Option<u16> {
 }
 
 /// Which grant obtains the upstream's tokens.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum GrantKind {
     /// A person logs in once with `mcpyard login`; refreshed after that.
     AuthorizationCode,
     /// The gateway's own client credentials.
     ClientCredentials,
+    /// An ID token from the company's identity provider, exchanged there
+    /// for an assertion the MCP server's authorization server accepts.
+    IdentityAssertion(IdentityAssertion),
+}
+
+/// The settings of [`GrantKind::IdentityAssertion`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct IdentityAssertion {
+    pub(crate) idp_token_endpoint: String,
+    pub(crate) idp_client_id: String,
+    pub(crate) idp_client_secret: Option<Hidden>,
+    pub(crate) id_token: Hidden,
 }
 
 impl GrantKind {
-    pub(crate) fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(&self) -> &'static str {
         match self {
             GrantKind::AuthorizationCode => "authorization_code",
             GrantKind::ClientCredentials => "client_credentials",
+            GrantKind::IdentityAssertion(_) => "identity_assertion",
         }
     }
 }
@@ -248,9 +269,15 @@ impl OAuthSettings {
     /// receives the authorization server's redirect.
     pub(crate) fn client_config(&self, redirect_uri: String) -> OAuthConfig {
         OAuthConfig {
-            grant: match self.grant {
+            grant: match &self.grant {
                 GrantKind::ClientCredentials => Grant::ClientCredentials,
                 GrantKind::AuthorizationCode => Grant::AuthorizationCode { redirect_uri },
+                GrantKind::IdentityAssertion(a) => Grant::IdentityAssertion {
+                    idp_token_endpoint: a.idp_token_endpoint.clone(),
+                    idp_client_id: a.idp_client_id.clone(),
+                    idp_client_secret: a.idp_client_secret.as_ref().map(|s| Secret::new(&s.0)),
+                    id_token: Secret::new(&a.id_token.0),
+                },
             },
             client_id: self.client_id.clone(),
             client_secret: self.client_secret.as_ref().map(|s| Secret::new(&s.0)),
@@ -298,6 +325,9 @@ impl OAuthSettings {
         if let Some(scopes) = &self.scopes {
             parts.push(format!("scopes `{}`", scopes.join(" ")));
         }
+        if let GrantKind::IdentityAssertion(a) = &self.grant {
+            parts.push(format!("identity provider {}", a.idp_token_endpoint));
+        }
         if self.grant == GrantKind::AuthorizationCode {
             parts.push(match self.redirect_port {
                 0 => "redirect on a free loopback port".into(),
@@ -335,16 +365,49 @@ pub(crate) fn build(
             .map(|v| v.filter(|v| !v.is_empty()))
     };
 
+    let assertion_keys = [
+        ("idp_token_endpoint", raw.idp_token_endpoint),
+        ("idp_client_id", raw.idp_client_id),
+        ("idp_client_secret", raw.idp_client_secret),
+        ("id_token", raw.id_token),
+    ];
+    let mut assertion = Vec::new();
+    for (f, v) in assertion_keys {
+        assertion.push((f, opt(f, v)?));
+    }
     let grant = match opt("grant", raw.grant)?.as_deref() {
         None | Some("authorization_code") => GrantKind::AuthorizationCode,
         Some("client_credentials") => GrantKind::ClientCredentials,
+        Some("identity_assertion") => {
+            let mut take = |f: &str| {
+                assertion
+                    .iter_mut()
+                    .find(|(k, _)| *k == f)
+                    .and_then(|(_, v)| v.take())
+            };
+            let mut need = |f: &str| {
+                take(f).ok_or_else(|| ctx.error(&field(f), "needed by the identity_assertion grant"))
+            };
+            let idp_token_endpoint = need("idp_token_endpoint")?;
+            let idp_client_id = need("idp_client_id")?;
+            let id_token = Hidden(need("id_token")?);
+            GrantKind::IdentityAssertion(IdentityAssertion {
+                idp_token_endpoint,
+                idp_client_id,
+                idp_client_secret: take("idp_client_secret").map(Hidden),
+                id_token,
+            })
+        }
         Some(_) => {
             return Err(ctx.error(
                 &field("grant"),
-                "expected \"authorization_code\" (a person logs in with `mcpyard login`) or \"client_credentials\"",
+                "expected \"authorization_code\" (a person logs in with `mcpyard login`), \"client_credentials\" or \"identity_assertion\"",
             ))
         }
     };
+    if let Some((f, _)) = assertion.iter().find(|(_, v)| v.is_some()) {
+        return Err(ctx.error(&field(f), "is for the identity_assertion grant"));
+    }
     let client_id = opt("client_id", raw.client_id)?;
     let client_secret = opt("client_secret", raw.client_secret)?.map(Hidden);
     let auth_method = match opt("auth_method", raw.auth_method)? {
