@@ -10,7 +10,9 @@
 // Environment:
 //   OIDC_PROVIDER_DIR  the installed oidc-provider package (.tools/npm-oauth/...)
 //   AS_M2M_SECRET      secret of the client-credentials client `gateway-m2m`
-//   AS_ACCESS_TTL      access token lifetime in seconds (default 3600)
+//   AS_ACCESS_TTL      lifetime in seconds of the access tokens of the person's
+//                      client `gateway-user` (default 3600; the machine
+//                      clients' always live an hour)
 //   AS_M2M_JWKS        optional: public JWK set (JSON) of `gateway-jwt`, a
 //                      client-credentials client authenticating with
 //                      private_key_jwt
@@ -124,14 +126,14 @@ const provider = new Provider(issuer, {
       enabled: true,
       defaultResource: () => undefined,
       useGrantedResource: () => true,
-      getResourceServerInfo: (ctx, resourceIndicator) => {
+      getResourceServerInfo: (ctx, resourceIndicator, client) => {
         if (!isLoopbackResource(resourceIndicator)) {
           throw new errors.InvalidTarget();
         }
         return {
           scope: RESOURCE_SCOPE,
           audience: resourceIndicator,
-          accessTokenTTL: accessTtl,
+          accessTokenTTL: client.clientId === 'gateway-user' ? accessTtl : 3600,
           accessTokenFormat: 'jwt',
           jwt: { sign: { alg: 'RS256' } },
         };
@@ -143,7 +145,7 @@ const provider = new Provider(issuer, {
   issueRefreshToken: (ctx, client) => client.grantTypeAllowed('refresh_token'),
   ttl: {
     AccessToken: accessTtl,
-    ClientCredentials: accessTtl,
+    ClientCredentials: 3600,
     RefreshToken: 24 * 3600,
     Grant: 24 * 3600,
     Session: 24 * 3600,
