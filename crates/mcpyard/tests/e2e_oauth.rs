@@ -290,7 +290,7 @@ fn login_by_pasting(config: &Path, state: &Path, server: &str) -> (bool, String)
     (status.success(), seen + &rest)
 }
 
-fn gateway_env<'a>(state: &'a str) -> Vec<(&'a str, &'a str)> {
+fn gateway_env(state: &str) -> Vec<(&str, &str)> {
     vec![
         ("XDG_STATE_HOME", state),
         ("M2M_SECRET", M2M_SECRET),
