@@ -60,6 +60,16 @@ for f in "$NODE_DIR/node" "$CONFORMANCE"; do
 done
 # The suite needs Node >= 22 (Node 20 crashes at start on a missing fs.globSync).
 export PATH="$NODE_DIR:$PATH"
+# The scenarios' servers listen on every interface, and read their port
+# right after listen(), which rules out the loopback preload of
+# conformance.sh (a listen() given a host is asynchronous). So each scenario
+# runs in a network namespace of its own whose only interface is loopback.
+SUITE_ENV=()
+if unshare -rn sh -c 'ip link set lo up' 2>/dev/null; then
+  SUITE_ENV=(unshare -rn sh -c 'ip link set lo up && exec "$@"' sh)
+else
+  log "no network namespace available (unshare -rn): the scenarios' servers bind every interface while they run"
+fi
 
 if [ "$LABEL" = "gateway" ]; then
   # The gateway client runs the gateway and, in front of it, the example client.
@@ -107,7 +117,7 @@ while read -r name _; do
   dir="$WORK/out/$(printf '%s' "$name" | tr '/' '_')"
   mkdir -p "$dir"
   rc=0
-  timeout --kill-after=10 "$SCENARIO_TIMEOUT" "$CONFORMANCE" client --command "$COMMAND" \
+  timeout --kill-after=10 "$SCENARIO_TIMEOUT" ${SUITE_ENV[@]+"${SUITE_ENV[@]}"} "$CONFORMANCE" client --command "$COMMAND" \
     --scenario "$name" -o "$dir" >"$dir/suite.log" 2>&1 || rc=$?
   echo "$rc" >"$dir/rc"
   [ "$rc" -eq 124 ] && log "$name: timed out after ${SCENARIO_TIMEOUT}s"

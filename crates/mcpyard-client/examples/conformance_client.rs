@@ -14,6 +14,7 @@
 //! ```
 //!
 //! Exits 0 when every call succeeded, 1 (with the error on stderr) otherwise.
+//! `RUST_LOG` sets what is logged to stderr (the suite keeps it).
 
 use std::error::Error;
 use std::sync::Arc;
@@ -36,6 +37,10 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(20);
 
 #[tokio::main]
 async fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
     if let Err(e) = run().await {
         eprintln!("conformance client: {e}");
         std::process::exit(1);

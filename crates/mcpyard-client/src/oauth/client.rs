@@ -1,7 +1,6 @@
 //! The OAuth flows behind one [`OAuthClient`] per upstream.
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -87,11 +86,48 @@ struct State {
 /// so it is given to a connection through
 /// [`ConnectOptions::http_auth`](crate::ConnectOptions::http_auth).
 ///
-/// A 401 runs discovery and the grant (or a refresh); a 401 right after new
-/// tokens were obtained is reported, not retried; a 403
-/// `insufficient_scope` asks for the union of the scopes held and those
-/// named, at most [`OAuthConfig::max_step_ups`] times until a request
-/// succeeds.
+/// A 401 runs discovery and the grant (or a refresh); a second 401 for the
+/// same request (the fresh token refused too) is reported, not retried; a
+/// 403 `insufficient_scope` asks for the union of the scopes held and those
+/// named, for one request at most [`OAuthConfig::max_step_ups`] times
+/// (counting its first token, if it needed one).
+///
+/// A machine's own credential (client credentials, pre-registered client):
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::sync::Arc;
+/// use mcpyard_client::oauth::{Grant, MemoryTokenStore, OAuthClient, OAuthConfig, Secret, TokenKey};
+/// use mcpyard_client::{ConnectOptions, McpClient, NoopHandler, TransportSpec};
+///
+/// let url = "https://mcp.example.com/mcp";
+/// let config = OAuthConfig {
+///     grant: Grant::ClientCredentials,
+///     client_id: Some("reporting-bot".into()),
+///     client_secret: Some(Secret::new(std::env::var("REPORTING_BOT_SECRET")?)),
+///     ..OAuthConfig::default()
+/// };
+/// let store = Arc::new(MemoryTokenStore::new());
+/// let oauth = OAuthClient::new(url, TokenKey::upstream("reports"), config, store)?;
+/// let options = ConnectOptions { http_auth: Some(Arc::new(oauth)), ..ConnectOptions::default() };
+/// let spec = TransportSpec::StreamableHttp { url: url.into(), headers: vec![] };
+/// let client = McpClient::connect(spec, Arc::new(NoopHandler), options).await?;
+/// # Ok(()) }
+/// ```
+///
+/// A person's login, done apart from any connection (the tokens land in the
+/// store, where the connection's client finds them):
+///
+/// ```no_run
+/// # async fn demo(oauth: mcpyard_client::oauth::OAuthClient) -> Result<(), mcpyard_client::oauth::OAuthError> {
+/// let pending = oauth.begin_login().await?;
+/// println!("open {}", pending.authorization_url);
+/// // ... the browser comes back to the redirect URI (a loopback listener),
+/// // or the person pastes the redirect URL or the code:
+/// let redirect = "http://127.0.0.1:8976/callback?code=...&state=...";
+/// oauth.finish_login(pending, redirect).await?;
+/// # Ok(()) }
+/// ```
 pub struct OAuthClient {
     server_url: Url,
     key: TokenKey,
@@ -100,9 +136,6 @@ pub struct OAuthClient {
     authorizer: Option<Arc<dyn Authorizer>>,
     http: reqwest::Client,
     state: Mutex<State>,
-    /// New tokens not yet accepted by the server: a 401 now is final.
-    unproven: AtomicBool,
-    step_ups: AtomicU32,
 }
 
 impl fmt::Debug for OAuthClient {
@@ -143,8 +176,6 @@ impl OAuthClient {
             authorizer: None,
             http: oauth_http::build()?,
             state: Mutex::new(State::default()),
-            unproven: AtomicBool::new(false),
-            step_ups: AtomicU32::new(0),
         })
     }
 
@@ -759,8 +790,7 @@ impl OAuthClient {
             return Ok(true);
         }
         if refusal.status == 403 && challenge.is_insufficient_scope() {
-            let n = self.step_ups.fetch_add(1, Ordering::SeqCst) + 1;
-            if n > self.config.max_step_ups {
+            if refusal.attempt > self.config.max_step_ups {
                 return Err(OAuthError::Refused(format!(
                     "still insufficient scope after {} step-up(s)",
                     self.config.max_step_ups
@@ -783,10 +813,9 @@ impl OAuthClient {
                 ..challenge
             };
             self.obtain(&mut state, Some(&widened)).await?;
-            self.unproven.store(true, Ordering::SeqCst);
             return Ok(true);
         }
-        if self.unproven.load(Ordering::SeqCst) && refusal.sent.is_some() {
+        if refusal.attempt > 1 {
             return Err(OAuthError::Refused(
                 "the server refused a token it had just been issued".into(),
             ));
@@ -801,10 +830,7 @@ impl OAuthClient {
             .is_some_and(|t| t.refresh_token.is_some())
         {
             match self.refresh(&mut state).await {
-                Ok(()) => {
-                    self.unproven.store(true, Ordering::SeqCst);
-                    return Ok(true);
-                }
+                Ok(()) => return Ok(true),
                 Err(OAuthError::LoginRequired { .. }) if self.can_obtain_alone() => {}
                 Err(e) => return Err(e),
             }
@@ -815,7 +841,6 @@ impl OAuthClient {
             state.discovered = None;
         }
         self.obtain(&mut state, Some(&challenge)).await?;
-        self.unproven.store(true, Ordering::SeqCst);
         Ok(true)
     }
 
@@ -837,11 +862,6 @@ impl HttpAuth for OAuthClient {
 
     async fn challenged(&self, refusal: Refusal<'_>) -> Result<bool, ClientError> {
         Ok(self.on_refusal(refusal).await?)
-    }
-
-    fn accepted(&self) {
-        self.unproven.store(false, Ordering::SeqCst);
-        self.step_ups.store(0, Ordering::SeqCst);
     }
 }
 
@@ -938,7 +958,80 @@ fn client_assertion(
 
 #[cfg(test)]
 mod tests {
-    use super::{choose_method, ClientAuthMethod};
+    use std::sync::Arc;
+
+    use super::{choose_method, ClientAuthMethod, ClientCreds, OAuthClient, PendingLogin};
+    use crate::oauth::discovery::{Discovered, ServerMetadata};
+    use crate::oauth::{MemoryTokenStore, OAuthConfig, OAuthError, Secret, TokenKey};
+
+    fn pending(iss_promised: bool) -> PendingLogin {
+        PendingLogin {
+            authorization_url: "https://as.example/authorize".into(),
+            state: Secret::new("the-state"),
+            verifier: Secret::new("the-verifier"),
+            discovered: Discovered {
+                resource: "https://mcp.example/mcp".into(),
+                resource_scopes: None,
+                server: ServerMetadata {
+                    issuer: "https://as.example".into(),
+                    authorization_endpoint: Some("https://as.example/authorize".into()),
+                    // Nothing listens there: every case below must fail
+                    // before the code is exchanged.
+                    token_endpoint: Some("http://127.0.0.1:9/token".into()),
+                    registration_endpoint: None,
+                    code_challenge_methods_supported: Some(vec!["S256".into()]),
+                    token_endpoint_auth_methods_supported: None,
+                    client_id_metadata_document_supported: false,
+                    authorization_response_iss_parameter_supported: iss_promised,
+                },
+                from_metadata: true,
+            },
+            client: ClientCreds {
+                client_id: "c".into(),
+                secret: None,
+                method: ClientAuthMethod::None,
+            },
+            scopes: vec![],
+            redirect_uri: "http://127.0.0.1:1/callback".into(),
+        }
+    }
+
+    async fn redirect_error(iss_promised: bool, redirect: &str) -> String {
+        let oauth = OAuthClient::new(
+            "https://mcp.example/mcp",
+            TokenKey::upstream("t"),
+            OAuthConfig::default(),
+            Arc::new(MemoryTokenStore::new()),
+        )
+        .unwrap();
+        match oauth.exchange_code(&pending(iss_promised), redirect).await {
+            Err(OAuthError::Redirect(why)) => why,
+            other => panic!("{redirect}: {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn the_redirect_is_checked_before_the_code_is_exchanged() {
+        let cb = "http://127.0.0.1:1/callback";
+        let state = redirect_error(false, &format!("{cb}?code=x&state=forged")).await;
+        assert!(state.contains("state"), "{state}");
+        let iss = redirect_error(
+            false,
+            &format!("{cb}?code=x&state=the-state&iss=https%3A%2F%2Fevil.example"),
+        )
+        .await;
+        assert!(iss.contains("evil.example"), "{iss}");
+        let missing_iss = redirect_error(true, &format!("{cb}?code=x&state=the-state")).await;
+        assert!(missing_iss.contains("iss"), "{missing_iss}");
+        let refused = redirect_error(
+            false,
+            &format!("{cb}?error=access_denied&error_description=no&state=the-state"),
+        )
+        .await;
+        assert!(refused.contains("access_denied"), "{refused}");
+        let no_code = redirect_error(false, &format!("{cb}?state=the-state")).await;
+        assert!(no_code.contains("no code"), "{no_code}");
+    }
 
     #[test]
     fn the_auth_method_follows_what_the_server_offers() {

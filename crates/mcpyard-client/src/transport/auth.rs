@@ -20,6 +20,10 @@ pub struct Refusal<'a> {
     /// The `Authorization` value the refused request carried, so that a
     /// refusal of credentials already replaced is told from a new one.
     pub sent: Option<&'a str>,
+    /// How many times this request has been refused, this time included:
+    /// 2 means the credentials obtained after its first refusal were
+    /// refused too.
+    pub attempt: u32,
 }
 
 /// Supplies credentials to the HTTP transports and reacts to refusals.
@@ -29,7 +33,8 @@ pub struct Refusal<'a> {
 /// answers 401, or 403 naming `insufficient_scope`, the transport calls
 /// [`challenged`](HttpAuth::challenged) and sends the request once more only
 /// if it returns `Ok(true)`; the implementation bounds how often that
-/// happens (no loop), and the transport stops after a few attempts anyway.
+/// happens per request with [`Refusal::attempt`] (no loop), and the
+/// transport stops after a few attempts anyway.
 #[async_trait]
 pub trait HttpAuth: Send + Sync + fmt::Debug {
     /// The `Authorization` header value for the next request (`Bearer ...`),
@@ -40,7 +45,4 @@ pub trait HttpAuth: Send + Sync + fmt::Debug {
     /// send the request again; `Ok(false)`: give up and report the refusal;
     /// `Err`: report this instead.
     async fn challenged(&self, refusal: Refusal<'_>) -> Result<bool, ClientError>;
-
-    /// A request carrying the current credentials was not refused.
-    fn accepted(&self) {}
 }

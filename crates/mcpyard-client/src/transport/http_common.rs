@@ -81,19 +81,14 @@ pub(crate) async fn send_authorized(
                 && challenge
                     .as_deref()
                     .is_some_and(|c| c.contains("insufficient_scope")));
-        if !refused {
-            if sent.is_some() {
-                auth.accepted();
-            }
-            return Ok(resp);
-        }
-        if attempts >= MAX_AUTH_ATTEMPTS {
+        if !refused || attempts >= MAX_AUTH_ATTEMPTS {
             return Ok(resp);
         }
         let refusal = Refusal {
             status,
             www_authenticate: challenge.as_deref(),
             sent: sent.as_deref(),
+            attempt: attempts,
         };
         if !auth.challenged(refusal).await? {
             return Ok(resp);
