@@ -106,8 +106,4 @@ impl HttpAuth for UpstreamAuth {
         let client = self.current();
         self.after(client.challenged(refusal).await)
     }
-
-    fn accepted(&self) {
-        self.current().accepted();
-    }
 }
