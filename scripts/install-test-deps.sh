@@ -4,6 +4,9 @@
 #   .tools/npm      official MCP servers, the conformance suite, MCP Inspector,
 #                   Prism (a mock HTTP server validating requests against an
 #                   OpenAPI / Swagger document)
+#   .tools/npm-oauth  oidc-provider, a certified OpenID Provider: the real
+#                   authorization server of the OAuth tests (a tree of its own,
+#                   so its pins never move the MCP peers')
 #   .tools/venv     Python with the MCP SDK 2.x (real client, conformance fixture)
 #   .tools/venv1    Python with the MCP SDK 1.x (older real client)
 #   .tools/venv-time  Python with mcp-server-time (a real stdio upstream)
@@ -40,6 +43,9 @@ NPM_PEERS=(
   "@modelcontextprotocol/conformance@0.1.16"
   "@modelcontextprotocol/inspector@2.12.0"
   "@stoplight/prism-cli@5.16.0"
+)
+NPM_OAUTH_PEERS=(
+  "oidc-provider@9.13.3"
 )
 PY_SDK2="mcp==2.3.0"
 PY_SDK1="mcp==1.30.0"
@@ -120,6 +126,23 @@ else
   done
 fi
 
+# --- the OAuth tests' authorization server ---------------------------------
+oauth_missing=()
+for spec in "${NPM_OAUTH_PEERS[@]}"; do
+  name="${spec%@*}"; want="${spec##*@}"
+  pkgjson="$TOOLS/npm-oauth/node_modules/$name/package.json"
+  have=""
+  [ -f "$pkgjson" ] && have="$("$NODE" -e 'process.stdout.write(require(process.argv[1]).version)' "$pkgjson")"
+  [ "$have" = "$want" ] || oauth_missing+=("$spec")
+done
+if [ "${#oauth_missing[@]}" -eq 0 ]; then
+  log "OAuth peers already in .tools/npm-oauth"
+else
+  log "installing into .tools/npm-oauth: ${oauth_missing[*]}"
+  VERIFY=1
+  npm install --prefix "$TOOLS/npm-oauth" --save-exact --ignore-scripts "${NPM_OAUTH_PEERS[@]}" >&2
+fi
+
 # --- Python venvs ------------------------------------------------------------
 # venv DIR MODULE REQUIREMENTS... : installs REQUIREMENTS into the venv DIR
 # unless its marker file already lists exactly these requirements and MODULE
@@ -162,6 +185,8 @@ done
 [ -n "$inspector_bin" ] || die "no MCP Inspector binary in .tools/npm/node_modules/.bin"
 "$TOOLS/npm/node_modules/.bin/conformance" list --server >/dev/null \
   || die "conformance suite does not run on $v"
+"$NODE" --input-type=module -e "await import('$TOOLS/npm-oauth/node_modules/oidc-provider/lib/index.js')" \
+  || die ".tools/npm-oauth/node_modules/oidc-provider does not load"
 "$TOOLS/venv/bin/python" -c 'import importlib.metadata as m, sys; v=m.version("mcp"); sys.exit(v != "2.3.0")' \
   || die ".tools/venv does not hold mcp 2.3.0"
 "$TOOLS/venv1/bin/python" -c 'import importlib.metadata as m, sys; v=m.version("mcp"); sys.exit(v != "1.30.0")' \
@@ -205,4 +230,4 @@ anyio.run(main)
 PY
   done
 fi
-log "ready: node $v, npm peers, venv (mcp 2.3.0), venv1 (mcp 1.30.0), venv-time, venv-mcpo, venv-llama"
+log "ready: node $v, npm peers, oidc-provider, venv (mcp 2.3.0), venv1 (mcp 1.30.0), venv-time, venv-mcpo, venv-llama"

@@ -5,7 +5,8 @@
 #   3. scripts/conformance.sh         the official MCP conformance suite, directly
 #                                     and through the gateway (see that script)
 #   4. scripts/conformance-client.sh  the same suite's client scenarios against
-#                                     a client built on mcpyard-client
+#                                     a client built on mcpyard-client, directly
+#                                     and (full mode) through the gateway
 # and prints a summary. Exits non-zero when any step fails.
 #
 # Environment:
@@ -86,6 +87,17 @@ else
     note "gates: $gp passed, $gf failed"
     TOTAL_PASSED=$((TOTAL_PASSED + gp)); TOTAL_FAILED=$((TOTAL_FAILED + gf))
     if [ "$cc_ok" -eq 0 ] && [ "$gf" -eq 0 ]; then TOTAL_FAILED=$((TOTAL_FAILED + 1)); fi
+
+    # The same client scenarios made through mcpyard, the scenario's server
+    # as its OAuth-protected upstream.
+    if [ "$CONFORMANCE_MODE" = full ]; then
+      if step conformance-client-gateway scripts/conformance-client.sh --through-gateway; then ccg_ok=1; else ccg_ok=0; failed_any=1; fi
+      read -r gp gf < <(sed -n 's/^conformance gates: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' \
+        "$LOGDIR/conformance-client-gateway.log" | tail -n 1 | awk '{print $1+0, $2+0}')
+      note "gates: $gp passed, $gf failed"
+      TOTAL_PASSED=$((TOTAL_PASSED + gp)); TOTAL_FAILED=$((TOTAL_FAILED + gf))
+      if [ "$ccg_ok" -eq 0 ] && [ "$gf" -eq 0 ]; then TOTAL_FAILED=$((TOTAL_FAILED + 1)); fi
+    fi
   fi
 fi
 

@@ -129,6 +129,9 @@ pub struct UpstreamSpec {
     /// Whether this server's sampling requests may be answered by a local
     /// model; `None` (the default) never.
     pub sampling: Option<UpstreamSampling>,
+    /// Credentials of an HTTP server (OAuth, with mcpyard-client's `oauth`
+    /// feature): every request carries its token; `None` for none.
+    pub http_auth: Option<Arc<dyn mcpyard_client::HttpAuth>>,
 }
 
 /// When and how a local model answers an upstream's sampling requests.

@@ -252,6 +252,7 @@ fn npm_upstream(name: &str, package: &str, args: &[&str]) -> UpstreamSpec {
         list_timeout: UpstreamSpec::DEFAULT_LIST_TIMEOUT,
         max_in_flight: UpstreamSpec::DEFAULT_MAX_IN_FLIGHT,
         sampling: None,
+        http_auth: None,
     }
 }
 

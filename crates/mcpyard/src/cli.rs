@@ -35,6 +35,9 @@ pub(crate) enum Command {
     List(ListArgs),
     /// Call a tool on a running gateway, or on one configured server.
     Call(CallArgs),
+    /// Log in to a configured server behind OAuth (authorization code +
+    /// PKCE) and save its tokens for the gateway.
+    Login(LoginArgs),
 }
 
 #[derive(Debug, Args)]
@@ -148,6 +151,25 @@ pub(crate) struct CallArgs {
     pub(crate) raw: bool,
 }
 
+#[derive(Debug, Args)]
+pub(crate) struct LoginArgs {
+    /// The configured server to log in to (its `[servers.NAME.oauth]`).
+    pub(crate) server: String,
+
+    /// Configuration file holding the server.
+    #[arg(long, short, env = "MCPYARD_CONFIG", value_name = "FILE")]
+    pub(crate) config: PathBuf,
+
+    /// Open no browser: print the address to log in at, and read the
+    /// address the browser was sent back to (or its code) from stdin.
+    #[arg(long)]
+    pub(crate) no_browser: bool,
+
+    /// How long to wait for the login to come back (e.g. 5m).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, default_value = "5m")]
+    pub(crate) timeout: Duration,
+}
+
 fn parse_listen(s: &str) -> Result<SocketAddr, String> {
     crate::config::parse_listen(s).ok_or_else(|| {
         format!("expected HOST:PORT with an IP address or `localhost`, e.g. {DEFAULT_LISTEN}")
@@ -226,5 +248,25 @@ mod tests {
         assert!(Cli::try_parse_from(["mcpyard", "serve", "--listen", "nowhere"]).is_err());
         assert!(Cli::try_parse_from(["mcpyard", "list", "--timeout", "soon"]).is_err());
         assert!(Cli::try_parse_from(["mcpyard", "check"]).is_err());
+    }
+
+    #[test]
+    fn login_takes_a_server_a_config_and_no_browser() {
+        let cli = Cli::try_parse_from([
+            "mcpyard",
+            "login",
+            "github",
+            "--config",
+            "m.toml",
+            "--no-browser",
+        ])
+        .unwrap();
+        let Command::Login(l) = cli.command else {
+            panic!("expected login");
+        };
+        assert_eq!(l.server, "github");
+        assert!(l.no_browser);
+        assert_eq!(l.timeout, Duration::from_secs(300));
+        assert!(Cli::try_parse_from(["mcpyard", "login", "--config", "m.toml"]).is_err());
     }
 }

@@ -5,6 +5,8 @@ mod cli;
 mod commands;
 mod config;
 mod logging;
+mod token_store;
+mod upstream_auth;
 
 use std::process::ExitCode;
 

@@ -155,6 +155,7 @@ fn everything() -> UpstreamSpec {
         list_timeout: UpstreamSpec::DEFAULT_LIST_TIMEOUT,
         max_in_flight: 1,
         sampling: None,
+        http_auth: None,
     }
 }
 

@@ -219,6 +219,9 @@ fn summary(s: &Settings) -> String {
                     format_duration(up.timeout),
                     expose(s, &server.name),
                 );
+                if let Some(oauth) = s.oauth(&server.name) {
+                    out += &format!("  {:width$}  {}\n", "", oauth.describe());
+                }
             }
             None => {
                 out += &format!(

@@ -4,6 +4,7 @@
 mod call;
 mod check;
 mod list;
+mod login;
 mod serve;
 mod shutdown;
 mod stdio;
@@ -48,6 +49,11 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Call(args) => {
             logging::init(cli_level, CLIENT_LOG_LEVEL)?;
             call::run(args).await
+        }
+        Command::Login(args) => {
+            logging::init(cli_level, CLIENT_LOG_LEVEL)?;
+            login::run(args).await?;
+            Ok(ExitCode::SUCCESS)
         }
     }
 }

@@ -55,6 +55,7 @@ pub(super) fn url_spec(url: &str, api_key: Option<&str>) -> anyhow::Result<Trans
 
 pub(super) async fn connect(target: &Target) -> anyhow::Result<Connected> {
     let mut hint = "";
+    let mut http_auth = None;
     let (spec, label, configured_timeout) = match (&target.config, &target.server) {
         (Some(path), Some(name)) => {
             let settings = config::load(path)?;
@@ -76,6 +77,7 @@ pub(super) async fn connect(target: &Target) -> anyhow::Result<Connected> {
                     }
                 );
             };
+            http_auth = up.http_auth.clone();
             (up.transport.clone(), up.name.clone(), Some(up.timeout))
         }
         _ => {
@@ -100,6 +102,7 @@ pub(super) async fn connect(target: &Target) -> anyhow::Result<Connected> {
     };
     let options = ConnectOptions {
         label,
+        http_auth,
         ..ConnectOptions::default()
     };
     let client = McpClient::connect(spec, Arc::new(NoopHandler), options)

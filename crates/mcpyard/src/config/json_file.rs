@@ -13,6 +13,7 @@ use serde::Deserialize;
 use super::error::{redact_serde_message, ConfigError};
 use super::expose::RawExpose;
 use super::jsonc;
+use super::oauth::{CursorAuth, JsonOAuth};
 use super::server::{RawSampling, RawServer};
 use super::toml_file::key_of;
 use super::values::{OrderedMap, RawDuration};
@@ -50,6 +51,10 @@ struct JsonServer {
     enabled: Option<bool>,
     sampling: Option<RawSampling>,
     expose: Option<RawExpose>,
+    /// mcpyard's keys, or Claude Code's / Gemini CLI's camelCase ones.
+    oauth: Option<JsonOAuth>,
+    /// Cursor's static OAuth client.
+    auth: Option<CursorAuth>,
     #[serde(flatten)]
     unknown: OrderedMap<IgnoredAny>,
 }
@@ -118,6 +123,23 @@ pub(crate) fn parse(file: &str, text: &str) -> Result<JsonServers, ConfigError> 
             (None, Some(d)) => !d,
             (None, None) => true,
         };
+        let oauth = match (s.oauth, s.auth) {
+            (Some(_), Some(_)) => {
+                return Err(ConfigError::at(
+                    file,
+                    key,
+                    "`oauth` and `auth` both configure OAuth: keep one",
+                ))
+            }
+            (Some(o), None) => o
+                .into_raw(file, &format!("{key}.oauth"), &mut warnings)?
+                .map(|o| ("oauth", o)),
+            (None, Some(a)) => Some((
+                "auth",
+                a.into_raw(file, &format!("{key}.auth"), &mut warnings),
+            )),
+            (None, None) => None,
+        };
         servers.push((
             name,
             RawServer {
@@ -136,6 +158,7 @@ pub(crate) fn parse(file: &str, text: &str) -> Result<JsonServers, ConfigError> 
                 enabled,
                 sampling: s.sampling,
                 expose: s.expose,
+                oauth,
             },
         ));
     }

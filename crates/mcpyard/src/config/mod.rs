@@ -12,6 +12,7 @@ mod expose;
 mod json_file;
 mod jsonc;
 mod limits;
+mod oauth;
 mod redact;
 mod server;
 mod toml_file;
@@ -30,6 +31,7 @@ use mcpyard_gateway::{
 pub(crate) use api::ApiSummary;
 pub(crate) use error::ConfigError;
 pub(crate) use limits::Limits;
+pub(crate) use oauth::{GrantKind, OAuthSettings, REDIRECT_PATH};
 use server::{Context, RawServer};
 use values::{parse_size, RawSize};
 
@@ -80,6 +82,10 @@ pub(crate) struct Settings {
     pub(crate) limits: Limits,
     /// Every API in the file, enabled or not, in file order.
     pub(crate) apis: Vec<ApiSummary>,
+    /// The OAuth settings of the enabled servers that have them.
+    pub(crate) oauth: Vec<(String, OAuthSettings)>,
+    /// Where OAuth tokens are kept (`None`: no XDG_STATE_HOME nor HOME).
+    pub(crate) token_dir: Option<std::path::PathBuf>,
 }
 
 impl Settings {
@@ -186,6 +192,11 @@ impl Settings {
     pub(crate) fn upstream(&self, name: &str) -> Option<&UpstreamSpec> {
         self.gateway.upstreams().find(|u| u.name == name)
     }
+
+    /// The OAuth settings of the upstream called `name`, if it has them.
+    pub(crate) fn oauth(&self, name: &str) -> Option<&OAuthSettings> {
+        self.oauth.iter().find(|(n, _)| n == name).map(|(_, o)| o)
+    }
 }
 
 /// The file formats, chosen by extension, else by content.
@@ -279,6 +290,8 @@ fn from_text(
 
     let mut upstreams = Vec::new();
     let mut summaries = Vec::new();
+    let mut oauth_settings = Vec::new();
+    let token_dir = crate::token_store::default_dir(lookup);
     for (name, raw) in servers {
         let key = format!("{section}.{name}");
         if raw.enabled {
@@ -290,11 +303,27 @@ fn from_text(
             true => expose::listing(&ctx, &format!("{key}.expose"), raw.expose.as_ref())?,
             false => Listing::Default,
         };
-        let built = server::build(&ctx, &key, &name, raw)?.map(|upstream| {
-            let mut spec = SourceSpec::mcp(upstream);
-            spec.exposure.listing = listing;
-            spec
-        });
+        let oauth_key = raw.oauth.as_ref().map(|(k, _)| format!("{key}.{k}"));
+        let built = match server::build(&ctx, &key, &name, raw)? {
+            None => None,
+            Some(mut built) => {
+                if let (Some(o), Some(okey)) = (built.oauth, oauth_key) {
+                    let dir = token_dir.clone().ok_or_else(|| {
+                        ctx.error(
+                            &okey,
+                            "no folder for the tokens: set XDG_STATE_HOME or HOME",
+                        )
+                    })?;
+                    let auth = oauth_auth(&built.upstream, &o, dir)
+                        .map_err(|e| ctx.error(&okey, e.to_string()))?;
+                    built.upstream.http_auth = Some(auth);
+                    oauth_settings.push((name.clone(), o));
+                }
+                let mut spec = SourceSpec::mcp(built.upstream);
+                spec.exposure.listing = listing;
+                Some(spec)
+            }
+        };
         summaries.push(ServerSummary {
             name,
             target,
@@ -473,7 +502,30 @@ fn from_text(
         inference: inference_summary,
         limits,
         apis,
+        oauth: oauth_settings,
+        token_dir,
     })
+}
+
+/// The OAuth client of an upstream, its tokens kept in `dir`. The gateway
+/// runs no browser: an authorization-code upstream without a usable token
+/// waits for `mcpyard login`.
+fn oauth_auth(
+    upstream: &UpstreamSpec,
+    oauth: &OAuthSettings,
+    dir: std::path::PathBuf,
+) -> Result<std::sync::Arc<dyn mcpyard_client::HttpAuth>, mcpyard_client::oauth::OAuthError> {
+    let url = http_url(&upstream.transport).expect("OAuth is refused for stdio servers");
+    let auth = crate::upstream_auth::UpstreamAuth::new(&upstream.name, url, oauth.clone(), dir)?;
+    Ok(std::sync::Arc::new(auth))
+}
+
+/// The URL of an HTTP transport.
+pub(crate) fn http_url(spec: &TransportSpec) -> Option<&str> {
+    match spec {
+        TransportSpec::StreamableHttp { url, .. } | TransportSpec::Sse { url, .. } => Some(url),
+        TransportSpec::Stdio { .. } => None,
+    }
 }
 
 /// `HOST:PORT` with an IP address, or `localhost:PORT`.
@@ -551,6 +603,9 @@ fn warn_about_clear_secrets(file: &str, key: &str, raw: &RawServer, warnings: &m
                 "{file}: `{key}.headers.{name}` is written in clear in the file; use \"${{VAR}}\" and set the variable instead"
             ));
         }
+    }
+    if let Some((okey, o)) = &raw.oauth {
+        warnings.extend(oauth::clear_secrets(file, &format!("{key}.{okey}"), o));
     }
 }
 

@@ -11,6 +11,7 @@ use mcpyard_gateway::{SamplingPolicy, UpstreamSampling, UpstreamSpec};
 
 use super::error::ConfigError;
 use super::expand::expand;
+use super::oauth::OAuthSettings;
 use super::values::{parse_duration, RawDuration};
 
 /// Per-call timeout of a server that sets none.
@@ -66,6 +67,9 @@ pub(crate) struct RawServer {
     pub(crate) sampling: Option<RawSampling>,
     /// Which of its tools `tools/list` shows.
     pub(crate) expose: Option<super::expose::RawExpose>,
+    /// OAuth toward an HTTP server, with the key it was written under
+    /// (`oauth`, or Cursor's `auth`).
+    pub(crate) oauth: Option<(&'static str, super::oauth::RawOAuth)>,
 }
 
 /// `[servers.NAME.sampling]`: its presence lets a local model answer the
@@ -121,6 +125,14 @@ pub(crate) fn check_name(ctx: &Context<'_>, key: &str, name: &str) -> Result<(),
     }
 }
 
+/// An enabled server entry, checked.
+#[derive(Debug)]
+pub(crate) struct BuiltServer {
+    pub(crate) upstream: UpstreamSpec,
+    /// How its tokens are obtained, for an HTTP server behind OAuth.
+    pub(crate) oauth: Option<OAuthSettings>,
+}
+
 /// Turns an entry into an upstream. `key` is the entry's path
 /// (`servers.everything`). A disabled entry gives `None` and is not
 /// expanded (its variables need not be set).
@@ -129,7 +141,7 @@ pub(crate) fn build(
     key: &str,
     name: &str,
     raw: RawServer,
-) -> Result<Option<UpstreamSpec>, ConfigError> {
+) -> Result<Option<BuiltServer>, ConfigError> {
     check_name(ctx, key, name)?;
     if !raw.enabled {
         return Ok(None);
@@ -180,6 +192,12 @@ pub(crate) fn build(
                     "`headers` is for HTTP servers (`url`), not for `command`",
                 ));
             }
+            if let Some((okey, _)) = &raw.oauth {
+                return Err(ctx.error(
+                    &field(okey),
+                    "OAuth is for HTTP servers (`url`), not for `command`",
+                ));
+            }
             build_stdio(
                 ctx,
                 key,
@@ -210,8 +228,23 @@ pub(crate) fn build(
                     "the stdio transport needs `command`, but this server has `url`",
                 ));
             }
+            if let (Some((okey, _)), Some(headers)) = (&raw.oauth, &raw.headers) {
+                if let Some((h, _)) = headers
+                    .iter()
+                    .find(|(h, _)| h.eq_ignore_ascii_case("authorization"))
+                {
+                    return Err(ctx.error(
+                        &field(&format!("headers.{h}")),
+                        format!("`{okey}` supplies the Authorization header: remove this one"),
+                    ));
+                }
+            }
             build_http(ctx, key, url, raw.headers, asked.map(|(_, k)| k))?
         }
+    };
+    let oauth = match raw.oauth {
+        None => None,
+        Some((okey, o)) => Some(super::oauth::build(ctx, &field(okey), o)?),
     };
 
     let timeout = match raw.timeout {
@@ -262,14 +295,20 @@ pub(crate) fn build(
         }
     };
 
-    Ok(Some(UpstreamSpec {
-        name: name.to_owned(),
-        prefix,
-        transport,
-        timeout,
-        list_timeout,
-        max_in_flight,
-        sampling,
+    Ok(Some(BuiltServer {
+        upstream: UpstreamSpec {
+            name: name.to_owned(),
+            prefix,
+            transport,
+            timeout,
+            list_timeout,
+            max_in_flight,
+            sampling,
+            // The OAuth client is made by the caller, which knows where
+            // tokens are kept.
+            http_auth: None,
+        },
+        oauth,
     }))
 }
 
@@ -509,7 +548,10 @@ mod tests {
             timeout: Some(RawDuration::Text("2m".into())),
             ..stdio("npx")
         };
-        let up = build(&ctx(), "servers.s", "s", raw).unwrap().unwrap();
+        let up = build(&ctx(), "servers.s", "s", raw)
+            .unwrap()
+            .unwrap()
+            .upstream;
         assert_eq!(up.name, "s");
         assert_eq!(up.prefix.as_deref(), Some("e_"));
         assert_eq!(up.timeout, Duration::from_secs(120));
@@ -529,7 +571,8 @@ mod tests {
     fn defaults_are_sixty_seconds_and_the_name_prefix() {
         let up = build(&ctx(), "servers.s", "s", stdio("x"))
             .unwrap()
-            .unwrap();
+            .unwrap()
+            .upstream;
         assert_eq!(up.timeout, DEFAULT_TIMEOUT);
         assert_eq!(up.prefix, None);
         assert_eq!(up.effective_prefix(), "s__");
@@ -541,7 +584,10 @@ mod tests {
             cwd: Some("/srv".into()),
             ..stdio("x")
         };
-        let up = build(&ctx(), "servers.s", "s", raw).unwrap().unwrap();
+        let up = build(&ctx(), "servers.s", "s", raw)
+            .unwrap()
+            .unwrap()
+            .upstream;
         let TransportSpec::Stdio { cwd, .. } = up.transport else {
             panic!("expected stdio");
         };
@@ -552,18 +598,23 @@ mod tests {
     fn urls_choose_streamable_http_or_sse() {
         let up = build(&ctx(), "servers.s", "s", http("http://127.0.0.1:3001/mcp"))
             .unwrap()
-            .unwrap();
+            .unwrap()
+            .upstream;
         assert!(matches!(up.transport, TransportSpec::StreamableHttp { .. }));
         let up = build(&ctx(), "servers.s", "s", http("http://127.0.0.1:3001/sse"))
             .unwrap()
-            .unwrap();
+            .unwrap()
+            .upstream;
         assert!(matches!(up.transport, TransportSpec::Sse { .. }));
         let raw = RawServer {
             transport: Some(("transport", "sse".into())),
             headers: Some(vec![("Authorization".into(), "Bearer ${TOKEN}".into())]),
             ..http("http://127.0.0.1:3001/events")
         };
-        let up = build(&ctx(), "servers.s", "s", raw).unwrap().unwrap();
+        let up = build(&ctx(), "servers.s", "s", raw)
+            .unwrap()
+            .unwrap()
+            .upstream;
         assert_eq!(
             up.transport,
             TransportSpec::Sse {
@@ -575,7 +626,10 @@ mod tests {
             transport: Some(("type", "http".into())),
             ..http("http://127.0.0.1:3001/sse")
         };
-        let up = build(&ctx(), "servers.s", "s", raw).unwrap().unwrap();
+        let up = build(&ctx(), "servers.s", "s", raw)
+            .unwrap()
+            .unwrap()
+            .upstream;
         assert!(matches!(up.transport, TransportSpec::StreamableHttp { .. }));
     }
 

@@ -11,6 +11,7 @@ fn env(name: &str) -> Option<String> {
         "TOKEN" => Some("tok-123".into()),
         "MCPYARD_API_KEY" => Some("key-456".into()),
         "PORT" => Some("9001".into()),
+        "HOME" => Some("/home/u".into()),
         _ => None,
     }
 }
@@ -544,4 +545,131 @@ expose = "*"
     assert!(err.contains("servers.a.expose"), "{err}");
     let err = toml_err("[inference]\nexpose = 3\n");
     assert!(err.contains("inference.expose"), "{err}");
+}
+
+#[test]
+fn an_http_server_takes_an_oauth_table() {
+    let s = toml(
+        r#"
+[servers.kc]
+url = "https://mcp.example.test/mcp"
+[servers.kc.oauth]
+grant = "client_credentials"
+client_id = "mcpyard"
+client_secret = "${TOKEN}"
+scopes = ["mcp:tools", "offline_access"]
+"#,
+    )
+    .unwrap();
+    let o = s.oauth("kc").expect("oauth settings");
+    assert_eq!(o.grant, GrantKind::ClientCredentials);
+    assert_eq!(o.client_id.as_deref(), Some("mcpyard"));
+    assert_eq!(
+        o.client_secret.as_ref().map(|h| h.0.as_str()),
+        Some("tok-123")
+    );
+    assert_eq!(
+        o.scopes.as_deref(),
+        Some(&["mcp:tools".to_owned(), "offline_access".to_owned()][..])
+    );
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    assert!(!format!("{s:?}").contains("tok-123"));
+    assert_eq!(
+        s.token_dir.as_deref(),
+        Some(Path::new("/home/u/.local/state/mcpyard/oauth"))
+    );
+    assert!(s.upstream("kc").unwrap().http_auth.is_some());
+}
+
+#[test]
+fn oauth_needs_a_folder_for_its_tokens() {
+    let lookup = |name: &str| (name != "HOME").then(|| env(name)).flatten();
+    let e = from_text(
+        "mcpyard.toml",
+        Some(Path::new("/cfg")),
+        "[servers.s]\nurl = \"http://h/mcp\"\n[servers.s.oauth]\n",
+        Format::Toml,
+        &lookup,
+    )
+    .unwrap_err();
+    assert_eq!(e.key.as_deref(), Some("servers.s.oauth"));
+    assert!(e.message.contains("XDG_STATE_HOME"), "{e}");
+}
+
+#[test]
+fn oauth_is_refused_where_it_cannot_work() {
+    let e = toml_err("[servers.s]\ncommand = \"x\"\n[servers.s.oauth]\n");
+    assert!(
+        e.contains("`servers.s.oauth`") && e.contains("HTTP servers"),
+        "{e}"
+    );
+    let e = toml_err(
+        "[servers.s]\nurl = \"http://h/mcp\"\nheaders = { Authorization = \"Bearer ${TOKEN}\" }\n[servers.s.oauth]\n",
+    );
+    assert!(e.contains("`servers.s.headers.Authorization`"), "{e}");
+    let e = toml_err("[servers.s]\nurl = \"http://h/mcp\"\n[servers.s.oauth]\nclient = \"x\"\n");
+    assert!(e.contains("unknown field `client`"), "{e}");
+}
+
+#[test]
+fn a_client_secret_in_clear_is_warned_about_without_its_value() {
+    let s = toml(
+        "[servers.s]\nurl = \"http://h/mcp\"\n[servers.s.oauth]\nclient_id = \"a\"\nclient_secret = \"hunter2\"\n",
+    )
+    .unwrap();
+    assert_eq!(s.warnings.len(), 1, "{:?}", s.warnings);
+    assert!(s.warnings[0].contains("servers.s.oauth.client_secret"));
+    assert!(!s.warnings[0].contains("hunter2"));
+}
+
+#[test]
+fn the_json_forms_of_other_clients_are_read() {
+    let s = json(
+        r#"{"mcpServers": {
+  "claude": {"type": "http", "url": "https://a.test/mcp", "oauth": {"clientId": "cc", "callbackPort": 9123, "scopes": "read write", "authServerMetadataUrl": "https://a.test/meta"}},
+  "gemini": {"url": "https://b.test/mcp", "oauth": {"enabled": true, "clientId": "gg", "clientSecret": "${TOKEN}", "redirectUri": "http://localhost:7000/callback", "tokenUrl": "https://b.test/token", "scopes": ["x"]}},
+  "cursor": {"url": "https://c.test/mcp", "auth": {"CLIENT_ID": "cu", "CLIENT_SECRET": "${TOKEN}", "scopes": ["y"]}},
+  "off": {"url": "https://d.test/mcp", "oauth": {"enabled": false, "clientId": "z"}},
+  "own": {"url": "https://e.test/mcp", "oauth": {"grant": "client_credentials", "client_id": "m2m", "client_secret": "${TOKEN}", "auth_method": "client_secret_post"}}
+}}"#,
+    )
+    .unwrap();
+    let claude = s.oauth("claude").unwrap();
+    assert_eq!(claude.client_id.as_deref(), Some("cc"));
+    assert_eq!(claude.redirect_port, 9123);
+    assert_eq!(
+        claude.scopes.as_deref(),
+        Some(&["read".to_owned(), "write".to_owned()][..])
+    );
+    let gemini = s.oauth("gemini").unwrap();
+    assert_eq!(gemini.redirect_port, 7000);
+    assert!(gemini.client_secret.is_some());
+    let cursor = s.oauth("cursor").unwrap();
+    assert_eq!(cursor.client_id.as_deref(), Some("cu"));
+    assert_eq!(cursor.grant, GrantKind::AuthorizationCode);
+    assert!(s.oauth("off").is_none());
+    let own = s.oauth("own").unwrap();
+    assert_eq!(own.grant, GrantKind::ClientCredentials);
+    assert_eq!(
+        own.auth_method,
+        Some(mcpyard_client::oauth::ClientAuthMethod::ClientSecretPost)
+    );
+    let warned = s.warnings.join("\n");
+    assert!(
+        warned.contains(
+            "`mcpServers.claude.oauth.authServerMetadataUrl`: ignored (mcpyard discovers"
+        ),
+        "{warned}"
+    );
+    assert!(
+        warned.contains("`mcpServers.gemini.oauth.tokenUrl`"),
+        "{warned}"
+    );
+    let e =
+        json(r#"{"mcpServers": {"x": {"url": "https://a.test/mcp", "oauth": {}, "auth": {}}}}"#)
+            .unwrap_err();
+    assert!(e.message.contains("keep one"), "{e}");
+    let e = json(r#"{"mcpServers": {"x": {"url": "https://a.test/mcp", "oauth": {"redirectUri": "https://a.test/cb"}}}}"#)
+        .unwrap_err();
+    assert_eq!(e.key.as_deref(), Some("mcpServers.x.oauth.redirectUri"));
 }

@@ -5,6 +5,7 @@ use serde::Deserialize;
 
 use super::error::{redact_serde_message, ConfigError};
 use super::expose::RawExpose;
+use super::oauth::RawOAuth;
 use super::server::{RawSampling, RawServer};
 use super::values::{OrderedMap, RawDuration, RawSize};
 
@@ -53,6 +54,7 @@ pub(crate) struct TomlServer {
     enabled: Option<bool>,
     sampling: Option<RawSampling>,
     expose: Option<RawExpose>,
+    oauth: Option<RawOAuth>,
 }
 
 impl From<TomlServer> for RawServer {
@@ -73,6 +75,7 @@ impl From<TomlServer> for RawServer {
             enabled: s.enabled.unwrap_or(true),
             sampling: s.sampling,
             expose: s.expose,
+            oauth: s.oauth.map(|o| ("oauth", o)),
         }
     }
 }

@@ -25,8 +25,35 @@ use relay::{Changes, LocalSampling, Relay};
 pub(crate) enum State {
     Connecting,
     Up,
-    Down { error: String },
+    Down {
+        error: String,
+    },
+    /// Its OAuth credential is gone (a refresh token revoked or expired,
+    /// or no login yet): a person must run `mcpyard login NAME`. Retried
+    /// like `Down`, so a login is picked up without a restart.
+    LoginRequired {
+        error: String,
+    },
     Stopped,
+}
+
+/// The message of an authorization failure a person must fix by logging
+/// in, or `None` for any other failure.
+fn login_required(error: &ClientError) -> Option<String> {
+    match error {
+        ClientError::Auth(e) if e.is_login_required() => Some(e.to_string()),
+        _ => None,
+    }
+}
+
+/// The state a failed connection or call leaves the upstream in.
+fn failed_state(error: &ClientError) -> State {
+    match login_required(error) {
+        Some(error) => State::LoginRequired { error },
+        None => State::Down {
+            error: error.to_string(),
+        },
+    }
 }
 
 #[derive(Debug)]
@@ -44,6 +71,9 @@ pub(crate) struct Upstream {
     client: RwLock<Option<McpClient>>,
     health: Mutex<Health>,
     relay: Arc<Relay>,
+    /// Woken when a call finds the credential gone, so the supervisor
+    /// drops the connection and retries as `LoginRequired`.
+    credential_lost: tokio::sync::Notify,
     /// What the upstream said changed, coalesced until the supervisor
     /// fetches it again.
     changes: Arc<Changes>,
@@ -109,6 +139,7 @@ impl Upstream {
                 restarts: 0,
             }),
             relay,
+            credential_lost: tokio::sync::Notify::new(),
             changes,
             sessions,
             stop,
@@ -147,6 +178,7 @@ impl Upstream {
             State::Connecting => ("connecting", None),
             State::Up => ("up", None),
             State::Down { error } => ("down", Some(error.clone())),
+            State::LoginRequired { error } => ("login_required", Some(error.clone())),
             State::Stopped => ("stopped", None),
         };
         let client = self.client();
@@ -175,8 +207,8 @@ impl Upstream {
             let (client, mut lists) = match self.connect(&events).await {
                 Ok(connected) => connected,
                 Err(None) => break,
-                Err(Some(error)) => {
-                    if !self.down(&events, error, &mut backoff).await {
+                Err(Some(state)) => {
+                    if !self.down(&events, state, &mut backoff).await {
                         break;
                     }
                     continue;
@@ -185,12 +217,19 @@ impl Upstream {
             let up_since = Instant::now();
             let mut health_check = tokio::time::interval(HEALTH_CHECK_EVERY);
             health_check.reset();
+            // Why the connection ended, when it was not simply lost.
+            let mut ended: Option<State> = None;
             loop {
                 tokio::select! {
                     _ = client.closed() => break,
+                    _ = self.credential_lost.notified() => {
+                        ended = Some(self.current_state());
+                        break;
+                    }
                     _ = health_check.tick() => {
                         if let Err(e) = ping(&client).await {
                             tracing::warn!(server = %self.spec.name, error = %e, "upstream failed its health check");
+                            ended = login_required(&e).map(|error| State::LoginRequired { error });
                             break;
                         }
                     }
@@ -219,10 +258,13 @@ impl Upstream {
                 backoff = BACKOFF_START;
             }
             self.health.lock().expect("health lock poisoned").restarts += 1;
-            if !self
-                .down(&events, "connection lost".into(), &mut backoff)
-                .await
-            {
+            let state = match ended {
+                Some(state @ State::LoginRequired { .. }) => state,
+                _ => State::Down {
+                    error: "connection lost".into(),
+                },
+            };
+            if !self.down(&events, state, &mut backoff).await {
                 break;
             }
         }
@@ -236,13 +278,14 @@ impl Upstream {
     }
 
     /// Connects and fetches the lists, publishing them. `Err(None)` when
-    /// the gateway stops meanwhile, `Err(Some(why))` when the server is
-    /// down, or connected but did not list what it offers in time (it
-    /// answers `initialize` and then never lists: not ready).
+    /// the gateway stops meanwhile, `Err(Some(state))` when the server is
+    /// down (or wants a login), or connected but did not list what it
+    /// offers in time (it answers `initialize` and then never lists: not
+    /// ready).
     async fn connect(
         &self,
         events: &SourceEvents,
-    ) -> Result<(McpClient, SourceLists), Option<String>> {
+    ) -> Result<(McpClient, SourceLists), Option<State>> {
         let options = ConnectOptions {
             capabilities: upstream_capabilities(),
             label: self.spec.name.clone(),
@@ -251,12 +294,13 @@ impl Upstream {
             // 2026-07-28 era alone is spoken to in that era, its input
             // requests reaching the relay like server requests.
             era: EraPolicy::HandshakeFirst,
+            http_auth: self.spec.http_auth.clone(),
             ..ConnectOptions::default()
         };
         let handler: Arc<dyn mcpyard_client::ClientHandler> = self.relay.clone();
         let client = tokio::select! {
             r = McpClient::connect(self.spec.transport.clone(), handler, options) => {
-                r.map_err(|e| Some(e.to_string()))?
+                r.map_err(|e| Some(failed_state(&e)))?
             }
             _ = self.stop.cancelled() => return Err(None),
         };
@@ -273,20 +317,30 @@ impl Upstream {
                 if self.stop.is_cancelled() {
                     return Err(None);
                 }
-                Err(Some(format!(
-                    "connected, but did not list what it offers within {:?}",
-                    self.spec.list_timeout
-                )))
+                Err(Some(State::Down {
+                    error: format!(
+                        "connected, but did not list what it offers within {:?}",
+                        self.spec.list_timeout
+                    ),
+                }))
             }
         }
     }
 
-    /// Marks the server down (out of the lists, calls failing with
-    /// `error`) and waits out the backoff, doubling it. False when the
-    /// gateway stops meanwhile.
-    async fn down(&self, events: &SourceEvents, error: String, backoff: &mut Duration) -> bool {
-        tracing::warn!(server = %self.spec.name, %error, "upstream unavailable; retrying in {backoff:?}");
-        self.set_state(State::Down { error });
+    /// Marks the server down or waiting for a login (out of the lists,
+    /// calls failing with its error) and waits out the backoff, doubling
+    /// it. False when the gateway stops meanwhile.
+    async fn down(&self, events: &SourceEvents, state: State, backoff: &mut Duration) -> bool {
+        match &state {
+            State::LoginRequired { error } => {
+                tracing::warn!(server = %self.spec.name, %error, "upstream needs a login; retrying in {backoff:?}")
+            }
+            State::Down { error } => {
+                tracing::warn!(server = %self.spec.name, %error, "upstream unavailable; retrying in {backoff:?}")
+            }
+            _ => {}
+        }
+        self.set_state(state);
         events.down();
         let waited = tokio::select! {
             _ = tokio::time::sleep(*backoff) => true,
@@ -404,6 +458,9 @@ impl Upstream {
             .await;
         drop(guard);
         result.map_err(|e| {
+            if let Some(error) = login_required(&e) {
+                return self.credential_lost(error);
+            }
             // The deadline was set from this server's timeout: name that.
             let e = match e {
                 ClientError::Timeout(_) if context.deadline.is_some() => {
@@ -428,7 +485,32 @@ impl Upstream {
         client
             .request(method, Some(params), options)
             .await
-            .map_err(|e| RouteError::from_client(&self.spec.name, method, e))
+            .map_err(|e| match login_required(&e) {
+                Some(error) => self.credential_lost(error),
+                None => RouteError::from_client(&self.spec.name, method, e),
+            })
+    }
+
+    /// A call found the credential gone: the upstream waits for a login
+    /// (the supervisor drops the connection), and the call says so.
+    fn credential_lost(&self, error: String) -> RouteError {
+        tracing::warn!(server = %self.spec.name, %error, "upstream credential lost");
+        self.set_state(State::LoginRequired {
+            error: error.clone(),
+        });
+        self.credential_lost.notify_one();
+        RouteError::Unavailable {
+            server: self.spec.name.clone(),
+            reason: format!(": {error}"),
+        }
+    }
+
+    fn current_state(&self) -> State {
+        self.health
+            .lock()
+            .expect("health lock poisoned")
+            .state
+            .clone()
     }
 
     pub(crate) async fn notify(&self, method: &str, params: Option<Value>) {
@@ -440,7 +522,7 @@ impl Upstream {
     pub(crate) fn unavailable(&self) -> RouteError {
         let h = self.health.lock().expect("health lock poisoned");
         let reason = match &h.state {
-            State::Down { error } => format!(": {error}"),
+            State::Down { error } | State::LoginRequired { error } => format!(": {error}"),
             State::Connecting => ": still connecting".into(),
             _ => String::new(),
         };

@@ -1,0 +1,109 @@
+//! The OAuth client of each upstream, with its tokens in the file store.
+//!
+//! A running gateway must see a `mcpyard login` made meanwhile: the
+//! library's client reads the store once and keeps what it read, so after
+//! it has said "log in again" the next attempt is made with a new client,
+//! which reads the store afresh.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use mcpyard_client::oauth::{OAuthClient, OAuthError, TokenKey};
+use mcpyard_client::{ClientError, HttpAuth, Refusal};
+
+use crate::config::OAuthSettings;
+use crate::token_store::FileTokenStore;
+
+/// The OAuth client of `upstream` at `url`; `redirect_uri` is where a login
+/// receives the authorization server's redirect.
+pub(crate) fn oauth_client(
+    upstream: &str,
+    url: &str,
+    oauth: &OAuthSettings,
+    token_dir: PathBuf,
+    redirect_uri: String,
+) -> Result<OAuthClient, OAuthError> {
+    OAuthClient::new(
+        url,
+        TokenKey::upstream(upstream),
+        oauth.client_config(redirect_uri),
+        Arc::new(FileTokenStore::new(token_dir)),
+    )
+}
+
+/// What the gateway gives an upstream's connections: its OAuth client,
+/// made anew after it asked for a login (see the module's note).
+#[derive(Debug)]
+pub(crate) struct UpstreamAuth {
+    upstream: String,
+    url: String,
+    oauth: OAuthSettings,
+    token_dir: PathBuf,
+    current: Mutex<Arc<OAuthClient>>,
+}
+
+impl UpstreamAuth {
+    pub(crate) fn new(
+        upstream: &str,
+        url: &str,
+        oauth: OAuthSettings,
+        token_dir: PathBuf,
+    ) -> Result<Self, OAuthError> {
+        let client = oauth_client(
+            upstream,
+            url,
+            &oauth,
+            token_dir.clone(),
+            OAuthSettings::redirect_uri(oauth.redirect_port),
+        )?;
+        Ok(Self {
+            upstream: upstream.to_owned(),
+            url: url.to_owned(),
+            oauth,
+            token_dir,
+            current: Mutex::new(Arc::new(client)),
+        })
+    }
+
+    fn current(&self) -> Arc<OAuthClient> {
+        self.current
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// After a "log in again", the next attempt reads the store afresh.
+    fn after<T>(&self, result: Result<T, ClientError>) -> Result<T, ClientError> {
+        if matches!(&result, Err(ClientError::Auth(e)) if e.is_login_required()) {
+            match oauth_client(
+                &self.upstream,
+                &self.url,
+                &self.oauth,
+                self.token_dir.clone(),
+                OAuthSettings::redirect_uri(self.oauth.redirect_port),
+            ) {
+                Ok(fresh) => {
+                    *self.current.lock().unwrap_or_else(|e| e.into_inner()) = Arc::new(fresh)
+                }
+                Err(e) => {
+                    tracing::warn!(server = %self.upstream, error = %e, "cannot renew the OAuth client")
+                }
+            }
+        }
+        result
+    }
+}
+
+#[async_trait]
+impl HttpAuth for UpstreamAuth {
+    async fn authorization(&self) -> Result<Option<String>, ClientError> {
+        let client = self.current();
+        self.after(client.authorization().await)
+    }
+
+    async fn challenged(&self, refusal: Refusal<'_>) -> Result<bool, ClientError> {
+        let client = self.current();
+        self.after(client.challenged(refusal).await)
+    }
+}
