@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use mcpyard_client::TransportSpec;
 
+use crate::governance::Policy;
 use crate::router::Layer;
 use crate::SourceSpec;
 
@@ -16,8 +17,11 @@ pub struct GatewayConfig {
     /// ([`SourceSpec::mcp`]), local models, any other [`Source`](crate::Source).
     pub sources: Vec<SourceSpec>,
     /// Layers every routed call passes, outermost first, between the
-    /// tracing span and the per-source cap and timeout.
+    /// policy and the per-source cap and timeout.
     pub layers: Vec<Arc<dyn Layer>>,
+    /// Who may use which tool, prompt and resource: applied to the lists
+    /// each identity sees and, as the first layer, to every call.
+    pub policy: Option<Arc<Policy>>,
     /// Timeout for a client's answer to a relayed request (sampling...).
     pub client_request_timeout: Duration,
     /// Items per page of `tools/list` and the other lists.
@@ -44,6 +48,7 @@ impl Default for GatewayConfig {
         Self {
             sources: Vec::new(),
             layers: Vec::new(),
+            policy: None,
             client_request_timeout: Duration::from_secs(300),
             page_size: 200,
             sampler: None,

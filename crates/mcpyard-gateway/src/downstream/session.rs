@@ -12,6 +12,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::round_trips::{self, InputSink};
+use crate::source::Identity;
 
 /// Where messages for a client go: its session stream (GET stream, legacy
 /// SSE stream, stdout) or the response stream of one of its POSTs.
@@ -43,6 +44,8 @@ pub struct Session {
     last_active: Mutex<Instant>,
     /// Progress waiting for room on a full stream, the latest per token.
     held_progress: Arc<Mutex<HashMap<String, Message>>>,
+    /// Who the client is, as its front door authenticated it.
+    identity: Mutex<Identity>,
 }
 
 /// What the client told us at `initialize` (or per request, stateless).
@@ -80,6 +83,7 @@ impl Session {
     pub(crate) fn for_request(parent: &Session, envelope: Envelope) -> Arc<Self> {
         let mut s = Self::build(true, parent.stream());
         s.ended = parent.ended.child_token();
+        s.identity = Mutex::new(parent.identity());
         let session = Arc::new(s);
         session.update(|n| {
             n.protocol_version = envelope.version;
@@ -102,7 +106,18 @@ impl Session {
             input: Mutex::default(),
             last_active: Mutex::new(Instant::now()),
             held_progress: Arc::default(),
+            identity: Mutex::default(),
         }
+    }
+
+    /// Who the client is; anonymous until a front door says otherwise.
+    pub fn identity(&self) -> Identity {
+        self.identity.lock().expect("session lock poisoned").clone()
+    }
+
+    /// Sets who the client is, for every request of the session.
+    pub fn set_identity(&self, identity: Identity) {
+        *self.identity.lock().expect("session lock poisoned") = identity;
     }
 
     /// Notes that the client used the session.

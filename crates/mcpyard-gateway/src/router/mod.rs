@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 pub use layers::{Layer, Next, RouteFuture, RoutedCall};
 
 use crate::catalog::{Catalog, ListKind, View};
+use crate::governance::ItemKind;
 use crate::source::mcp::Upstream;
 use crate::source::{
     CallContext, CallLimits, ClientHandle, Identity, Progress, RouterHandle, Source, SourceRequest,
@@ -105,9 +106,14 @@ impl Router {
         self.slots.get(index)?.upstream.as_ref()
     }
 
-    /// Every tool of the catalogue, as `tools/list` shows them.
-    pub(crate) fn listed_tools(&self) -> Vec<Value> {
-        self.catalog.view().list(ListKind::Tools).as_ref().clone()
+    /// Every tool of the catalogue `identity` may use, as its `tools/list`
+    /// shows them.
+    pub(crate) fn listed_tools(&self, identity: &Identity) -> Vec<Value> {
+        self.catalog
+            .view_for(identity)
+            .list(ListKind::Tools)
+            .as_ref()
+            .clone()
     }
 
     /// The context of a call made by `client`.
@@ -152,7 +158,7 @@ impl Router {
         let view = self.catalog.view_for(&context.identity);
         let route = view
             .tool(name)
-            .ok_or_else(|| self.unknown_name("tool", name, &view))?;
+            .ok_or_else(|| self.unknown_name(&context.identity, ItemKind::Tool, name, &view))?;
         let slot = self.slots[route.source].clone();
         let target = name.to_owned();
         params["name"] = Value::String(route.name.clone());
@@ -185,9 +191,9 @@ impl Router {
         let (source, target) = match method {
             methods::PROMPTS_GET => {
                 let name = string_param(&params, "name")?;
-                let route = view
-                    .prompt(&name)
-                    .ok_or_else(|| self.unknown_name("prompt", &name, &view))?;
+                let route = view.prompt(&name).ok_or_else(|| {
+                    self.unknown_name(&context.identity, ItemKind::Prompt, &name, &view)
+                })?;
                 params["name"] = Value::String(route.name.clone());
                 (route.source, name)
             }
@@ -197,6 +203,12 @@ impl Router {
                     Some(source) => (source, uri),
                     None => {
                         drop(view);
+                        if let Some(refused) =
+                            self.catalog
+                                .refusal(&context.identity, ItemKind::Resource, &uri)
+                        {
+                            return Err(refused);
+                        }
                         return self.read_unlisted_resource(context, params, uri).await;
                     }
                 }
@@ -212,9 +224,9 @@ impl Router {
                             .get("name")
                             .and_then(Value::as_str)
                             .unwrap_or_default();
-                        let route = view
-                            .prompt(name)
-                            .ok_or_else(|| self.unknown_name("prompt", name, &view))?;
+                        let route = view.prompt(name).ok_or_else(|| {
+                            self.unknown_name(&context.identity, ItemKind::Prompt, name, &view)
+                        })?;
                         params["ref"]["name"] = Value::String(route.name.clone());
                         (route.source, name.to_owned())
                     }
@@ -376,13 +388,22 @@ impl Router {
             .collect()
     }
 
-    /// Unavailable naming the source when the name belongs to a source that
-    /// is down, else an unknown name.
-    fn unknown_name(&self, kind: &'static str, name: &str, view: &View) -> RouteError {
+    /// Why a name is not in `identity`'s view: the policy refused it;
+    /// its source is down (naming the source); or it is unknown.
+    fn unknown_name(
+        &self,
+        identity: &Identity,
+        kind: ItemKind,
+        name: &str,
+        view: &View,
+    ) -> RouteError {
+        if let Some(refused) = self.catalog.refusal(identity, kind, name) {
+            return refused;
+        }
         match view.unavailable(name).and_then(|s| self.upstream(s)) {
             Some(upstream) => upstream.unavailable(),
             None => RouteError::UnknownName {
-                kind,
+                kind: kind.as_str(),
                 name: name.to_owned(),
             },
         }
