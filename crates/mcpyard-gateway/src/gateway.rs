@@ -12,9 +12,9 @@ use tokio_util::sync::CancellationToken;
 use crate::catalog::{Catalog, ListKind};
 use crate::config::ConfigError;
 use crate::downstream::{era, is_log_level, round_trips, Downstream, Sessions};
-use crate::governance::{ItemKind, PolicyLayer};
+use crate::governance::{ItemKind, PolicyLayer, RateLimitLayer};
 use crate::router::tasks::{self, TaskEvent, TaskLimits, TaskStore};
-use crate::router::{task_owner, Layer, Router, Slot};
+use crate::router::{task_owner, Router, Slot};
 use crate::source::builtin::{self, Builtin};
 use crate::source::mcp::Upstream;
 use crate::source::{ClientHandle, Progress, Source, SourceEvents, SourceKind};
@@ -126,9 +126,12 @@ impl Gateway {
             config.page_size,
             config.policy.clone(),
         ));
-        let mut layers: Vec<Arc<dyn Layer>> = Vec::new();
+        let mut layers = config.outer_layers;
         if let Some(policy) = config.policy.filter(|p| !p.allows_all()) {
             layers.push(Arc::new(PolicyLayer::new(policy)));
+        }
+        if let Some(limiter) = config.rate_limiter {
+            layers.push(Arc::new(RateLimitLayer::new(limiter)));
         }
         layers.extend(config.layers);
         let own_tasks = TaskStore::new(TaskLimits::default(), {

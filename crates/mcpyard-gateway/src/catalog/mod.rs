@@ -399,35 +399,59 @@ impl Catalog {
         view
     }
 
-    /// Why `identity` does not find an item that the catalogue has: the
-    /// policy's refusal, or `None` when the item does not exist (or is
-    /// allowed).
+    /// Where an item the catalogue has but the policy keeps from
+    /// `identity` leads; `None` when the item does not exist or is allowed.
+    pub(crate) fn refused_route(
+        &self,
+        identity: &Identity,
+        kind: ItemKind,
+        name: &str,
+    ) -> Option<Route> {
+        self.refusal_of(identity, kind, name)
+            .map(|(route, _)| route)
+    }
+
+    /// The policy's refusal of an item the catalogue has, as the error a
+    /// client gets (word for word an unknown name's).
     pub(crate) fn refusal(
         &self,
         identity: &Identity,
         kind: ItemKind,
         name: &str,
     ) -> Option<RouteError> {
+        self.refusal_of(identity, kind, name)
+            .map(|(_, rule)| RouteError::Denied {
+                kind,
+                name: name.to_owned(),
+                rule,
+            })
+    }
+
+    fn refusal_of(
+        &self,
+        identity: &Identity,
+        kind: ItemKind,
+        name: &str,
+    ) -> Option<(Route, Option<usize>)> {
         let policy = self.policy.as_ref()?;
         let view = self.view();
-        let source = match kind {
-            ItemKind::Tool => view.tool(name).map(|r| r.source),
-            ItemKind::Prompt => view.prompt(name).map(|r| r.source),
-            ItemKind::Resource => view.resource_source(name),
+        let route = match kind {
+            ItemKind::Tool => view.tool(name).cloned(),
+            ItemKind::Prompt => view.prompt(name).cloned(),
+            ItemKind::Resource => view.resource_source(name).map(|source| Route {
+                source,
+                name: name.to_owned(),
+            }),
         }?;
         let entries = self.entries.read().expect("catalog lock poisoned");
         let item = Item {
             kind,
             name,
-            source: &entries.get(source)?.name,
+            source: &entries.get(route.source)?.name,
         };
         match policy.lists(identity, item) {
             Verdict::Allow => None,
-            Verdict::Deny { rule } => Some(RouteError::Denied {
-                kind,
-                name: name.to_owned(),
-                rule,
-            }),
+            Verdict::Deny { rule } => Some((route, rule)),
         }
     }
 

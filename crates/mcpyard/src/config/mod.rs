@@ -12,6 +12,7 @@ mod expose;
 mod json_file;
 mod jsonc;
 mod limits;
+mod policy;
 mod redact;
 mod server;
 mod toml_file;
@@ -80,6 +81,8 @@ pub(crate) struct Settings {
     pub(crate) limits: Limits,
     /// Every API in the file, enabled or not, in file order.
     pub(crate) apis: Vec<ApiSummary>,
+    /// One line on the policy and the rate limits, for `check`.
+    pub(crate) governance: String,
 }
 
 impl Settings {
@@ -355,6 +358,10 @@ fn from_text(
     }
 
     let limits = limits::build(&ctx, top.limits.as_ref())?;
+    let rate_limits = top.limits.as_ref().map_or(&[][..], |l| &l.rate[..]);
+    let rate_limiter = policy::build_rate_limits(&ctx, rate_limits)?;
+    let access = policy::build_policy(&ctx, top.policy.as_ref())?;
+    let governance = policy::summary(access.as_deref(), rate_limits.len(), limits.per_address);
 
     let log_level = match &top.log_level {
         None => DEFAULT_LOG_LEVEL.to_owned(),
@@ -398,6 +405,8 @@ fn from_text(
         session_idle_timeout,
         max_sessions,
         search_tools: top.search_tools.unwrap_or(defaults.search_tools),
+        policy: access,
+        rate_limiter,
         ..defaults
     };
     // Local models as tools: on by default (it only looks on loopback, and
@@ -473,6 +482,7 @@ fn from_text(
         inference: inference_summary,
         limits,
         apis,
+        governance,
     })
 }
 
