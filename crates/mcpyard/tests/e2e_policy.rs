@@ -700,3 +700,85 @@ expose = "*"
     assert!(answers.iter().any(|(s, _)| *s == 200), "{answers:?}");
     assert_eq!(health.0, 200, "/health is not limited");
 }
+
+/// The stdio front door: the same policy and limits, through the binary.
+#[test]
+fn the_stdio_door_applies_the_policy_and_the_limits() {
+    use std::process::Stdio;
+    let dir = scratch();
+    let config = dir.path().join("mcpyard.toml");
+    std::fs::write(
+        &config,
+        r#"
+[inference]
+enabled = false
+
+[[limits.rate]]
+name = "status"
+rate = "1/min"
+tools = ["mcpyard__status"]
+
+[policy]
+[[policy.rules]]
+action = "deny"
+tools = ["mcpyard__docs"]
+"#,
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcpyard"))
+        .arg("stdio")
+        .arg("--config")
+        .arg(&config)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start mcpyard stdio");
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "mcpyard__docs", "arguments": {}}}),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "mcpyard__nope", "arguments": {}}}),
+        json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "mcpyard__status", "arguments": {}}}),
+        json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "mcpyard__status", "arguments": {}}}),
+    ];
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stdout.read_to_string(&mut text);
+        text
+    });
+    for request in &requests {
+        stdin.write_all(format!("{request}\n").as_bytes()).unwrap();
+        // One at a time, so the two status calls meet the bucket in order.
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    drop(stdin);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("mcpyard stdio did not exit after stdin closed");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let answers: HashMap<i64, Value> = reader
+        .join()
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|a| Some((a["id"].as_i64()?, a)))
+        .collect();
+    let listed = names(&answers[&2]["result"], "tools", "name");
+    assert!(listed.iter().any(|n| n == "mcpyard__status"), "{listed:?}");
+    assert!(!listed.iter().any(|n| n == "mcpyard__docs"), "{listed:?}");
+    let (refused, unknown) = (&answers[&3]["error"], &answers[&4]["error"]);
+    assert_eq!(refused["code"], unknown["code"], "{answers:?}");
+    assert_eq!(refused["message"], json!("Unknown tool: mcpyard__docs"));
+    assert!(answers[&5]["result"].is_object(), "{answers:?}");
+    assert_eq!(answers[&6]["error"]["code"], json!(-32029), "{answers:?}");
+    assert_eq!(answers[&6]["error"]["data"]["limit"], json!("status"));
+}

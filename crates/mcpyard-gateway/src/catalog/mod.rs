@@ -1018,6 +1018,54 @@ mod tests {
     }
 
     #[test]
+    fn each_identity_sees_what_the_policy_lets_it_use_until_the_catalogue_changes() {
+        use crate::governance::{Effect, Rule};
+        use crate::source::IdentityKind;
+        let policy = Policy {
+            default: Effect::Allow,
+            rules: vec![Rule {
+                effect: Effect::Deny,
+                identities: vec!["bob".into()],
+                tools: vec!["a__secret*".into()],
+                ..Rule::default()
+            }],
+        };
+        let c = Catalog::new(
+            vec![("a".into(), "a__".into(), Exposure::default())],
+            100,
+            Some(Arc::new(policy)),
+        );
+        c.set_lists(0, Some(lists(&["echo", "secret"])));
+        let bob = Identity::named(IdentityKind::ApiKey, "bob", vec![]);
+        let anyone = Identity::anonymous();
+        let names = |v: &View| -> Vec<String> {
+            v.list(ListKind::Tools)
+                .iter()
+                .map(|t| t["name"].as_str().unwrap_or_default().to_owned())
+                .collect()
+        };
+        let first = c.view_for(&bob);
+        assert_eq!(names(&first), ["a__echo"]);
+        assert!(first.tool("a__secret").is_none());
+        assert_eq!(names(&c.view_for(&anyone)), ["a__echo", "a__secret"]);
+        // Kept while the catalogue stays the same.
+        assert!(Arc::ptr_eq(&first, &c.view_for(&bob)));
+        assert!(matches!(
+            c.refusal(&bob, ItemKind::Tool, "a__secret"),
+            Some(RouteError::Denied { rule: Some(0), .. })
+        ));
+        assert!(c.refusal(&bob, ItemKind::Tool, "a__nope").is_none());
+        assert!(c.refusal(&anyone, ItemKind::Tool, "a__secret").is_none());
+        // A change of the catalogue makes new views.
+        c.set_lists(0, Some(lists(&["echo", "secret", "secret2", "more"])));
+        let second = c.view_for(&bob);
+        assert!(!Arc::ptr_eq(&first, &second));
+        assert_eq!(names(&second), ["a__echo", "a__more"]);
+        let page = c.page(ListKind::Tools, None, &bob).unwrap();
+        assert_eq!(page["tools"].as_array().map(Vec::len), Some(2));
+    }
+
+    #[test]
     fn tool_name_rule() {
         assert!(is_valid_tool_name("everything__get-sum"));
         assert!(is_valid_tool_name("a.b_c-d"));
