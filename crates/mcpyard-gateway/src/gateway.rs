@@ -352,7 +352,7 @@ impl Gateway {
                 session: session.clone(),
                 related: related.clone(),
             };
-            router.context(client, identity.clone(), cancel.clone(), progress)
+            router.context(client, session.identity(), cancel.clone(), progress)
         };
         match method {
             methods::INITIALIZE => Ok(initialize(session, &params)),

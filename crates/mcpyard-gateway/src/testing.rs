@@ -50,8 +50,7 @@ impl InProcessClient {
     }
 
     async fn join(gateway: Gateway, identity: Identity, timeout: Duration) -> Self {
-        let session = Session::new(None);
-        session.set_identity(identity);
+        let session = Session::new_as(identity, None);
         gateway.register_session(session.clone());
         let client = Self {
             gateway,
