@@ -14,6 +14,7 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use axum::Router;
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota};
 
@@ -60,6 +61,17 @@ impl Flood {
             // waits that long finds a token.
             wait.as_secs() + u64::from(wait.subsec_nanos() > 0)
         })
+    }
+}
+
+/// `app` behind the flood guard, outermost of all, when a rate is set.
+pub(crate) fn outermost(app: Router, rate: Option<AddressRate>) -> Router {
+    match rate {
+        Some(rate) => app.layer(axum::middleware::from_fn_with_state(
+            Flood::new(rate),
+            limit,
+        )),
+        None => app,
     }
 }
 

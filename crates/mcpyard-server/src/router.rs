@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use tower_http::limit::RequestBodyLimitLayer;
 
 use crate::options::HttpOptions;
-use crate::{flood, legacy_sse, security, streamable};
+use crate::{legacy_sse, security, streamable};
 
 /// What every handler can reach.
 #[derive(Debug, Clone)]
@@ -32,7 +32,6 @@ pub fn router(gateway: Gateway, opts: HttpOptions) -> Router {
 pub(crate) fn build(gateway: Gateway, opts: HttpOptions, shutdown: CancellationToken) -> Router {
     let max_body = opts.max_body_bytes;
     let legacy = opts.legacy_sse;
-    let per_address = opts.per_address;
     let state = AppState {
         gateway,
         opts: Arc::new(opts),
@@ -51,7 +50,7 @@ pub(crate) fn build(gateway: Gateway, opts: HttpOptions, shutdown: CancellationT
             .route("/sse", get(legacy_sse::open))
             .route("/messages", post(legacy_sse::post));
     }
-    let routes = routes
+    routes
         // Both caps agree: tower-http answers 413 up front from
         // Content-Length, axum's extractor when a chunked body grows too big.
         .layer(DefaultBodyLimit::max(max_body))
@@ -62,15 +61,7 @@ pub(crate) fn build(gateway: Gateway, opts: HttpOptions, shutdown: CancellationT
             state.clone(),
             security::guard,
         ))
-        .with_state(state);
-    match per_address {
-        // Outermost of all: a flood is turned away before anything is read.
-        Some(rate) => routes.layer(axum::middleware::from_fn_with_state(
-            flood::Flood::new(rate),
-            flood::limit,
-        )),
-        None => routes,
-    }
+        .with_state(state)
 }
 
 async fn health() -> Json<serde_json::Value> {

@@ -308,6 +308,12 @@ impl Layer for PolicyLayer {
         match verdict {
             Verdict::Allow => next.run(call),
             Verdict::Deny { rule } => {
+                tracing::debug!(
+                    identity = %call.request.context.identity.name,
+                    target = %call.target,
+                    rule = ?rule,
+                    "refused by the policy"
+                );
                 let refused = RouteError::Denied {
                     kind,
                     name: call.target.clone(),
