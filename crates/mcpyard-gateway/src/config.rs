@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use mcpyard_client::{SamplingPolicy, TransportSpec};
 
+use crate::governance::{Policy, RateLimiter};
 use crate::router::Layer;
 use crate::SourceSpec;
 
@@ -15,9 +16,20 @@ pub struct GatewayConfig {
     /// The sources to aggregate, in catalogue order: upstream MCP servers
     /// ([`SourceSpec::mcp`]), local models, any other [`Source`](crate::Source).
     pub sources: Vec<SourceSpec>,
-    /// Layers every routed call passes, outermost first, between the
-    /// tracing span and the per-source cap and timeout.
+    /// Layers that see every routed call first, those the policy refuses
+    /// and the rate limits stop included (the audit, metrics), outermost
+    /// first. The order of the stack: the tracing span, these, the policy,
+    /// the rate limits, [`GatewayConfig::layers`], the per-source cap and
+    /// timeout.
+    pub outer_layers: Vec<Arc<dyn Layer>>,
+    /// Layers for the calls the policy and the rate limits let through
+    /// (guardrails...), outermost first.
     pub layers: Vec<Arc<dyn Layer>>,
+    /// Who may use which tool, prompt and resource: applied to the lists
+    /// each identity sees and to every call.
+    pub policy: Option<Arc<Policy>>,
+    /// How often calls may come, per identity, tool or source.
+    pub rate_limiter: Option<Arc<dyn RateLimiter>>,
     /// Timeout for a client's answer to a relayed request (sampling...).
     pub client_request_timeout: Duration,
     /// Items per page of `tools/list` and the other lists.
@@ -43,7 +55,10 @@ impl Default for GatewayConfig {
     fn default() -> Self {
         Self {
             sources: Vec::new(),
+            outer_layers: Vec::new(),
             layers: Vec::new(),
+            policy: None,
+            rate_limiter: None,
             client_request_timeout: Duration::from_secs(300),
             page_size: 200,
             sampler: None,

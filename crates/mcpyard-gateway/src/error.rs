@@ -10,6 +10,8 @@ use mcpyard_client::ClientError;
 use mcpyard_proto::{codes, ErrorObject};
 use serde_json::json;
 
+use crate::governance::{ItemKind, RATE_LIMITED};
+
 /// Why a routed request got no result.
 #[derive(Debug, thiserror::Error)]
 pub enum RouteError {
@@ -26,6 +28,21 @@ pub enum RouteError {
     /// The client cancelled the call (or its session ended).
     #[error("{what} was cancelled")]
     Cancelled { what: String },
+    /// The policy does not let this identity use the item (rule `rule`,
+    /// or the default when `None`). The client is told no more than for an
+    /// unknown name; the rule is for the log and the audit.
+    #[error("{}", denied_message(*kind, name))]
+    Denied {
+        kind: ItemKind,
+        name: String,
+        rule: Option<usize>,
+    },
+    /// A rate limit refused the call; it may be retried after `retry_after`.
+    #[error("rate limit `{limit}` reached; retry after {:.3} s", retry_after.as_secs_f64())]
+    Limited {
+        limit: String,
+        retry_after: Duration,
+    },
 
     // A source.
     /// The source answered with a JSON-RPC error of its own: passed on as
@@ -111,7 +128,9 @@ impl RouteError {
             Self::InvalidParams(_)
             | Self::UnknownName { .. }
             | Self::ResourceNotFound { .. }
-            | Self::Cancelled { .. } => Fault::Client,
+            | Self::Cancelled { .. }
+            | Self::Denied { .. }
+            | Self::Limited { .. } => Fault::Client,
             Self::Refused { .. }
             | Self::Unavailable { .. }
             | Self::TimedOut { .. }
@@ -153,6 +172,22 @@ impl From<RouteError> for ErrorObject {
                 ErrorObject::new(codes::RESOURCE_NOT_FOUND, message).with_data(json!({"uri": uri}))
             }
             RouteError::Cancelled { .. } => ErrorObject::new(codes::REQUEST_TIMEOUT, message),
+            // Word for word what an unknown name gets: a refusal must not
+            // tell the client that the item exists.
+            RouteError::Denied { kind, name, .. } => match kind {
+                ItemKind::Resource => RouteError::ResourceNotFound { uri: name }.into(),
+                kind => RouteError::UnknownName {
+                    kind: kind.as_str(),
+                    name,
+                }
+                .into(),
+            },
+            RouteError::Limited { limit, retry_after } => ErrorObject::new(RATE_LIMITED, message)
+                .with_data(json!({
+                    "reason": "rate_limited",
+                    "limit": limit,
+                    "retryAfter": retry_after_seconds(retry_after),
+                })),
             RouteError::Refused { error, .. } => error,
             RouteError::Unavailable { server, .. }
             | RouteError::TimedOut { server, .. }
@@ -165,6 +200,19 @@ impl From<RouteError> for ErrorObject {
             RouteError::Protocol(error) => error,
         }
     }
+}
+
+fn denied_message(kind: ItemKind, name: &str) -> String {
+    match kind {
+        ItemKind::Resource => format!("Resource not found: {name}"),
+        kind => format!("Unknown {}: {name}", kind.as_str()),
+    }
+}
+
+/// Seconds, rounded up to the millisecond so a client that waits this long
+/// finds a token.
+fn retry_after_seconds(after: Duration) -> f64 {
+    (after.as_micros().div_ceil(1000)) as f64 / 1000.0
 }
 
 impl From<ErrorObject> for RouteError {
@@ -201,6 +249,44 @@ mod tests {
         let own = ErrorObject::invalid_params("`a` must be a number");
         let e = RouteError::from_client("calc", "tools/call", ClientError::Rpc(own.clone()));
         assert_eq!(ErrorObject::from(e), own);
+    }
+
+    #[test]
+    fn a_refusal_reads_exactly_as_an_unknown_name() {
+        let unknown = ErrorObject::from(RouteError::UnknownName {
+            kind: "tool",
+            name: "a__x".into(),
+        });
+        let denied = RouteError::Denied {
+            kind: ItemKind::Tool,
+            name: "a__x".into(),
+            rule: Some(2),
+        };
+        assert_eq!(denied.to_string(), "Unknown tool: a__x");
+        assert_eq!(ErrorObject::from(denied), unknown);
+        let missing = ErrorObject::from(RouteError::ResourceNotFound {
+            uri: "x://y".into(),
+        });
+        let denied = ErrorObject::from(RouteError::Denied {
+            kind: ItemKind::Resource,
+            name: "x://y".into(),
+            rule: None,
+        });
+        assert_eq!(denied, missing);
+    }
+
+    #[test]
+    fn a_limited_call_says_which_limit_and_when_to_retry() {
+        let wire = ErrorObject::from(RouteError::Limited {
+            limit: "per-identity".into(),
+            retry_after: Duration::from_micros(250_400),
+        });
+        assert_eq!(wire.code, RATE_LIMITED);
+        assert!(wire.message.contains("per-identity"), "{}", wire.message);
+        assert_eq!(
+            wire.data,
+            Some(json!({"reason": "rate_limited", "limit": "per-identity", "retryAfter": 0.251}))
+        );
     }
 
     #[test]

@@ -12,11 +12,12 @@ use tokio_util::sync::CancellationToken;
 use crate::catalog::{Catalog, ListKind};
 use crate::config::ConfigError;
 use crate::downstream::{era, is_log_level, round_trips, Downstream, Sessions};
+use crate::governance::{ItemKind, PolicyLayer, RateLimitLayer};
 use crate::router::tasks::{self, TaskEvent, TaskLimits, TaskStore};
 use crate::router::{task_owner, Router, Slot};
 use crate::source::builtin::{self, Builtin};
 use crate::source::mcp::Upstream;
-use crate::source::{ClientHandle, Identity, Progress, Source, SourceEvents, SourceKind};
+use crate::source::{ClientHandle, Progress, Source, SourceEvents, SourceKind};
 use crate::{GatewayConfig, Outbound, Session};
 
 /// The running gateway. Cheap to clone.
@@ -120,7 +121,19 @@ impl Gateway {
             };
             slots.push(Slot::new(name, source, upstream, spec.limits));
         }
-        let catalog = Arc::new(Catalog::new(entries, config.page_size));
+        let catalog = Arc::new(Catalog::new(
+            entries,
+            config.page_size,
+            config.policy.clone(),
+        ));
+        let mut layers = config.outer_layers;
+        if let Some(policy) = config.policy.filter(|p| !p.allows_all()) {
+            layers.push(Arc::new(PolicyLayer::new(policy)));
+        }
+        if let Some(limiter) = config.rate_limiter {
+            layers.push(Arc::new(RateLimitLayer::new(limiter)));
+        }
+        layers.extend(config.layers);
         let own_tasks = TaskStore::new(TaskLimits::default(), {
             let sessions = sessions.clone();
             move |event: TaskEvent| {
@@ -129,13 +142,7 @@ impl Gateway {
                 }
             }
         });
-        let router = Router::new(
-            catalog.clone(),
-            slots,
-            config.layers,
-            own_tasks,
-            stop.clone(),
-        );
+        let router = Router::new(catalog.clone(), slots, layers, own_tasks, stop.clone());
         builtin.attach(&router);
         let mut first_reports = Vec::new();
         for (index, slot) in router.slots().iter().enumerate() {
@@ -338,24 +345,25 @@ impl Gateway {
         let router = &self.inner.router;
         let catalog = &router.catalog;
         let cursor = || params.get("cursor").and_then(Value::as_str);
+        let identity = session.identity();
         let context = |params: &Value| {
             let progress = Progress::new(session, related.clone(), params);
             let client = ClientHandle {
                 session: session.clone(),
                 related: related.clone(),
             };
-            router.context(client, Identity::anonymous(), cancel.clone(), progress)
+            router.context(client, session.identity(), cancel.clone(), progress)
         };
         match method {
             methods::INITIALIZE => Ok(initialize(session, &params)),
             methods::SERVER_DISCOVER => Ok(discover()),
             methods::PING => Ok(json!({})),
-            methods::TOOLS_LIST => catalog.page(ListKind::Tools, cursor()),
-            methods::RESOURCES_LIST => catalog.page(ListKind::Resources, cursor()),
+            methods::TOOLS_LIST => catalog.page(ListKind::Tools, cursor(), &identity),
+            methods::RESOURCES_LIST => catalog.page(ListKind::Resources, cursor(), &identity),
             methods::RESOURCES_TEMPLATES_LIST => {
-                catalog.page(ListKind::ResourceTemplates, cursor())
+                catalog.page(ListKind::ResourceTemplates, cursor(), &identity)
             }
-            methods::PROMPTS_LIST => catalog.page(ListKind::Prompts, cursor()),
+            methods::PROMPTS_LIST => catalog.page(ListKind::Prompts, cursor(), &identity),
             methods::TOOLS_CALL => Ok(router.call_tool(context(&params), params).await?),
             methods::PROMPTS_GET => Ok(router
                 .route(context(&params), methods::PROMPTS_GET, params)
@@ -367,6 +375,14 @@ impl Gateway {
                 .route(context(&params), methods::COMPLETION_COMPLETE, params)
                 .await?),
             methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
+                // No updates about a resource the identity may not read.
+                let uri = params
+                    .get("uri")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                if let Some(refused) = catalog.refusal(&identity, ItemKind::Resource, uri) {
+                    return Err(refused.into());
+                }
                 let client = ClientHandle {
                     session: session.clone(),
                     related,

@@ -9,6 +9,8 @@
 //!   gateway runs;
 //! - `downstream/`: sessions, subscriptions, listen streams, the stateless
 //!   era's requests;
+//! - `governance/`: the layers that decide who may call what and how
+//!   often (policy, rate limits);
 //! - `files.rs`: the sandbox for local files every source reads and writes;
 //! - `gateway.rs`: composition at start and dispatch by method.
 //!
@@ -22,6 +24,7 @@ mod downstream;
 mod error;
 mod files;
 mod gateway;
+pub mod governance;
 mod router;
 mod source;
 #[cfg(feature = "testing")]

@@ -7,10 +7,10 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpyard_proto::Message;
+use mcpyard_proto::{ErrorObject, Message};
 use serde_json::{json, Value};
 
-use crate::{Gateway, GatewayConfig, Outbound, Session, SourceSpec};
+use crate::{Gateway, GatewayConfig, Identity, Outbound, Session, SourceSpec};
 
 /// One initialized client session on a gateway of the given sources.
 #[derive(Debug)]
@@ -26,13 +26,31 @@ impl InProcessClient {
     /// Starts a gateway of these sources and initializes a session on it.
     /// Panics (the test fails) when either does not work.
     pub async fn start(sources: Vec<SourceSpec>, timeout: Duration) -> Self {
-        let gateway = Gateway::start(GatewayConfig {
-            sources,
-            ..GatewayConfig::default()
-        })
+        Self::start_with(
+            GatewayConfig {
+                sources,
+                ..GatewayConfig::default()
+            },
+            timeout,
+        )
         .await
-        .expect("gateway starts");
-        let session = Session::new(None);
+    }
+
+    /// Starts a gateway of this configuration (policy, layers...) and
+    /// initializes an anonymous session on it.
+    pub async fn start_with(config: GatewayConfig, timeout: Duration) -> Self {
+        let gateway = Gateway::start(config).await.expect("gateway starts");
+        Self::join(gateway, Identity::anonymous(), timeout).await
+    }
+
+    /// Another client of the same gateway, initialized as `identity` (as
+    /// a front door would after authenticating it).
+    pub async fn join_as(&self, identity: Identity) -> Self {
+        Self::join(self.gateway.clone(), identity, self.timeout).await
+    }
+
+    async fn join(gateway: Gateway, identity: Identity, timeout: Duration) -> Self {
+        let session = Session::new_as(identity, None);
         gateway.register_session(session.clone());
         let client = Self {
             gateway,
@@ -67,6 +85,19 @@ impl InProcessClient {
     /// Sends a request and returns its result; an error response fails
     /// the test. Notifications related to it go to `related`.
     pub async fn request(&self, method: &str, params: Value, related: Option<Outbound>) -> Value {
+        match self.try_request(method, params, related).await {
+            Ok(result) => result,
+            Err(error) => panic!("expected a result for {method}, got {error:?}"),
+        }
+    }
+
+    /// Sends a request and returns its result or its JSON-RPC error.
+    pub async fn try_request(
+        &self,
+        method: &str,
+        params: Value,
+        related: Option<Outbound>,
+    ) -> Result<Value, ErrorObject> {
         let id = self.next_id();
         let answer = tokio::time::timeout(
             self.timeout,
@@ -78,8 +109,9 @@ impl InProcessClient {
         .into_reply()
         .expect("a request gets a response");
         match answer {
-            Message::Response { result, .. } => result,
-            other => panic!("expected a result, got {other:?}"),
+            Message::Response { result, .. } => Ok(result),
+            Message::Error { error, .. } => Err(error),
+            other => panic!("expected a response, got {other:?}"),
         }
     }
 

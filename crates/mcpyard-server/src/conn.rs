@@ -134,6 +134,8 @@ async fn serve_connection(
     _slot: OwnedSemaphorePermit,
 ) {
     let activity = Arc::new(Activity::new());
+    // The client's address, for the handlers that key on it (the flood guard).
+    let peer = tcp.peer_addr().ok().map(axum::extract::ConnectInfo);
     let io = TokioIo::new(Watched {
         tcp,
         activity: activity.clone(),
@@ -143,7 +145,10 @@ async fn serve_connection(
         hyper::service::service_fn(move |req: Request<Incoming>| {
             let busy = Busy::begin(&activity);
             let deadline = Instant::now() + limits.body_read;
-            let req = req.map(|body| Body::new(DeadlineBody::new(body, deadline)));
+            let mut req = req.map(|body| Body::new(DeadlineBody::new(body, deadline)));
+            if let Some(peer) = peer {
+                req.extensions_mut().insert(peer);
+            }
             let app = app.clone();
             async move {
                 let response = match app.oneshot(req).await {

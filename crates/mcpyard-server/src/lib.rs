@@ -15,6 +15,7 @@
 mod accept;
 mod batch;
 mod conn;
+mod flood;
 mod legacy_sse;
 mod options;
 mod reply;
@@ -27,6 +28,7 @@ mod stdio;
 mod streamable;
 
 pub use batch::{BatchLimits, DEFAULT_MAX_BATCH_ENTRIES, DEFAULT_MAX_BATCH_IN_FLIGHT};
+pub use flood::AddressRate;
 pub use options::{HttpOptions, DEFAULT_MAX_BODY_BYTES};
 pub use router::router;
 pub use serve::{serve_http, serve_http_on};

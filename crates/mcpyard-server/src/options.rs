@@ -4,6 +4,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use crate::batch::BatchLimits;
+use crate::flood::AddressRate;
 
 /// How the HTTP transports listen and whom they let in.
 #[derive(Clone)]
@@ -45,6 +46,9 @@ pub struct HttpOptions {
     /// How long a connection may sit between requests before it is closed.
     /// Streams being answered (SSE) are not idle, however quiet.
     pub keep_alive_timeout: Duration,
+    /// Requests one client address may send; past it, 429 with
+    /// `Retry-After`. `None`: no limit.
+    pub per_address: Option<AddressRate>,
 }
 
 /// 4 MiB: large enough for any tool call a model makes, small enough that a
@@ -67,6 +71,7 @@ impl Default for HttpOptions {
             header_read_timeout: Duration::from_secs(10),
             body_read_timeout: Duration::from_secs(30),
             keep_alive_timeout: Duration::from_secs(60),
+            per_address: None,
         }
     }
 }
@@ -88,6 +93,7 @@ impl std::fmt::Debug for HttpOptions {
             .field("header_read_timeout", &self.header_read_timeout)
             .field("body_read_timeout", &self.body_read_timeout)
             .field("keep_alive_timeout", &self.keep_alive_timeout)
+            .field("per_address", &self.per_address)
             .finish()
     }
 }

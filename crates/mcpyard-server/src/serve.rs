@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::conn::{self, ConnectionLimits};
 use crate::options::HttpOptions;
-use crate::router;
+use crate::{flood, router};
 
 /// Binds `opts.listen` and serves until `shutdown` is cancelled.
 pub async fn serve_http(
@@ -33,7 +33,8 @@ pub async fn serve_http_on(
     let grace = opts.shutdown_grace;
     let limits = ConnectionLimits::of(&opts);
     tracing::info!(addr = %opts.listen, "serving MCP over HTTP");
-    let app = router::build(gateway, opts, shutdown.clone());
+    let per_address = opts.per_address;
+    let app = flood::outermost(router::build(gateway, opts, shutdown.clone()), per_address);
     let server = conn::serve(listener, app, limits, shutdown.clone());
     let deadline = async {
         shutdown.cancelled().await;

@@ -13,18 +13,21 @@ mod exposure;
 mod search;
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use base64::Engine;
 use mcpyard_proto::{methods, ErrorObject};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+pub(crate) use exposure::matches;
 use exposure::Decision;
 pub use exposure::{Exposure, Listing};
 pub use search::{Hit, IndexedTool, ToolIndex};
 
+use crate::governance::{Item, ItemKind, Policy, Verdict};
 use crate::source::Identity;
+use crate::RouteError;
 
 /// The four kinds of list a source can offer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -207,6 +210,89 @@ impl View {
     pub(crate) fn exposure(&self, index: usize) -> SourceExposure {
         self.exposure.get(index).cloned().unwrap_or_default()
     }
+
+    /// This view without the items `policy` does not list for `identity`;
+    /// `sources` names the sources by index.
+    fn visible_to(&self, identity: &Identity, policy: &Policy, sources: &[String]) -> View {
+        let allowed = |kind: ItemKind, name: &str, source: usize| {
+            let source = sources.get(source).map_or("", String::as_str);
+            policy.lists(identity, Item { kind, name, source }) == Verdict::Allow
+        };
+        let name_of = |item: &Value, key: &str| {
+            item.get(key)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let routed = |routes: &HashMap<String, Route>, kind: ItemKind| -> HashMap<String, Route> {
+            routes
+                .iter()
+                .filter(|(name, route)| allowed(kind, name, route.source))
+                .map(|(n, r)| (n.clone(), r.clone()))
+                .collect()
+        };
+        let tools = routed(&self.tools, ItemKind::Tool);
+        let prompts = routed(&self.prompts, ItemKind::Prompt);
+        let resources: HashMap<String, usize> = self
+            .resources
+            .iter()
+            .filter(|(uri, source)| allowed(ItemKind::Resource, uri, **source))
+            .map(|(u, s)| (u.clone(), *s))
+            .collect();
+        let template_items = self.list(ListKind::ResourceTemplates);
+        let (templates, template_list): (Vec<_>, Vec<_>) = self
+            .templates
+            .iter()
+            .zip(template_items.iter())
+            .filter(|((_, source), item)| {
+                allowed(ItemKind::Resource, &name_of(item, "uriTemplate"), *source)
+            })
+            .map(|(t, item)| (t.clone(), item.clone()))
+            .unzip();
+        let keep = |kind: ListKind, key: &str, known: &dyn Fn(&str) -> bool| -> Arc<Vec<Value>> {
+            Arc::new(
+                self.list(kind)
+                    .iter()
+                    .filter(|item| known(&name_of(item, key)))
+                    .cloned()
+                    .collect(),
+            )
+        };
+        let lists = [
+            keep(ListKind::Tools, "name", &|n| tools.contains_key(n)),
+            keep(ListKind::Resources, "uri", &|u| resources.contains_key(u)),
+            Arc::new(template_list),
+            keep(ListKind::Prompts, "name", &|n| prompts.contains_key(n)),
+        ];
+        let source_index =
+            |name: &str| sources.iter().position(|s| s == name).unwrap_or(usize::MAX);
+        let hidden = self
+            .hidden
+            .tools()
+            .iter()
+            .filter(|t| allowed(ItemKind::Tool, &t.name, source_index(&t.source)))
+            .map(|t| (t.source.clone(), t.tool.clone()))
+            .collect::<Vec<_>>();
+        let unavailable = self
+            .unavailable
+            .iter()
+            .filter(|(name, source)| {
+                allowed(ItemKind::Tool, name, **source) || allowed(ItemKind::Prompt, name, **source)
+            })
+            .map(|(n, s)| (n.clone(), *s))
+            .collect();
+        View {
+            lists,
+            tools,
+            prompts,
+            resources,
+            templates,
+            collisions: self.collisions.clone(),
+            unavailable,
+            hidden: Arc::new(ToolIndex::new(hidden)),
+            exposure: self.exposure.clone(),
+        }
+    }
 }
 
 /// One source as the catalog knows it.
@@ -228,12 +314,30 @@ pub(crate) struct Catalog {
     entries: RwLock<Vec<Entry>>,
     view: RwLock<Arc<View>>,
     page_size: usize,
+    /// Who may see what; `None`: everyone sees the whole view.
+    policy: Option<Arc<Policy>>,
+    views: Mutex<IdentityViews>,
 }
+
+/// The views of the identities seen since the catalogue last changed.
+#[derive(Debug, Default)]
+struct IdentityViews {
+    /// The view they were made from: when it is replaced, they are stale.
+    base: Arc<View>,
+    by_identity: HashMap<Identity, Arc<View>>,
+}
+
+/// Identities whose views are kept before the cache starts over.
+const MAX_CACHED_VIEWS: usize = 1024;
 
 impl Catalog {
     /// A catalog with one entry per source, in order: `(name, prefix,
     /// exposure)`.
-    pub(crate) fn new(sources: Vec<(String, String, Exposure)>, page_size: usize) -> Self {
+    pub(crate) fn new(
+        sources: Vec<(String, String, Exposure)>,
+        page_size: usize,
+        policy: Option<Arc<Policy>>,
+    ) -> Self {
         let entries = sources
             .into_iter()
             .map(|(name, prefix, exposure)| Entry {
@@ -249,19 +353,106 @@ impl Catalog {
             entries: RwLock::new(entries),
             view: RwLock::new(Arc::new(View::default())),
             page_size: page_size.max(1),
+            policy: policy.filter(|p| !p.allows_all()),
+            views: Mutex::default(),
         }
     }
 
-    /// The view every caller sees. Per-identity exposure will pick a view
-    /// by [`Identity`] in [`Catalog::view_for`].
+    /// The whole view, before policy: what the gateway itself works on.
     pub(crate) fn view(&self) -> Arc<View> {
         self.view.read().expect("catalog lock poisoned").clone()
     }
 
-    /// The view one caller sees: today the same for every identity, as no
-    /// exposure rule depends on it yet.
-    pub(crate) fn view_for(&self, _identity: &Identity) -> Arc<View> {
-        self.view()
+    /// The view one caller sees: without what the policy does not let it
+    /// use. Built once per identity and kept until the catalogue changes.
+    pub(crate) fn view_for(&self, identity: &Identity) -> Arc<View> {
+        let base = self.view();
+        let Some(policy) = &self.policy else {
+            return base;
+        };
+        {
+            let mut views = self.views.lock().expect("catalog lock poisoned");
+            if !Arc::ptr_eq(&views.base, &base) {
+                views.base = base.clone();
+                views.by_identity.clear();
+            }
+            if let Some(view) = views.by_identity.get(identity) {
+                return view.clone();
+            }
+        }
+        let names: Vec<String> = self
+            .entries
+            .read()
+            .expect("catalog lock poisoned")
+            .iter()
+            .map(|e| e.name.clone())
+            .collect();
+        let view = Arc::new(base.visible_to(identity, policy, &names));
+        let mut views = self.views.lock().expect("catalog lock poisoned");
+        // Kept only if the catalogue did not change meanwhile.
+        if Arc::ptr_eq(&views.base, &base) {
+            if views.by_identity.len() >= MAX_CACHED_VIEWS {
+                views.by_identity.clear();
+            }
+            views.by_identity.insert(identity.clone(), view.clone());
+        }
+        view
+    }
+
+    /// Where an item the catalogue has but the policy keeps from
+    /// `identity` leads; `None` when the item does not exist or is allowed.
+    pub(crate) fn refused_route(
+        &self,
+        identity: &Identity,
+        kind: ItemKind,
+        name: &str,
+    ) -> Option<Route> {
+        self.refusal_of(identity, kind, name)
+            .map(|(route, _)| route)
+    }
+
+    /// The policy's refusal of an item the catalogue has, as the error a
+    /// client gets (word for word an unknown name's).
+    pub(crate) fn refusal(
+        &self,
+        identity: &Identity,
+        kind: ItemKind,
+        name: &str,
+    ) -> Option<RouteError> {
+        self.refusal_of(identity, kind, name)
+            .map(|(_, rule)| RouteError::Denied {
+                kind,
+                name: name.to_owned(),
+                rule,
+            })
+    }
+
+    fn refusal_of(
+        &self,
+        identity: &Identity,
+        kind: ItemKind,
+        name: &str,
+    ) -> Option<(Route, Option<usize>)> {
+        let policy = self.policy.as_ref()?;
+        let view = self.view();
+        let route = match kind {
+            ItemKind::Tool => view.tool(name).cloned(),
+            ItemKind::Prompt => view.prompt(name).cloned(),
+            ItemKind::Resource => view.resource_source(name).map(|source| Route {
+                source,
+                name: name.to_owned(),
+            }),
+        }?;
+        let entries = self.entries.read().expect("catalog lock poisoned");
+        let item = Item {
+            kind,
+            name,
+            source: &entries.get(route.source)?.name,
+        };
+        match policy.lists(identity, item) {
+            Verdict::Allow => None,
+            Verdict::Deny { rule } => Some((route, rule)),
+        }
     }
 
     /// Replaces a source's lists (`None`: the source is down). Returns the
@@ -315,8 +506,13 @@ impl Catalog {
 
     /// One page of a merged list, as a list result (`{key: [...],
     /// nextCursor?}`). The cursor is opaque: an offset into the merged list.
-    pub(crate) fn page(&self, kind: ListKind, cursor: Option<&str>) -> Result<Value, ErrorObject> {
-        let view = self.view();
+    pub(crate) fn page(
+        &self,
+        kind: ListKind,
+        cursor: Option<&str>,
+        identity: &Identity,
+    ) -> Result<Value, ErrorObject> {
+        let view = self.view_for(identity);
         let all = view.list(kind);
         let start = match cursor {
             None => 0,
@@ -529,6 +725,7 @@ mod tests {
                 ("b".into(), "".into(), Exposure::default()),
             ],
             page,
+            None,
         )
     }
 
@@ -631,6 +828,7 @@ mod tests {
                 ("b".into(), "".into(), Exposure::default()),
             ],
             100,
+            None,
         );
         c.set_lists(0, Some(lists(&["x"])));
         c.set_lists(1, Some(lists(&["x", "y"])));
@@ -648,7 +846,9 @@ mod tests {
         let mut seen = Vec::new();
         let mut cursor: Option<String> = None;
         loop {
-            let page = c.page(ListKind::Tools, cursor.as_deref()).unwrap();
+            let page = c
+                .page(ListKind::Tools, cursor.as_deref(), &Identity::anonymous())
+                .unwrap();
             for t in page["tools"].as_array().unwrap() {
                 seen.push(t["name"].as_str().unwrap().to_owned());
             }
@@ -669,7 +869,9 @@ mod tests {
             &encode_cursor(99, ListKind::Tools),
             &encode_cursor(0, ListKind::Prompts),
         ] {
-            let err = c.page(ListKind::Tools, Some(bad)).unwrap_err();
+            let err = c
+                .page(ListKind::Tools, Some(bad), &Identity::anonymous())
+                .unwrap_err();
             assert_eq!(
                 err.code,
                 mcpyard_proto::codes::INVALID_PARAMS,
@@ -705,7 +907,7 @@ mod tests {
             rename: HashMap::from([("echo".into(), "say".into())]),
             ..Exposure::default()
         };
-        let c = Catalog::new(vec![("a".into(), "a__".into(), exposure)], 100);
+        let c = Catalog::new(vec![("a".into(), "a__".into(), exposure)], 100, None);
         c.set_lists(0, Some(lists(&["echo", "drop", "rare"])));
         let view = c.view();
         let names: Vec<_> = view
@@ -736,6 +938,7 @@ mod tests {
                 ),
             ],
             100,
+            None,
         );
         let mut gw = lists(&["status", "search"]);
         gw.listed_when_hiding = vec!["search".into()];
@@ -812,6 +1015,54 @@ mod tests {
             ["gw__status", "gw__search", "a__chat", "a__embed"]
         );
         assert_eq!(c.view().hidden().len(), 1);
+    }
+
+    #[test]
+    fn each_identity_sees_what_the_policy_lets_it_use_until_the_catalogue_changes() {
+        use crate::governance::{Effect, Rule};
+        use crate::source::IdentityKind;
+        let policy = Policy {
+            default: Effect::Allow,
+            rules: vec![Rule {
+                effect: Effect::Deny,
+                identities: vec!["bob".into()],
+                tools: vec!["a__secret*".into()],
+                ..Rule::default()
+            }],
+        };
+        let c = Catalog::new(
+            vec![("a".into(), "a__".into(), Exposure::default())],
+            100,
+            Some(Arc::new(policy)),
+        );
+        c.set_lists(0, Some(lists(&["echo", "secret"])));
+        let bob = Identity::named(IdentityKind::ApiKey, "bob", vec![]);
+        let anyone = Identity::anonymous();
+        let names = |v: &View| -> Vec<String> {
+            v.list(ListKind::Tools)
+                .iter()
+                .map(|t| t["name"].as_str().unwrap_or_default().to_owned())
+                .collect()
+        };
+        let first = c.view_for(&bob);
+        assert_eq!(names(&first), ["a__echo"]);
+        assert!(first.tool("a__secret").is_none());
+        assert_eq!(names(&c.view_for(&anyone)), ["a__echo", "a__secret"]);
+        // Kept while the catalogue stays the same.
+        assert!(Arc::ptr_eq(&first, &c.view_for(&bob)));
+        assert!(matches!(
+            c.refusal(&bob, ItemKind::Tool, "a__secret"),
+            Some(RouteError::Denied { rule: Some(0), .. })
+        ));
+        assert!(c.refusal(&bob, ItemKind::Tool, "a__nope").is_none());
+        assert!(c.refusal(&anyone, ItemKind::Tool, "a__secret").is_none());
+        // A change of the catalogue makes new views.
+        c.set_lists(0, Some(lists(&["echo", "secret", "secret2", "more"])));
+        let second = c.view_for(&bob);
+        assert!(!Arc::ptr_eq(&first, &second));
+        assert_eq!(names(&second), ["a__echo", "a__more"]);
+        let page = c.page(ListKind::Tools, None, &bob).unwrap();
+        assert_eq!(page["tools"].as_array().map(Vec::len), Some(2));
     }
 
     #[test]

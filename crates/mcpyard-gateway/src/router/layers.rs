@@ -1,7 +1,8 @@
 //! The layers every routed call passes on its way to its source, outermost
-//! first: a tracing span, the layers the configuration adds (policy, rate
-//! limits, metrics, audit), the cap on calls in flight per source, and the
-//! per-call timeout.
+//! first: a tracing span, the layers the configuration adds (outer ones
+//! such as the audit and metrics, then the policy and rate limits of
+//! `governance/`, then guardrails), the cap on calls in flight per source,
+//! and the per-call timeout.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -16,7 +16,8 @@ use tokio_util::sync::CancellationToken;
 
 pub use layers::{Layer, Next, RouteFuture, RoutedCall};
 
-use crate::catalog::{Catalog, ListKind, View};
+use crate::catalog::{Catalog, ListKind, Route};
+use crate::governance::ItemKind;
 use crate::source::mcp::Upstream;
 use crate::source::{
     CallContext, CallLimits, ClientHandle, Identity, Progress, RouterHandle, Source, SourceRequest,
@@ -105,9 +106,14 @@ impl Router {
         self.slots.get(index)?.upstream.as_ref()
     }
 
-    /// Every tool of the catalogue, as `tools/list` shows them.
-    pub(crate) fn listed_tools(&self) -> Vec<Value> {
-        self.catalog.view().list(ListKind::Tools).as_ref().clone()
+    /// Every tool of the catalogue `identity` may use, as its `tools/list`
+    /// shows them.
+    pub(crate) fn listed_tools(&self, identity: &Identity) -> Vec<Value> {
+        self.catalog
+            .view_for(identity)
+            .list(ListKind::Tools)
+            .as_ref()
+            .clone()
     }
 
     /// The context of a call made by `client`.
@@ -149,14 +155,17 @@ impl Router {
             }
         }
         let task = TaskRequest::from_params(&params)?;
-        let view = self.catalog.view_for(&context.identity);
-        let route = view
-            .tool(name)
-            .ok_or_else(|| self.unknown_name("tool", name, &view))?;
+        let (route, refused) = self.resolve(&context.identity, ItemKind::Tool, name)?;
         let slot = self.slots[route.source].clone();
         let target = name.to_owned();
-        params["name"] = Value::String(route.name.clone());
-        drop(view);
+        params["name"] = Value::String(route.name);
+        if refused {
+            // Through the layers, so that the policy refuses it where every
+            // other layer sees it; never as a task.
+            return self
+                .run(slot, target, methods::TOOLS_CALL, params, context)
+                .await;
+        }
         let runs_tasks = slot
             .upstream
             .as_ref()
@@ -185,10 +194,8 @@ impl Router {
         let (source, target) = match method {
             methods::PROMPTS_GET => {
                 let name = string_param(&params, "name")?;
-                let route = view
-                    .prompt(&name)
-                    .ok_or_else(|| self.unknown_name("prompt", &name, &view))?;
-                params["name"] = Value::String(route.name.clone());
+                let (route, _) = self.resolve(&context.identity, ItemKind::Prompt, &name)?;
+                params["name"] = Value::String(route.name);
                 (route.source, name)
             }
             methods::RESOURCES_READ => {
@@ -197,6 +204,13 @@ impl Router {
                     Some(source) => (source, uri),
                     None => {
                         drop(view);
+                        if let Some(route) =
+                            self.catalog
+                                .refused_route(&context.identity, ItemKind::Resource, &uri)
+                        {
+                            let slot = self.slots[route.source].clone();
+                            return self.run(slot, uri, method, params, context).await;
+                        }
                         return self.read_unlisted_resource(context, params, uri).await;
                     }
                 }
@@ -212,10 +226,8 @@ impl Router {
                             .get("name")
                             .and_then(Value::as_str)
                             .unwrap_or_default();
-                        let route = view
-                            .prompt(name)
-                            .ok_or_else(|| self.unknown_name("prompt", name, &view))?;
-                        params["ref"]["name"] = Value::String(route.name.clone());
+                        let (route, _) = self.resolve(&context.identity, ItemKind::Prompt, name)?;
+                        params["ref"]["name"] = Value::String(route.name);
                         (route.source, name.to_owned())
                     }
                     Some("ref/resource") => {
@@ -223,7 +235,17 @@ impl Router {
                             .get("uri")
                             .and_then(Value::as_str)
                             .unwrap_or_default();
-                        let source = view.resource_source(uri).ok_or_else(|| not_found(uri))?;
+                        let source = view
+                            .resource_source(uri)
+                            .or_else(|| {
+                                let refused = self.catalog.refused_route(
+                                    &context.identity,
+                                    ItemKind::Resource,
+                                    uri,
+                                );
+                                refused.map(|r| r.source)
+                            })
+                            .ok_or_else(|| not_found(uri))?;
                         (source, uri.to_owned())
                     }
                     _ => {
@@ -376,16 +398,36 @@ impl Router {
             .collect()
     }
 
-    /// Unavailable naming the source when the name belongs to a source that
-    /// is down, else an unknown name.
-    fn unknown_name(&self, kind: &'static str, name: &str, view: &View) -> RouteError {
-        match view.unavailable(name).and_then(|s| self.upstream(s)) {
-            Some(upstream) => upstream.unavailable(),
-            None => RouteError::UnknownName {
-                kind,
-                name: name.to_owned(),
-            },
+    /// The route of a tool or prompt name for `identity`, and whether the
+    /// policy refuses it (the call still goes through the layers, where
+    /// the policy refuses it). A name the catalogue has no route for fails
+    /// naming its source when that source is down, else as unknown.
+    fn resolve(
+        &self,
+        identity: &Identity,
+        kind: ItemKind,
+        name: &str,
+    ) -> Result<(Route, bool), RouteError> {
+        let view = self.catalog.view_for(identity);
+        let found = match kind {
+            ItemKind::Prompt => view.prompt(name),
+            _ => view.tool(name),
+        };
+        if let Some(route) = found {
+            return Ok((route.clone(), false));
         }
+        if let Some(route) = self.catalog.refused_route(identity, kind, name) {
+            return Ok((route, true));
+        }
+        Err(
+            match view.unavailable(name).and_then(|s| self.upstream(s)) {
+                Some(upstream) => upstream.unavailable(),
+                None => RouteError::UnknownName {
+                    kind: kind.as_str(),
+                    name: name.to_owned(),
+                },
+            },
+        )
     }
 }
 

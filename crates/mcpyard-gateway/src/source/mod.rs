@@ -311,10 +311,11 @@ impl CallContext {
 }
 
 impl CallContext {
-    /// The tools of the catalogue (exposed names), as `tools/list` shows them.
+    /// The tools of the catalogue (exposed names) this call's identity may
+    /// use, as its `tools/list` shows them.
     pub fn tools(&self) -> Vec<Value> {
         match self.router.router.upgrade() {
-            Some(router) => router.listed_tools(),
+            Some(router) => router.listed_tools(&self.identity),
             None => Vec::new(),
         }
     }

@@ -192,6 +192,7 @@ fn summary(s: &Settings) -> String {
     out += &format!("  max_body_size  {} bytes\n", s.max_body_bytes);
     out += &format!("  log_level      {}\n", s.log_level);
     out += &format!("  inference      {}\n", s.inference);
+    out += &format!("  governance     {}\n", s.governance);
     if !s.allowed_hosts.is_empty() {
         out += &format!("  allowed_hosts  {}\n", s.allowed_hosts.join(", "));
     }

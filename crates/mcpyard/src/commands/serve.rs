@@ -48,6 +48,7 @@ pub(super) async fn run(
         header_read_timeout: settings.limits.header_read_timeout,
         body_read_timeout: settings.limits.body_read_timeout,
         keep_alive_timeout: settings.limits.keep_alive_timeout,
+        per_address: settings.limits.per_address,
         ..HttpOptions::default()
     };
     // Printed whatever the log level: scripts and users wait for this line

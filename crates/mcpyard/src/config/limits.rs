@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use mcpyard_server::{BatchLimits, HttpOptions};
+use mcpyard_server::{AddressRate, BatchLimits, HttpOptions};
 use serde::Deserialize;
 
 use super::server::{self, Context};
@@ -20,6 +20,12 @@ pub(crate) struct RawLimits {
     header_read_timeout: Option<RawDuration>,
     body_read_timeout: Option<RawDuration>,
     keep_alive_timeout: Option<RawDuration>,
+    /// `[[limits.rate]]`: token buckets over calls (see `policy.rs`).
+    #[serde(default)]
+    pub(crate) rate: Vec<super::policy::RawRateLimit>,
+    /// Requests per second one client address may send over HTTP.
+    http_requests_per_address: Option<String>,
+    http_burst_per_address: Option<u64>,
 }
 
 /// The validated limits, for the front doors.
@@ -33,6 +39,8 @@ pub(crate) struct Limits {
     pub(crate) header_read_timeout: Duration,
     pub(crate) body_read_timeout: Duration,
     pub(crate) keep_alive_timeout: Duration,
+    /// The HTTP flood limit per client address.
+    pub(crate) per_address: Option<AddressRate>,
 }
 
 impl Default for Limits {
@@ -44,6 +52,7 @@ impl Default for Limits {
             header_read_timeout: http.header_read_timeout,
             body_read_timeout: http.body_read_timeout,
             keep_alive_timeout: http.keep_alive_timeout,
+            per_address: http.per_address,
         }
     }
 }
@@ -80,6 +89,11 @@ pub(crate) fn build(ctx: &Context<'_>, raw: Option<&RawLimits>) -> Result<Limits
             "keep_alive_timeout",
             &raw.keep_alive_timeout,
             defaults.keep_alive_timeout,
+        )?,
+        per_address: super::policy::build_flood(
+            ctx,
+            raw.http_requests_per_address.as_deref(),
+            raw.http_burst_per_address,
         )?,
     })
 }

@@ -13,6 +13,7 @@ mod json_file;
 mod jsonc;
 mod limits;
 mod oauth;
+mod policy;
 mod redact;
 mod server;
 mod toml_file;
@@ -86,6 +87,8 @@ pub(crate) struct Settings {
     pub(crate) oauth: Vec<(String, OAuthSettings)>,
     /// Where OAuth tokens are kept (`None`: no XDG_STATE_HOME nor HOME).
     pub(crate) token_dir: Option<std::path::PathBuf>,
+    /// One line on the policy and the rate limits, for `check`.
+    pub(crate) governance: String,
 }
 
 impl Settings {
@@ -384,6 +387,10 @@ fn from_text(
     }
 
     let limits = limits::build(&ctx, top.limits.as_ref())?;
+    let rate_limits = top.limits.as_ref().map_or(&[][..], |l| &l.rate[..]);
+    let rate_limiter = policy::build_rate_limits(&ctx, rate_limits)?;
+    let access = policy::build_policy(&ctx, top.policy.as_ref())?;
+    let governance = policy::summary(access.as_deref(), rate_limits.len(), limits.per_address);
 
     let log_level = match &top.log_level {
         None => DEFAULT_LOG_LEVEL.to_owned(),
@@ -427,6 +434,8 @@ fn from_text(
         session_idle_timeout,
         max_sessions,
         search_tools: top.search_tools.unwrap_or(defaults.search_tools),
+        policy: access,
+        rate_limiter,
         ..defaults
     };
     // Local models as tools: on by default (it only looks on loopback, and
@@ -504,6 +513,7 @@ fn from_text(
         apis,
         oauth: oauth_settings,
         token_dir,
+        governance,
     })
 }
 

@@ -33,6 +33,8 @@ pub(crate) struct TomlFile {
     #[serde(default)]
     pub(crate) apis: OrderedMap<super::api::RawApi>,
     pub(crate) limits: Option<super::limits::RawLimits>,
+    /// `[policy]`: who may use which tool, prompt and resource.
+    pub(crate) policy: Option<super::policy::RawPolicy>,
 }
 
 /// `[servers.NAME]`, as written.

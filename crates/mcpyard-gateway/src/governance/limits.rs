@@ -1,0 +1,273 @@
+//! Rate limits: token buckets (GCRA, the `governor` crate) over routed
+//! calls, each limit keyed per identity, per tool, per source, or any mix
+//! of them. A call over any of its limits is refused with
+//! [`RATE_LIMITED`], naming the limit and when to retry.
+//!
+//! The buckets sit behind [`RateLimiter`]: [`LocalRateLimiter`] counts in
+//! this process; a store shared by several replicas can take its place.
+
+use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use governor::clock::{Clock, DefaultClock};
+use governor::{DefaultKeyedRateLimiter, Quota};
+
+use crate::catalog::matches as glob_matches;
+use crate::governance::policy::{item_kind, ItemKind};
+use crate::router::{Layer, Next, RouteFuture, RoutedCall};
+use crate::source::Identity;
+use crate::RouteError;
+
+/// The JSON-RPC error code of a call refused by a rate limit (in the range
+/// JSON-RPC leaves to implementations; 429 as in HTTP's Too Many Requests).
+pub const RATE_LIMITED: i64 = -32029;
+
+/// What a bucket is kept for: one per identity, per tool, per source, or
+/// per combination of those.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dimension {
+    Identity,
+    Tool,
+    Source,
+}
+
+/// A call as the limits see it.
+#[derive(Debug, Clone, Copy)]
+pub struct Metered<'a> {
+    pub identity: &'a Identity,
+    pub source: &'a str,
+    /// The tool or prompt name the client used, or the resource URI.
+    pub target: &'a str,
+    pub kind: ItemKind,
+}
+
+/// One configured limit: which calls it counts and how fast they may come.
+#[derive(Debug, Clone)]
+pub struct RateLimit {
+    /// Shown to the client when the limit refuses a call.
+    pub name: String,
+    /// Calls per `period` in the long run.
+    pub calls: NonZeroU32,
+    pub period: Duration,
+    /// Calls that may come at once after a quiet spell (default: `calls`).
+    pub burst: Option<NonZeroU32>,
+    /// One bucket per value of these; none: one bucket for all the calls.
+    pub per: Vec<Dimension>,
+    /// Filters (empty: any). Identity names and sources are globs.
+    pub identities: Vec<String>,
+    pub groups: Vec<String>,
+    /// Tool names (globs); when set, only tool calls count.
+    pub tools: Vec<String>,
+    pub sources: Vec<String>,
+}
+
+impl RateLimit {
+    fn counts(&self, call: &Metered<'_>) -> bool {
+        let any =
+            |patterns: &[String], value: &str| patterns.iter().any(|p| glob_matches(p, value));
+        (self.identities.is_empty() || any(&self.identities, &call.identity.name))
+            && (self.groups.is_empty() || self.groups.iter().any(|g| call.identity.in_group(g)))
+            && (self.sources.is_empty() || any(&self.sources, call.source))
+            && (self.tools.is_empty()
+                || (call.kind == ItemKind::Tool && any(&self.tools, call.target)))
+    }
+
+    fn key(&self, call: &Metered<'_>) -> String {
+        let mut key = String::new();
+        for (i, dimension) in self.per.iter().enumerate() {
+            if i > 0 {
+                key.push('\u{1f}');
+            }
+            key.push_str(match dimension {
+                Dimension::Identity => &call.identity.name,
+                Dimension::Tool => call.target,
+                Dimension::Source => call.source,
+            });
+        }
+        key
+    }
+
+    fn quota(&self) -> Quota {
+        let every = self.period / self.calls.get();
+        let quota = Quota::with_period(every.max(Duration::from_nanos(1)))
+            .expect("the period is at least one nanosecond");
+        quota.allow_burst(self.burst.unwrap_or(self.calls))
+    }
+}
+
+/// A call over one of its limits.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("rate limit `{limit}` reached; retry after {retry_after:?}")]
+pub struct LimitReached {
+    pub limit: String,
+    pub retry_after: Duration,
+}
+
+/// Counts calls against the configured limits.
+pub trait RateLimiter: Send + Sync + std::fmt::Debug + 'static {
+    /// Takes one call from each bucket the call counts against, or says
+    /// which limit it is over and when a call would next be let through.
+    fn check(&self, call: &Metered<'_>) -> Result<(), LimitReached>;
+}
+
+/// Buckets in this process's memory.
+#[derive(Debug)]
+pub struct LocalRateLimiter {
+    limits: Vec<(RateLimit, DefaultKeyedRateLimiter<String>)>,
+    clock: DefaultClock,
+    checks: AtomicU64,
+}
+
+/// Buckets kept per limit before the full ones are forgotten.
+const KEYS_BEFORE_SWEEP: usize = 10_000;
+
+impl LocalRateLimiter {
+    pub fn new(limits: Vec<RateLimit>) -> Self {
+        let limits = limits
+            .into_iter()
+            .map(|limit| {
+                let buckets = governor::RateLimiter::keyed(limit.quota());
+                (limit, buckets)
+            })
+            .collect();
+        Self {
+            limits,
+            clock: DefaultClock::default(),
+            checks: AtomicU64::new(0),
+        }
+    }
+}
+
+impl RateLimiter for LocalRateLimiter {
+    fn check(&self, call: &Metered<'_>) -> Result<(), LimitReached> {
+        // A bucket back to full is the same as none: drop those now and
+        // then, so keys seen once do not pile up.
+        if self.checks.fetch_add(1, Ordering::Relaxed) % 4096 == 4095 {
+            for (_, buckets) in &self.limits {
+                if buckets.len() > KEYS_BEFORE_SWEEP {
+                    buckets.retain_recent();
+                }
+            }
+        }
+        for (limit, buckets) in &self.limits {
+            if !limit.counts(call) {
+                continue;
+            }
+            if let Err(not_until) = buckets.check_key(&limit.key(call)) {
+                return Err(LimitReached {
+                    limit: limit.name.clone(),
+                    retry_after: not_until.wait_time_from(self.clock.now()),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The limits on the call path.
+#[derive(Debug)]
+pub struct RateLimitLayer {
+    limiter: Arc<dyn RateLimiter>,
+}
+
+impl RateLimitLayer {
+    pub fn new(limiter: Arc<dyn RateLimiter>) -> Self {
+        Self { limiter }
+    }
+}
+
+impl Layer for RateLimitLayer {
+    fn call<'a>(&'a self, call: RoutedCall, next: Next<'a>) -> RouteFuture<'a> {
+        let Some(kind) = item_kind(&call) else {
+            return next.run(call);
+        };
+        let metered = Metered {
+            identity: &call.request.context.identity,
+            source: call.source(),
+            target: &call.target,
+            kind,
+        };
+        match self.limiter.check(&metered) {
+            Ok(()) => next.run(call),
+            Err(reached) => {
+                let refused = RouteError::Limited {
+                    limit: reached.limit,
+                    retry_after: reached.retry_after,
+                };
+                Box::pin(async move { Err(refused) })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::IdentityKind;
+
+    fn limit(calls: u32, per: Vec<Dimension>) -> RateLimit {
+        RateLimit {
+            name: "test".into(),
+            calls: NonZeroU32::new(calls).unwrap(),
+            period: Duration::from_secs(60),
+            burst: None,
+            per,
+            identities: Vec::new(),
+            groups: Vec::new(),
+            tools: Vec::new(),
+            sources: Vec::new(),
+        }
+    }
+
+    fn call<'a>(identity: &'a Identity, target: &'a str) -> Metered<'a> {
+        Metered {
+            identity,
+            source: "everything",
+            target,
+            kind: ItemKind::Tool,
+        }
+    }
+
+    #[test]
+    fn each_identity_has_its_own_bucket() {
+        let limiter = LocalRateLimiter::new(vec![limit(2, vec![Dimension::Identity])]);
+        let alice = Identity::named(IdentityKind::ApiKey, "alice", vec![]);
+        let bob = Identity::named(IdentityKind::ApiKey, "bob", vec![]);
+        assert!(limiter.check(&call(&alice, "a")).is_ok());
+        assert!(limiter.check(&call(&alice, "b")).is_ok());
+        let over = limiter.check(&call(&alice, "a")).unwrap_err();
+        assert_eq!(over.limit, "test");
+        // One call every 30 s comes back.
+        assert!(over.retry_after > Duration::from_secs(25), "{over:?}");
+        assert!(over.retry_after <= Duration::from_secs(30), "{over:?}");
+        assert!(limiter.check(&call(&bob, "a")).is_ok());
+    }
+
+    #[test]
+    fn per_tool_buckets_and_filters() {
+        let mut per_tool = limit(1, vec![Dimension::Tool]);
+        per_tool.tools = vec!["everything__get-*".into()];
+        per_tool.groups = vec!["free".into()];
+        let limiter = LocalRateLimiter::new(vec![per_tool]);
+        let free = Identity::named(IdentityKind::ApiKey, "f", vec!["free".into()]);
+        let paid = Identity::named(IdentityKind::ApiKey, "p", vec!["paid".into()]);
+        assert!(limiter.check(&call(&free, "everything__get-sum")).is_ok());
+        assert!(limiter.check(&call(&free, "everything__get-sum")).is_err());
+        assert!(limiter.check(&call(&free, "everything__get-env")).is_ok());
+        assert!(limiter.check(&call(&free, "everything__echo")).is_ok());
+        assert!(limiter.check(&call(&free, "everything__echo")).is_ok());
+        assert!(limiter.check(&call(&paid, "everything__get-sum")).is_ok());
+        assert!(limiter.check(&call(&paid, "everything__get-sum")).is_ok());
+    }
+
+    #[test]
+    fn a_shared_bucket_counts_every_call() {
+        let limiter = LocalRateLimiter::new(vec![limit(1, Vec::new())]);
+        let a = Identity::named(IdentityKind::ApiKey, "a", vec![]);
+        let b = Identity::named(IdentityKind::ApiKey, "b", vec![]);
+        assert!(limiter.check(&call(&a, "x")).is_ok());
+        assert!(limiter.check(&call(&b, "y")).is_err());
+    }
+}

@@ -1,0 +1,528 @@
+//! Who may use what: rules that allow or deny a tool, prompt or resource by
+//! identity, group, scope, source, name (globs) and, through a CEL `when`
+//! condition, anything else about the call, its arguments included. The
+//! first rule that matches decides; none matching leaves the default.
+//!
+//! The policy is applied twice, the same way: when the catalogue is listed
+//! for an identity (an item it may not use is left out of its lists, search
+//! and `mcpyard__call_tool`), and on every routed call as the router's
+//! [`PolicyLayer`], which alone sees the arguments.
+
+use std::sync::{Arc, LazyLock};
+
+use cel::{Context, Env, Program};
+use mcpyard_proto::methods;
+use serde_json::{json, Value};
+
+use crate::catalog::matches as glob_matches;
+use crate::router::{Layer, Next, RouteFuture, RoutedCall};
+use crate::source::{Identity, IdentityKind};
+use crate::RouteError;
+
+/// What a rule, or the default, does with the calls it matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Effect {
+    #[default]
+    Allow,
+    Deny,
+}
+
+/// The kinds of item a policy speaks of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ItemKind {
+    Tool,
+    Prompt,
+    Resource,
+}
+
+impl ItemKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Tool => "tool",
+            Self::Prompt => "prompt",
+            Self::Resource => "resource",
+        }
+    }
+}
+
+/// One item of the catalogue as the policy sees it: its kind, the name a
+/// client uses (exposed tool or prompt name, or resource URI / URI
+/// template) and the source that offers it.
+#[derive(Debug, Clone, Copy)]
+pub struct Item<'a> {
+    pub kind: ItemKind,
+    pub name: &'a str,
+    pub source: &'a str,
+}
+
+/// One rule. Every filter that is set must match (an empty list matches
+/// anything); within one list, any entry may. `tools`, `prompts` and
+/// `resources` are globs over the names clients see; a rule that sets none
+/// of them matches every item of its sources, one that sets some matches
+/// only items of those kinds.
+#[derive(Debug, Default)]
+pub struct Rule {
+    pub effect: Effect,
+    /// Identity names (globs).
+    pub identities: Vec<String>,
+    /// The identity is in one of these groups.
+    pub groups: Vec<String>,
+    /// The identity's token carries one of these scopes.
+    pub scopes: Vec<String>,
+    /// Source names (globs).
+    pub sources: Vec<String>,
+    pub tools: Vec<String>,
+    pub prompts: Vec<String>,
+    pub resources: Vec<String>,
+    pub when: Option<Condition>,
+}
+
+/// A compiled CEL condition. Variables: `identity` (`name`, `kind`,
+/// `groups`, `scopes`), `source`, `kind` (`tool`, `prompt`, `resource`),
+/// `name`, and, on calls only, `arguments` (the call's arguments, `{}` when
+/// it has none).
+#[derive(Debug)]
+pub struct Condition {
+    text: String,
+    program: Program,
+    uses_arguments: bool,
+}
+
+/// A `when` condition that does not compile.
+#[derive(Debug, thiserror::Error)]
+#[error("`when` is not a valid CEL expression: {0}")]
+pub struct ConditionError(String);
+
+// Programs keep no interior state; the stdlib environment is built once.
+static CEL_ENV: LazyLock<Arc<Env>> = LazyLock::new(|| Arc::new(Env::stdlib()));
+
+impl Condition {
+    pub fn compile(text: &str) -> Result<Self, ConditionError> {
+        let program = CEL_ENV
+            .compile(text)
+            .map_err(|e| ConditionError(one_line(&e.to_string())))?;
+        let uses_arguments = program.references().has_variable("arguments");
+        Ok(Self {
+            text: text.to_owned(),
+            program,
+            uses_arguments,
+        })
+    }
+
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// `Some(bool)` when the condition could be evaluated; `None` when it
+    /// failed (a missing key, a type error...), which the caller resolves.
+    fn evaluate(
+        &self,
+        identity: &Identity,
+        item: Item<'_>,
+        arguments: Option<&Value>,
+    ) -> Option<bool> {
+        let mut context = Context::with_env(CEL_ENV.clone());
+        let bound = context
+            .add_variable("identity", identity_value(identity))
+            .and_then(|()| context.add_variable("source", item.source))
+            .and_then(|()| context.add_variable("kind", item.kind.as_str()))
+            .and_then(|()| context.add_variable("name", item.name));
+        let bound = match (bound, arguments) {
+            (Ok(()), Some(a)) => context.add_variable("arguments", a),
+            (other, _) => other,
+        };
+        if let Err(e) = bound {
+            tracing::warn!(error = %e, "policy condition: could not bind its variables");
+            return None;
+        }
+        match self.program.execute(&context) {
+            Ok(cel::Value::Bool(b)) => Some(b),
+            Ok(other) => {
+                tracing::debug!(condition = %self.text, value = ?other, "policy condition is not a bool");
+                None
+            }
+            Err(e) => {
+                tracing::debug!(condition = %self.text, error = %e, "policy condition failed");
+                None
+            }
+        }
+    }
+}
+
+fn identity_value(identity: &Identity) -> Value {
+    let kind = match identity.kind {
+        IdentityKind::Anonymous => "anonymous",
+        IdentityKind::ApiKey => "api_key",
+        IdentityKind::Token => "token",
+        IdentityKind::Local => "local",
+    };
+    json!({
+        "name": identity.name,
+        "kind": kind,
+        "groups": identity.groups,
+        "scopes": identity.scopes,
+    })
+}
+
+/// What the policy made of a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Allow,
+    /// Refused by rule `rule` (its index in the configuration), or by the
+    /// default when `None`.
+    Deny {
+        rule: Option<usize>,
+    },
+}
+
+/// The rules and the default, in configuration order.
+#[derive(Debug, Default)]
+pub struct Policy {
+    pub default: Effect,
+    pub rules: Vec<Rule>,
+}
+
+impl Policy {
+    /// Whether a call of `item` with these arguments is allowed. A
+    /// condition that cannot be evaluated makes a deny rule match and an
+    /// allow rule not: an error never lets a call through.
+    pub fn decide(&self, identity: &Identity, item: Item<'_>, arguments: &Value) -> Verdict {
+        for (index, rule) in self.rules.iter().enumerate() {
+            if !rule.applies(identity, item) {
+                continue;
+            }
+            let matched = match &rule.when {
+                None => true,
+                Some(c) => c
+                    .evaluate(identity, item, Some(arguments))
+                    .unwrap_or(rule.effect == Effect::Deny),
+            };
+            if matched {
+                return verdict(rule.effect, Some(index));
+            }
+        }
+        verdict(self.default, None)
+    }
+
+    /// Whether `item` is listed for `identity`: allowed for some arguments.
+    /// A condition over the arguments cannot be decided before a call, so
+    /// an allow rule with one lists the item (calls are still checked) and
+    /// a deny rule with one does not hide it.
+    pub fn lists(&self, identity: &Identity, item: Item<'_>) -> Verdict {
+        for (index, rule) in self.rules.iter().enumerate() {
+            if !rule.applies(identity, item) {
+                continue;
+            }
+            let matched = match &rule.when {
+                None => true,
+                Some(c) => match c.evaluate(identity, item, None) {
+                    Some(b) => b,
+                    None if c.uses_arguments => {
+                        if rule.effect == Effect::Allow {
+                            return Verdict::Allow;
+                        }
+                        false
+                    }
+                    None => rule.effect == Effect::Deny,
+                },
+            };
+            if matched {
+                return verdict(rule.effect, Some(index));
+            }
+        }
+        verdict(self.default, None)
+    }
+
+    /// Whether every rule and the default allow everything: the policy can
+    /// be skipped.
+    pub fn allows_all(&self) -> bool {
+        self.default == Effect::Allow && self.rules.iter().all(|r| r.effect == Effect::Allow)
+    }
+}
+
+fn verdict(effect: Effect, rule: Option<usize>) -> Verdict {
+    match effect {
+        Effect::Allow => Verdict::Allow,
+        Effect::Deny => Verdict::Deny { rule },
+    }
+}
+
+impl Rule {
+    /// Whether the rule's filters (all but `when`) match.
+    fn applies(&self, identity: &Identity, item: Item<'_>) -> bool {
+        let any =
+            |patterns: &[String], value: &str| patterns.iter().any(|p| glob_matches(p, value));
+        let names = match item.kind {
+            ItemKind::Tool => &self.tools,
+            ItemKind::Prompt => &self.prompts,
+            ItemKind::Resource => &self.resources,
+        };
+        let names_match =
+            if self.tools.is_empty() && self.prompts.is_empty() && self.resources.is_empty() {
+                true
+            } else {
+                any(names, item.name)
+            };
+        names_match
+            && (self.identities.is_empty() || any(&self.identities, &identity.name))
+            && (self.groups.is_empty() || self.groups.iter().any(|g| identity.in_group(g)))
+            && (self.scopes.is_empty() || self.scopes.iter().any(|s| identity.scopes.contains(s)))
+            && (self.sources.is_empty() || any(&self.sources, item.source))
+    }
+}
+
+/// The policy on the call path: a call it refuses never reaches its source
+/// and is answered as for an unknown name.
+#[derive(Debug)]
+pub struct PolicyLayer {
+    policy: Arc<Policy>,
+}
+
+impl PolicyLayer {
+    pub fn new(policy: Arc<Policy>) -> Self {
+        Self { policy }
+    }
+}
+
+impl Layer for PolicyLayer {
+    fn call<'a>(&'a self, call: RoutedCall, next: Next<'a>) -> RouteFuture<'a> {
+        let Some(kind) = item_kind(&call) else {
+            return next.run(call);
+        };
+        let item = Item {
+            kind,
+            name: &call.target,
+            source: call.source(),
+        };
+        let empty = Value::Object(Default::default());
+        let arguments = call
+            .request
+            .params
+            .get("arguments")
+            .filter(|a| a.is_object());
+        let verdict = self.policy.decide(
+            &call.request.context.identity,
+            item,
+            arguments.unwrap_or(&empty),
+        );
+        match verdict {
+            Verdict::Allow => next.run(call),
+            Verdict::Deny { rule } => {
+                tracing::debug!(
+                    identity = %call.request.context.identity.name,
+                    target = %call.target,
+                    rule = ?rule,
+                    "refused by the policy"
+                );
+                let refused = RouteError::Denied {
+                    kind,
+                    name: call.target.clone(),
+                    rule,
+                };
+                Box::pin(async move { Err(refused) })
+            }
+        }
+    }
+}
+
+/// What kind of item a routed call uses: by its method, and for
+/// `completion/complete` by what it completes.
+pub(crate) fn item_kind(call: &RoutedCall) -> Option<ItemKind> {
+    match call.request.method {
+        methods::TOOLS_CALL => Some(ItemKind::Tool),
+        methods::PROMPTS_GET => Some(ItemKind::Prompt),
+        methods::RESOURCES_READ => Some(ItemKind::Resource),
+        methods::COMPLETION_COMPLETE => {
+            match call
+                .request
+                .params
+                .pointer("/ref/type")
+                .and_then(Value::as_str)
+            {
+                Some("ref/prompt") => Some(ItemKind::Prompt),
+                Some("ref/resource") => Some(ItemKind::Resource),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn alice() -> Identity {
+        Identity::named(IdentityKind::ApiKey, "alice", vec!["dev".into()])
+    }
+
+    fn bob() -> Identity {
+        Identity::named(IdentityKind::ApiKey, "bob", vec!["ops".into()])
+    }
+
+    fn tool(name: &str) -> Item<'_> {
+        Item {
+            kind: ItemKind::Tool,
+            name,
+            source: "everything",
+        }
+    }
+
+    fn rule(effect: Effect) -> Rule {
+        Rule {
+            effect,
+            ..Rule::default()
+        }
+    }
+
+    #[test]
+    fn the_first_matching_rule_decides_and_none_leaves_the_default() {
+        let policy = Policy {
+            default: Effect::Deny,
+            rules: vec![
+                Rule {
+                    groups: vec!["ops".into()],
+                    tools: vec!["everything__*".into()],
+                    ..rule(Effect::Allow)
+                },
+                Rule {
+                    identities: vec!["ali*".into()],
+                    tools: vec!["everything__echo".into()],
+                    ..rule(Effect::Allow)
+                },
+            ],
+        };
+        let args = json!({});
+        assert_eq!(
+            policy.decide(&bob(), tool("everything__get-sum"), &args),
+            Verdict::Allow
+        );
+        assert_eq!(
+            policy.decide(&alice(), tool("everything__echo"), &args),
+            Verdict::Allow
+        );
+        assert_eq!(
+            policy.decide(&alice(), tool("everything__get-sum"), &args),
+            Verdict::Deny { rule: None }
+        );
+        // A rule naming only tools says nothing about prompts.
+        let prompt = Item {
+            kind: ItemKind::Prompt,
+            ..tool("everything__echo")
+        };
+        assert_eq!(
+            policy.decide(&bob(), prompt, &args),
+            Verdict::Deny { rule: None }
+        );
+    }
+
+    #[test]
+    fn scopes_and_sources_filter_too() {
+        let mut token = alice();
+        token.scopes = vec!["tools:write".into()];
+        let policy = Policy {
+            default: Effect::Allow,
+            rules: vec![
+                Rule {
+                    scopes: vec!["tools:write".into()],
+                    ..rule(Effect::Allow)
+                },
+                Rule {
+                    sources: vec!["every*".into()],
+                    ..rule(Effect::Deny)
+                },
+            ],
+        };
+        let args = json!({});
+        assert_eq!(policy.decide(&token, tool("x"), &args), Verdict::Allow);
+        assert_eq!(
+            policy.decide(&alice(), tool("x"), &args),
+            Verdict::Deny { rule: Some(1) }
+        );
+        let other = Item {
+            source: "llm",
+            ..tool("x")
+        };
+        assert_eq!(policy.decide(&alice(), other, &args), Verdict::Allow);
+    }
+
+    #[test]
+    fn cel_conditions_see_the_identity_the_item_and_the_arguments() {
+        let policy = Policy {
+            default: Effect::Allow,
+            rules: vec![
+                Rule {
+                    when: Some(
+                        Condition::compile("name == 'everything__get-sum' && arguments.a > 100")
+                            .unwrap(),
+                    ),
+                    ..rule(Effect::Deny)
+                },
+                Rule {
+                    when: Some(
+                        Condition::compile("'ops' in identity.groups && kind == 'prompt'").unwrap(),
+                    ),
+                    ..rule(Effect::Deny)
+                },
+            ],
+        };
+        let sum = tool("everything__get-sum");
+        assert_eq!(
+            policy.decide(&alice(), sum, &json!({"a": 1, "b": 2})),
+            Verdict::Allow
+        );
+        assert_eq!(
+            policy.decide(&alice(), sum, &json!({"a": 101, "b": 2})),
+            Verdict::Deny { rule: Some(0) }
+        );
+        // A deny condition over arguments does not hide the tool.
+        assert_eq!(policy.lists(&alice(), sum), Verdict::Allow);
+        let prompt = Item {
+            kind: ItemKind::Prompt,
+            ..tool("p")
+        };
+        assert_eq!(
+            policy.lists(&bob(), prompt),
+            Verdict::Deny { rule: Some(1) }
+        );
+        assert_eq!(policy.lists(&alice(), prompt), Verdict::Allow);
+    }
+
+    #[test]
+    fn a_condition_that_fails_never_lets_a_call_through() {
+        let policy = Policy {
+            default: Effect::Deny,
+            rules: vec![Rule {
+                when: Some(Condition::compile("arguments.missing == 1").unwrap()),
+                ..rule(Effect::Allow)
+            }],
+        };
+        assert_eq!(
+            policy.decide(&alice(), tool("x"), &json!({})),
+            Verdict::Deny { rule: None }
+        );
+        // Listed: some arguments may be allowed.
+        assert_eq!(policy.lists(&alice(), tool("x")), Verdict::Allow);
+        let deny_on_error = Policy {
+            default: Effect::Allow,
+            rules: vec![Rule {
+                when: Some(Condition::compile("arguments.size > 'x'").unwrap()),
+                ..rule(Effect::Deny)
+            }],
+        };
+        assert_eq!(
+            deny_on_error.decide(&alice(), tool("x"), &json!({"size": 3})),
+            Verdict::Deny { rule: Some(0) }
+        );
+    }
+
+    #[test]
+    fn a_bad_condition_is_reported_at_compile_time() {
+        let err = Condition::compile("name == ").unwrap_err();
+        assert!(err.to_string().contains("CEL"), "{err}");
+    }
+}
