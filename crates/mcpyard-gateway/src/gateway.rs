@@ -112,6 +112,7 @@ impl Gateway {
                         sessions.clone(),
                         config.client_request_timeout,
                         config.sampler.clone(),
+                        config.audit.clone(),
                         stop.child_token(),
                     );
                     (upstream.clone(), Some(upstream))
@@ -132,6 +133,7 @@ impl Gateway {
         let router = Router::new(
             catalog.clone(),
             slots,
+            config.audit,
             config.layers,
             own_tasks,
             stop.clone(),

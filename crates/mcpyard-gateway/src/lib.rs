@@ -22,6 +22,7 @@ mod downstream;
 mod error;
 mod files;
 mod gateway;
+mod governance;
 mod router;
 mod source;
 #[cfg(feature = "testing")]
@@ -33,6 +34,11 @@ pub use downstream::{Negotiated, Outbound, Session};
 pub use error::{Fault, RouteError};
 pub use files::{FileError, Sandbox, SandboxKeys};
 pub use gateway::{Answer, Gateway};
+pub use governance::audit::{AuditFile, AuditRecord, AuditTrail, Outcome};
+pub use governance::guard::{
+    builtin_detectors, DenyRule, Guard, GuardConfig, GuardError, PatternError, WebhookConfig,
+};
+pub use governance::size::{SizeLimits, ToolSizes};
 pub use router::{Layer, Next, RouteFuture, RoutedCall};
 pub use source::{
     CallContext, CallLimits, ClientHandle, Identity, IdentityKind, Progress, RouterHandle, Sampler,

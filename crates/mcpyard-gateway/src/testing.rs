@@ -26,12 +26,20 @@ impl InProcessClient {
     /// Starts a gateway of these sources and initializes a session on it.
     /// Panics (the test fails) when either does not work.
     pub async fn start(sources: Vec<SourceSpec>, timeout: Duration) -> Self {
-        let gateway = Gateway::start(GatewayConfig {
-            sources,
-            ..GatewayConfig::default()
-        })
+        Self::start_with(
+            GatewayConfig {
+                sources,
+                ..GatewayConfig::default()
+            },
+            timeout,
+        )
         .await
-        .expect("gateway starts");
+    }
+
+    /// Starts a gateway of this configuration (its layers, its audit) and
+    /// initializes a session on it.
+    pub async fn start_with(config: GatewayConfig, timeout: Duration) -> Self {
+        let gateway = Gateway::start(config).await.expect("gateway starts");
         let session = Session::new(None);
         gateway.register_session(session.clone());
         let client = Self {

@@ -1,7 +1,8 @@
 //! The layers every routed call passes on its way to its source, outermost
-//! first: a tracing span, the layers the configuration adds (policy, rate
-//! limits, metrics, audit), the cap on calls in flight per source, and the
-//! per-call timeout.
+//! first: a tracing span, the audit (`governance/audit.rs`), the size
+//! limits (`governance/size.rs`), the layers the configuration adds
+//! (policy, rate limits, guardrails, metrics), the cap on calls in flight
+//! per source, and the per-call timeout.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

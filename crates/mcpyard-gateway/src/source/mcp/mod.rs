@@ -80,6 +80,7 @@ impl Upstream {
         sessions: Arc<Sessions>,
         client_timeout: Duration,
         sampler: Option<Arc<dyn crate::Sampler>>,
+        audit: Option<crate::AuditTrail>,
         stop: CancellationToken,
     ) -> Arc<Self> {
         let changes = Arc::new(Changes::default());
@@ -87,6 +88,7 @@ impl Upstream {
             (Some(policy), Some(sampler)) => Some(LocalSampling {
                 sampler,
                 policy: policy.clone(),
+                audit,
             }),
             _ => None,
         };

@@ -94,6 +94,8 @@ impl Changes {
 pub(crate) struct LocalSampling {
     pub(crate) sampler: Arc<dyn Sampler>,
     pub(crate) policy: SamplingPolicy,
+    /// Each request answered here is a record of the audit trail.
+    pub(crate) audit: Option<crate::AuditTrail>,
 }
 
 #[derive(Debug)]
@@ -275,47 +277,34 @@ impl Relay {
 }
 
 impl Relay {
-    /// Answers a sampling request with a local model, leaving an audit line
-    /// that says who asked, which model answered and how much it used,
-    /// with a hash of the request instead of its text.
+    /// Answers a sampling request with a local model. The audit trail
+    /// records who asked, which model answered and how much it used, with
+    /// a hash of the request instead of its text.
     async fn sample_locally(
         &self,
         local: &LocalSampling,
         params: Value,
     ) -> Result<Value, ErrorObject> {
-        let digest = request_digest(&params);
+        let started = std::time::Instant::now();
         let outcome = local.sampler.create_message(&params, &local.policy).await;
         match &outcome {
             Ok((_, usage)) => tracing::info!(
-                target: "mcpyard::audit",
                 server = %self.server,
                 model = %usage.model,
-                prompt_tokens = usage.prompt_tokens,
-                completion_tokens = usage.completion_tokens,
-                request_sha256 = %digest,
                 "sampling request answered by a local model"
             ),
             Err(e) => tracing::info!(
-                target: "mcpyard::audit",
                 server = %self.server,
-                request_sha256 = %digest,
                 error = %e.message,
                 "sampling request refused by the local model"
             ),
         }
+        if let Some(trail) = &local.audit {
+            let usage = outcome.as_ref().map(|(_, usage)| usage).map_err(|_| ());
+            trail.record_sampling(&self.server, &params, started, usage);
+        }
         outcome.map(|(result, _)| result)
     }
-}
-
-/// SHA-256 of the request's JSON, hex: identifies a request in the audit
-/// log without recording its content.
-fn request_digest(params: &Value) -> String {
-    use sha2::Digest;
-    let bytes = serde_json::to_vec(params).unwrap_or_default();
-    sha2::Sha256::digest(&bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 /// The capability a client needs to answer a relayed request.
