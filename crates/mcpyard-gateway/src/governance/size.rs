@@ -128,7 +128,7 @@ pub(crate) fn cut_result(result: &mut Value, max: u64, tool: &str) {
         return;
     }
     let note = format!(
-        "[The result of `{tool}` was {size} bytes and was cut to fit its limit of {max} bytes (max_result). Ask for less: use the tool's filter, paging or limit arguments if it has them.]"
+        "[The result of `{tool}` was {size} bytes and was cut to fit its limit of {max} bytes (`max_result`; for an API, `max_response_bytes`). Ask for less: use the tool's filter, paging or limit arguments if it has them.]"
     );
     let note_block = json!({"type": "text", "text": note});
     // Room for the note block and the comma before it.
