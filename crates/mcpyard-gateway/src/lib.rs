@@ -36,7 +36,8 @@ pub use files::{FileError, Sandbox, SandboxKeys};
 pub use gateway::{Answer, Gateway};
 pub use governance::audit::{AuditFile, AuditRecord, AuditTrail, Outcome};
 pub use governance::guard::{
-    builtin_detectors, DenyRule, Guard, GuardConfig, GuardError, PatternError, WebhookConfig,
+    builtin_detectors, glob_match, DenyRule, Guard, GuardConfig, GuardError, PatternError,
+    WebhookConfig,
 };
 pub use governance::size::{SizeLimits, ToolSizes};
 pub use router::{Layer, Next, RouteFuture, RoutedCall};

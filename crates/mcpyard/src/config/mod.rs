@@ -9,6 +9,7 @@ mod api;
 mod error;
 mod expand;
 mod expose;
+mod governance;
 mod json_file;
 mod jsonc;
 mod limits;
@@ -80,6 +81,8 @@ pub(crate) struct Settings {
     pub(crate) limits: Limits,
     /// Every API in the file, enabled or not, in file order.
     pub(crate) apis: Vec<ApiSummary>,
+    /// `[audit]`: the trail is opened when the gateway starts serving.
+    pub(crate) audit: Option<mcpyard_gateway::AuditFile>,
 }
 
 impl Settings {
@@ -445,6 +448,11 @@ fn from_text(
         spec.exposure.listing = listing;
         gateway.sources.push(spec);
     }
+    governance::apply_sizes(&ctx, top.sizes.as_ref(), &mut gateway.sources)?;
+    gateway
+        .layers
+        .push(governance::guard(&ctx, top.guardrails.as_ref())?);
+    let audit = governance::audit(&ctx, top.audit.as_ref())?;
     // The gateway's own checks (reserved names, prefixes that would shadow
     // each other), reported like every other config error.
     gateway.validate().map_err(|e| {
@@ -473,6 +481,7 @@ fn from_text(
         inference: inference_summary,
         limits,
         apis,
+        audit,
     })
 }
 

@@ -32,6 +32,9 @@ pub(crate) struct TomlFile {
     #[serde(default)]
     pub(crate) apis: OrderedMap<super::api::RawApi>,
     pub(crate) limits: Option<super::limits::RawLimits>,
+    pub(crate) audit: Option<super::governance::RawAudit>,
+    pub(crate) guardrails: Option<super::governance::RawGuardrails>,
+    pub(crate) sizes: Option<super::governance::RawSizes>,
 }
 
 /// `[servers.NAME]`, as written.

@@ -256,7 +256,7 @@ fn any_string(value: &Value, test: &dyn Fn(&str) -> bool) -> bool {
 }
 
 /// `*` matches any run of characters, `?` any one character.
-fn glob_match(pattern: &str, name: &str) -> bool {
+pub fn glob_match(pattern: &str, name: &str) -> bool {
     let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
     let (mut pi, mut ni) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
