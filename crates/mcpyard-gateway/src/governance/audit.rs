@@ -306,7 +306,7 @@ fn error_outcome(error: &RouteError, refusal: Option<String>) -> (Outcome, Optio
     }
 }
 
-fn kind_name(kind: IdentityKind) -> &'static str {
+pub(crate) fn kind_name(kind: IdentityKind) -> &'static str {
     match kind {
         IdentityKind::Anonymous => "anonymous",
         IdentityKind::ApiKey => "api_key",

@@ -93,7 +93,7 @@ impl Webhook {
             "version": 1,
             "identity": {
                 "name": identity.name,
-                "kind": format!("{:?}", identity.kind).to_lowercase(),
+                "kind": crate::governance::audit::kind_name(identity.kind),
                 "groups": identity.groups,
             },
             "session": call.session,
