@@ -161,7 +161,13 @@ async fn guardrails_sizes_and_the_audit_on_a_real_server_and_a_real_api() {
         // echo is hidden: reached by name, or through call_tool.
         everything_stdio("every") + "expose = [\"get-sum\"]\n",
     );
-    let gw = Gateway::start(&config, dir.path()).await;
+    // Arguments are logged at trace level, redacted.
+    let gw = Gateway::start_with_env(
+        &config,
+        dir.path(),
+        &[("RUST_LOG", "mcpyard_gateway=trace,mcpyard=debug,info")],
+    )
+    .await;
     let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
     wait_for_tools(
         &client,
@@ -359,7 +365,7 @@ async fn guardrails_sizes_and_the_audit_on_a_real_server_and_a_real_api() {
     let (ok, _, err) = mcpyard_audit(&["--config", cfg, "--since", "someday"]);
     assert!(!ok && err.contains("--since"), "{err}");
 
-    // No log holds a secret, though arguments are logged at debug level.
+    // No log holds a secret, though arguments are logged.
     client.shutdown().await;
     let log = gw.proc.log_text();
     assert!(

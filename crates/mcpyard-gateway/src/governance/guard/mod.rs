@@ -155,9 +155,11 @@ impl Layer for Guard {
             if checks_arguments {
                 let empty = json!({});
                 let arguments = call.request.params.get("arguments").unwrap_or(&empty);
-                if tracing::enabled!(tracing::Level::DEBUG) {
+                // Trace only: arguments are the user's words even without
+                // a secret in them.
+                if tracing::enabled!(tracing::Level::TRACE) {
                     let shown = self.redact(&arguments.to_string());
-                    tracing::debug!(target = %call.target, arguments = %shown, "call arguments");
+                    tracing::trace!(target = %call.target, arguments = %shown, "call arguments");
                 }
                 if let Some(rule) = self.denied(&call.target, arguments) {
                     note_refusal(&rule.name);
