@@ -182,7 +182,8 @@ impl AuditTrail {
         self.record(&AuditRecord {
             time: AuditRecord::now(),
             kind: "sampling",
-            identity: String::new(),
+            // The upstream asked; the client whose call led to it is not known.
+            identity: server.to_owned(),
             identity_kind: "upstream",
             session: None,
             source: server.to_owned(),
@@ -239,12 +240,8 @@ pub(crate) struct AuditLayer {
 impl Layer for AuditLayer {
     fn call<'a>(&'a self, call: RoutedCall, next: Next<'a>) -> RouteFuture<'a> {
         let started = Instant::now();
-        let arguments = call
-            .request
-            .params
-            .get("arguments")
-            .cloned()
-            .unwrap_or_else(|| Value::Object(Default::default()));
+        let none = Value::Object(Default::default());
+        let arguments = call.request.params.get("arguments").unwrap_or(&none);
         let context = &call.request.context;
         let session = &context.client.session;
         let mut record = AuditRecord {
@@ -262,9 +259,9 @@ impl Layer for AuditLayer {
             outcome: Outcome::Ok,
             reason: None,
             duration_ms: 0.0,
-            request_bytes: json_len(&arguments),
+            request_bytes: json_len(arguments),
             response_bytes: 0,
-            arguments_sha256: sha256_hex(&arguments),
+            arguments_sha256: sha256_hex(arguments),
             model: None,
             prompt_tokens: None,
             completion_tokens: None,

@@ -311,6 +311,16 @@ mod tests {
     }
 
     #[test]
+    fn redaction_is_on_unless_turned_off_with_nothing_else_to_do() {
+        assert_eq!(toml("").expect("valid").gateway.layers.len(), 1);
+        let off = toml("[guardrails]\nredact = false\n").expect("valid");
+        assert!(off.gateway.layers.is_empty());
+        let rule =
+            "[guardrails]\nredact = false\n[[guardrails.deny]]\nname = \"x\"\npattern = \"y\"\n";
+        assert_eq!(toml(rule).expect("valid").gateway.layers.len(), 1);
+    }
+
+    #[test]
     fn bad_guardrails_name_their_key() {
         let e = toml("[[guardrails.deny]]\nname = \"x\"\npattern = \"(\"\n")
             .expect_err("bad pattern")

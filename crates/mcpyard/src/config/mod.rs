@@ -449,9 +449,10 @@ fn from_text(
         gateway.sources.push(spec);
     }
     governance::apply_sizes(&ctx, top.sizes.as_ref(), &mut gateway.sources)?;
-    gateway
-        .layers
-        .push(governance::guard(&ctx, top.guardrails.as_ref())?);
+    let guard = governance::guard(&ctx, top.guardrails.as_ref())?;
+    if !guard.is_inert() {
+        gateway.layers.push(guard);
+    }
     let audit = governance::audit(&ctx, top.audit.as_ref())?;
     // The gateway's own checks (reserved names, prefixes that would shadow
     // each other), reported like every other config error.

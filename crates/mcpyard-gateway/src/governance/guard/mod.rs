@@ -93,6 +93,12 @@ impl Guard {
         })
     }
 
+    /// Whether the layer has nothing to do (no detector, rule or check),
+    /// so it need not be in the stack.
+    pub fn is_inert(&self) -> bool {
+        self.redactor.is_none() && self.deny.is_empty() && self.webhook.is_none()
+    }
+
     /// `text` with its secrets replaced, for anything the gateway logs.
     pub fn redact(&self, text: &str) -> String {
         match &self.redactor {
