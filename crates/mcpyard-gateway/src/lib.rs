@@ -29,7 +29,7 @@ mod source;
 pub mod testing;
 
 pub use catalog::{Exposure, Hit, IndexedTool, ListKind, Listing, SourceLists, ToolIndex};
-pub use config::{ConfigError, GatewayConfig, SamplingPolicy, UpstreamSpec};
+pub use config::{ConfigError, GatewayConfig, UpstreamSampling, UpstreamSpec};
 pub use downstream::{Negotiated, Outbound, Session};
 pub use error::{Fault, RouteError};
 pub use files::{FileError, Sandbox, SandboxKeys};
@@ -40,6 +40,7 @@ pub use governance::guard::{
     WebhookConfig,
 };
 pub use governance::size::{SizeLimits, ToolSizes};
+pub use mcpyard_client::sampling::{SamplingPolicy, SamplingRequest};
 pub use router::{Layer, Next, RouteFuture, RoutedCall};
 pub use source::{
     CallContext, CallLimits, ClientHandle, Identity, IdentityKind, Progress, RouterHandle, Sampler,

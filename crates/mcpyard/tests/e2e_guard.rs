@@ -191,7 +191,7 @@ async fn guardrails_sizes_and_the_audit_on_a_real_server_and_a_real_api() {
     // A task (call_tool run by the gateway as a task) meets them too.
     let options = || RequestOptions {
         timeout: Some(Duration::from_secs(30)),
-        cancel: None,
+        ..RequestOptions::default()
     };
     let created = client
         .request(

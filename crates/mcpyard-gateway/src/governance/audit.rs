@@ -167,17 +167,19 @@ impl AuditTrail {
         }
     }
 
-    /// An upstream's sampling request answered (or refused) by a local model.
+    /// An upstream's sampling request answered by a local model, or
+    /// refused (by the sampling policy or the model: `Err` says which).
+    /// `request_sha256` is the sampling policy's hash of the request.
     pub(crate) fn record_sampling(
         &self,
         server: &str,
-        params: &Value,
+        request_sha256: Option<&str>,
         started: Instant,
-        usage: Result<&crate::SamplingUsage, ()>,
+        usage: Result<&crate::SamplingUsage, &str>,
     ) {
-        let (outcome, usage) = match usage {
-            Ok(u) => (Outcome::Ok, Some(u)),
-            Err(()) => (Outcome::Error, None),
+        let (outcome, reason, usage) = match usage {
+            Ok(u) => (Outcome::Ok, None, Some(u)),
+            Err(by) => (Outcome::Refused, Some(by.to_owned()), None),
         };
         self.record(&AuditRecord {
             time: AuditRecord::now(),
@@ -190,11 +192,11 @@ impl AuditTrail {
             tool: mcpyard_proto::methods::SAMPLING_CREATE_MESSAGE.to_owned(),
             method: mcpyard_proto::methods::SAMPLING_CREATE_MESSAGE.to_owned(),
             outcome,
-            reason: None,
+            reason,
             duration_ms: millis(started),
-            request_bytes: json_len(params),
+            request_bytes: 0,
             response_bytes: 0,
-            arguments_sha256: sha256_hex(params),
+            arguments_sha256: request_sha256.unwrap_or_default().to_owned(),
             model: usage.map(|u| u.model.clone()),
             prompt_tokens: usage.map(|u| u.prompt_tokens),
             completion_tokens: usage.map(|u| u.completion_tokens),

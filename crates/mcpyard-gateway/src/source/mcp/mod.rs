@@ -85,9 +85,10 @@ impl Upstream {
     ) -> Arc<Self> {
         let changes = Arc::new(Changes::default());
         let local_sampling = match (&spec.sampling, sampler) {
-            (Some(policy), Some(sampler)) => Some(LocalSampling {
+            (Some(sampling), Some(sampler)) => Some(LocalSampling {
                 sampler,
-                policy: policy.clone(),
+                always: sampling.always,
+                policy: sampling.policy.clone(),
                 audit,
             }),
             _ => None,
@@ -338,6 +339,7 @@ impl Upstream {
             let options = RequestOptions {
                 timeout: Some(self.spec.timeout),
                 cancel: None,
+                ..RequestOptions::default()
             };
             let params = json!({ "uri": uri });
             if let Err(e) = client
@@ -395,6 +397,7 @@ impl Upstream {
         let options = RequestOptions {
             timeout,
             cancel: Some(context.cancel.clone()),
+            ..RequestOptions::default()
         };
         let result = client
             .request_with_id(method, Some(params), options, |id: RequestId| {
@@ -422,6 +425,7 @@ impl Upstream {
         let options = RequestOptions {
             timeout: Some(self.spec.timeout),
             cancel: None,
+            ..RequestOptions::default()
         };
         client
             .request(method, Some(params), options)
@@ -487,6 +491,7 @@ async fn ping(client: &McpClient) -> Result<(), ClientError> {
     let options = RequestOptions {
         timeout: Some(HEALTH_CHECK_TIMEOUT),
         cancel: None,
+        ..RequestOptions::default()
     };
     match client.check_alive(options).await {
         Ok(()) | Err(ClientError::Rpc(_)) => Ok(()),

@@ -93,6 +93,8 @@ impl Changes {
 #[derive(Debug, Clone)]
 pub(crate) struct LocalSampling {
     pub(crate) sampler: Arc<dyn Sampler>,
+    /// Answer locally even when the calling client could sample.
+    pub(crate) always: bool,
     pub(crate) policy: SamplingPolicy,
     /// Each request answered here is a record of the audit trail.
     pub(crate) audit: Option<crate::AuditTrail>,
@@ -277,31 +279,59 @@ impl Relay {
 }
 
 impl Relay {
-    /// Answers a sampling request with a local model. The audit trail
-    /// records who asked, which model answered and how much it used, with
-    /// a hash of the request instead of its text.
+    /// Answers a sampling request with a local model once the upstream's
+    /// policy admitted it. The audit trail records who asked, which model
+    /// answered and how much it used, with the policy's hash of the request
+    /// (never its text); the log says the same.
     async fn sample_locally(
         &self,
         local: &LocalSampling,
         params: Value,
     ) -> Result<Value, ErrorObject> {
         let started = std::time::Instant::now();
-        let outcome = local.sampler.create_message(&params, &local.policy).await;
+        let request = match local.policy.admit(params).await {
+            Ok(request) => request,
+            Err(e) => {
+                tracing::info!(
+                    target: "mcpyard::audit",
+                    server = %self.server,
+                    error = %e.message,
+                    "sampling request refused by the policy"
+                );
+                if let Some(trail) = &local.audit {
+                    trail.record_sampling(&self.server, None, started, Err("sampling policy"));
+                }
+                return Err(e);
+            }
+        };
+        let summary = &request.summary;
+        let outcome = local.sampler.create_message(&request).await;
         match &outcome {
             Ok((_, usage)) => tracing::info!(
+                target: "mcpyard::audit",
                 server = %self.server,
                 model = %usage.model,
+                prompt_tokens = usage.prompt_tokens,
+                completion_tokens = usage.completion_tokens,
+                max_tokens = summary.max_tokens_granted,
+                messages = summary.message_count,
+                request_sha256 = %summary.request_sha256,
                 "sampling request answered by a local model"
             ),
             Err(e) => tracing::info!(
+                target: "mcpyard::audit",
                 server = %self.server,
+                request_sha256 = %summary.request_sha256,
                 error = %e.message,
                 "sampling request refused by the local model"
             ),
         }
         if let Some(trail) = &local.audit {
-            let usage = outcome.as_ref().map(|(_, usage)| usage).map_err(|_| ());
-            trail.record_sampling(&self.server, &params, started, usage);
+            let usage = outcome
+                .as_ref()
+                .map(|(_, usage)| usage)
+                .map_err(|_| "local model");
+            trail.record_sampling(&self.server, Some(&summary.request_sha256), started, usage);
         }
         outcome.map(|(result, _)| result)
     }
@@ -337,7 +367,7 @@ impl ClientHandler for Relay {
                 let client_can = ctx
                     .as_ref()
                     .is_some_and(|c| c.session.has_capability(capability));
-                if local.policy.always || !client_can {
+                if local.always || !client_can {
                     return self.sample_locally(local, params.unwrap_or_default()).await;
                 }
             }
