@@ -36,6 +36,9 @@ pub struct GatewayConfig {
     pub page_size: usize,
     /// Answers sampling requests of upstreams that allow it.
     pub sampler: Option<Arc<dyn crate::Sampler>>,
+    /// Where every routed call, refusal and locally answered sampling
+    /// request is recorded; `None`: no audit.
+    pub audit: Option<crate::AuditTrail>,
     /// A session with no open stream, nothing in flight and no task left is
     /// ended after this long without a request (its client gets 404 and
     /// initializes again): clients that vanish without DELETE would pile up
@@ -62,6 +65,7 @@ impl Default for GatewayConfig {
             client_request_timeout: Duration::from_secs(300),
             page_size: 200,
             sampler: None,
+            audit: None,
             session_idle_timeout: Duration::from_secs(60 * 60),
             max_sessions: 10_000,
             search_tools: true,

@@ -113,6 +113,7 @@ impl Gateway {
                         sessions.clone(),
                         config.client_request_timeout,
                         config.sampler.clone(),
+                        config.audit.clone(),
                         stop.child_token(),
                     );
                     (upstream.clone(), Some(upstream))
@@ -142,7 +143,14 @@ impl Gateway {
                 }
             }
         });
-        let router = Router::new(catalog.clone(), slots, layers, own_tasks, stop.clone());
+        let router = Router::new(
+            catalog.clone(),
+            slots,
+            config.audit,
+            layers,
+            own_tasks,
+            stop.clone(),
+        );
         builtin.attach(&router);
         let mut first_reports = Vec::new();
         for (index, slot) in router.slots().iter().enumerate() {

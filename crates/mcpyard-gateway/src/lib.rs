@@ -36,6 +36,12 @@ pub use downstream::{Negotiated, Outbound, Session};
 pub use error::{Fault, RouteError};
 pub use files::{FileError, Sandbox, SandboxKeys};
 pub use gateway::{Answer, Gateway};
+pub use governance::audit::{AuditFile, AuditRecord, AuditTrail, Outcome};
+pub use governance::guard::{
+    builtin_detectors, glob_match, DenyRule, Guard, GuardConfig, GuardError, PatternError,
+    WebhookConfig,
+};
+pub use governance::size::{SizeLimits, ToolSizes};
 pub use mcpyard_client::sampling::{SamplingPolicy, SamplingRequest};
 pub use router::{Layer, Next, RouteFuture, RoutedCall};
 pub use source::{

@@ -113,6 +113,7 @@ async fn a_call_over_the_cap_waits_for_a_place_and_then_runs() {
         timeout: None,
         max_in_flight: 1,
         queue_timeout: WAIT,
+        ..CallLimits::default()
     };
     let (gateway, session, arrived) = gateway(gate.clone(), limits).await;
     let first = tokio::spawn({
@@ -168,6 +169,7 @@ async fn a_full_source_answers_busy_naming_itself_after_the_wait() {
         timeout: None,
         max_in_flight: 1,
         queue_timeout: Duration::from_millis(100),
+        ..CallLimits::default()
     };
     let (gateway, session, _) = gateway(gate.clone(), limits).await;
     let first = tokio::spawn({

@@ -26,7 +26,9 @@ pub struct ApiConfig {
     pub headers: BTreeMap<String, String>,
     /// Per request; default 120 s.
     pub timeout: Duration,
-    /// An answer over this is cut with a note; default 8 MiB.
+    /// No more of an answer is read, and the gateway's size layer cuts a
+    /// larger result to this with a note (it is this source's result
+    /// limit); default 8 MiB.
     pub max_response_bytes: u64,
     /// Operation name (as derived) → tool name.
     pub rename: BTreeMap<String, String>,

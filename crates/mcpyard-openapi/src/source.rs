@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use mcpyard_gateway::{
-    CallLimits, ListKind, RouteError, Source, SourceEvents, SourceLists, SourceRequest, SourceSpec,
+    CallLimits, ListKind, RouteError, SizeLimits, Source, SourceEvents, SourceLists, SourceRequest,
+    SourceSpec,
 };
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
@@ -81,10 +82,16 @@ impl OpenApiSource {
     }
 
     /// The gateway registration: the configured prefix, each call bounded
-    /// by the API's timeout.
+    /// by the API's timeout, and `max_response_bytes` as the size layer's
+    /// result limit for the source.
     pub fn into_source_spec(self) -> SourceSpec {
+        let config = &self.inner.config;
         let limits = CallLimits {
-            timeout: Some(self.inner.config.timeout),
+            timeout: Some(config.timeout),
+            sizes: SizeLimits {
+                max_result: Some(config.max_response_bytes),
+                ..SizeLimits::default()
+            },
             ..CallLimits::default()
         };
         let prefix = self.inner.config.prefix.clone();

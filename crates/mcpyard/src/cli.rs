@@ -38,6 +38,44 @@ pub(crate) enum Command {
     /// Log in to a configured server behind OAuth (authorization code +
     /// PKCE) and save its tokens for the gateway.
     Login(LoginArgs),
+    /// Read the audit trail (`[audit] file`, rotated files included), filtered.
+    Audit(AuditArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct AuditArgs {
+    /// Configuration file whose `[audit] file` to read.
+    #[arg(
+        long,
+        short,
+        env = "MCPYARD_CONFIG",
+        value_name = "FILE",
+        conflicts_with = "file",
+        required_unless_present = "file"
+    )]
+    pub(crate) config: Option<PathBuf>,
+    /// The audit file itself (its rotated `.1`, `.2`... are read too).
+    #[arg(long, value_name = "PATH")]
+    pub(crate) file: Option<PathBuf>,
+    /// Only calls by this identity (key name, token subject, local user).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) identity: Option<String>,
+    /// Only calls of this tool (its name as clients see it; `*` and `?` wildcards).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) tool: Option<String>,
+    /// Only calls to this source (server, API or local models).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) source: Option<String>,
+    /// Only calls that ended so: ok, isError, error, refused or limited.
+    #[arg(long, value_name = "OUTCOME", value_parser = ["ok", "isError", "error", "refused", "limited"])]
+    pub(crate) outcome: Option<String>,
+    /// Only records since a time: an RFC 3339 time (2026-01-31T12:00:00Z) or a
+    /// duration back from now (30m, 2h, 7d).
+    #[arg(long, value_name = "WHEN")]
+    pub(crate) since: Option<String>,
+    /// Print the matching records as JSON lines instead of a table.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Args)]

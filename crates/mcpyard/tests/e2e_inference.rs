@@ -9,7 +9,7 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{json, Value};
 use support::*;
 
 /// A 1×1 PNG.
@@ -21,7 +21,7 @@ async fn a_local_model_answers_sampling_for_a_client_that_cannot_and_chats_for_p
     let dir = scratch();
     let (_llama, port) = start_llama(dir.path()).await;
     let config = format!(
-        "[inference]\nbackends = [{{ name = \"llama\", kind = \"openai\", url = \"http://127.0.0.1:{port}\" }}]\n\n{}[servers.every.sampling]\nmodels = [\"tiny-chat\"]\nmax_tokens = 8\n",
+        "[audit]\nfile = \"audit.jsonl\"\n\n[inference]\nbackends = [{{ name = \"llama\", kind = \"openai\", url = \"http://127.0.0.1:{port}\" }}]\n\n{}[servers.every.sampling]\nmodels = [\"tiny-chat\"]\nmax_tokens = 8\n",
         everything_stdio("every"),
     );
     let gw = Gateway::start(&config, dir.path()).await;
@@ -48,21 +48,34 @@ async fn a_local_model_answers_sampling_for_a_client_that_cannot_and_chats_for_p
     );
     assert!(text.contains("assistant"), "{text}");
 
-    // The audit line names server, model and token counts, with a hash
-    // instead of the prompt.
-    let log = gw.proc.log_text();
-    let audit = log
-        .lines()
-        .find(|l| l.contains("sampling request answered by a local model"))
-        .unwrap_or_else(|| panic!("no audit line in:\n{log}"));
-    assert!(
-        audit.contains("server=every") && audit.contains("model=tiny-chat"),
-        "{audit}"
-    );
-    assert!(audit.contains("request_sha256="), "{audit}");
+    // The audit trail's record names server, model and token counts, with
+    // a hash instead of the prompt.
+    let trail = dir.path().join("audit.jsonl");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let audit = loop {
+        let text = std::fs::read_to_string(&trail).unwrap_or_default();
+        let found = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|r| r["kind"] == "sampling");
+        if let Some(record) = found {
+            assert!(!text.contains(secret_prompt), "the prompt is in the trail");
+            break record;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no sampling record in:\n{text}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(audit["source"], "every", "{audit}");
+    assert_eq!(audit["model"], "tiny-chat", "{audit}");
+    assert_eq!(audit["outcome"], "ok", "{audit}");
+    assert_eq!(audit["arguments_sha256"].as_str().map(str::len), Some(64));
     // The request asked for 50 tokens; the server's cap of 8 wins.
-    let used = audit_field(audit, "completion_tokens");
+    let used = audit["completion_tokens"].as_u64().unwrap_or_default();
     assert!((1..=8).contains(&used), "over the cap of 8: {audit}");
+    let log = gw.proc.log_text();
     assert!(
         !log.contains(secret_prompt),
         "the prompt leaked into the log"
@@ -98,14 +111,6 @@ async fn a_local_model_answers_sampling_for_a_client_that_cannot_and_chats_for_p
             > 0,
         "{summary}"
     );
-}
-
-/// The number after `name=` in a log line.
-fn audit_field(line: &str, name: &str) -> u64 {
-    line.split_whitespace()
-        .find_map(|w| w.strip_prefix(&format!("{name}=")))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no number {name}= in {line}"))
 }
 
 /// A client that can sample: with `mode = "always"` the local model still

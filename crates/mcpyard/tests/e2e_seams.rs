@@ -278,6 +278,7 @@ async fn a_new_kind_of_source_and_an_mcp_upstream_pass_the_same_layers() {
         timeout: Some(Duration::from_secs(1)),
         max_in_flight: 1,
         queue_timeout: Duration::from_millis(300),
+        ..CallLimits::default()
     };
     let mut every = SourceSpec::mcp(everything());
     every.limits.queue_timeout = limits.queue_timeout;

@@ -1,8 +1,12 @@
 //! Governance: the router layers that decide who may call what and how
-//! often (policy, rate limits), and what is recorded of it.
+//! often (policy, rate limits), guard what goes in and out (guardrails,
+//! size limits), and record it (audit).
 
+pub(crate) mod audit;
+pub(crate) mod guard;
 mod limits;
 mod policy;
+pub(crate) mod size;
 
 pub use limits::{
     Dimension, LimitReached, LocalRateLimiter, Metered, RateLimit, RateLimitLayer, RateLimiter,

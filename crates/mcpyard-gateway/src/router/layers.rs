@@ -1,7 +1,8 @@
 //! The layers every routed call passes on its way to its source, outermost
-//! first: a tracing span, the layers the configuration adds (outer ones
-//! such as the audit and metrics, then the policy and rate limits of
-//! `governance/`, then guardrails), the cap on calls in flight per source,
+//! first: a tracing span, the audit (`governance/audit.rs`), the size
+//! limits (`governance/size.rs`), the outer layers the configuration adds
+//! (metrics), the policy and rate limits of `governance/`, the other
+//! configured layers (guardrails), the cap on calls in flight per source,
 //! and the per-call timeout.
 
 use std::sync::Arc;

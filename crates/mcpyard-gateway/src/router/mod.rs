@@ -17,12 +17,14 @@ use tokio_util::sync::CancellationToken;
 pub use layers::{Layer, Next, RouteFuture, RoutedCall};
 
 use crate::catalog::{Catalog, ListKind, Route};
+use crate::governance::audit::AuditLayer;
+use crate::governance::size::SizeLayer;
 use crate::governance::ItemKind;
 use crate::source::mcp::Upstream;
 use crate::source::{
     CallContext, CallLimits, ClientHandle, Identity, Progress, RouterHandle, Source, SourceRequest,
 };
-use crate::RouteError;
+use crate::{AuditTrail, RouteError};
 use tasks::{TaskRequest, TaskStore};
 
 /// One registered source as the router holds it.
@@ -74,11 +76,19 @@ impl Router {
     pub(crate) fn new(
         catalog: Arc<Catalog>,
         slots: Vec<Slot>,
+        audit: Option<AuditTrail>,
         extra_layers: Vec<Arc<dyn Layer>>,
         own_tasks: TaskStore,
         stop: CancellationToken,
     ) -> Arc<Self> {
         let mut layers: Vec<Arc<dyn Layer>> = vec![Arc::new(layers::Trace)];
+        // The audit sees every refusal of the layers inside it; sizes are
+        // checked before anything else runs and cut the result last, after
+        // the guardrails redacted it whole.
+        if let Some(trail) = audit {
+            layers.push(Arc::new(AuditLayer { trail }));
+        }
+        layers.push(Arc::new(SizeLayer));
         layers.extend(extra_layers);
         layers.push(Arc::new(layers::InFlightCap));
         layers.push(Arc::new(layers::Timeout));

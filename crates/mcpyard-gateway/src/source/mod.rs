@@ -146,6 +146,8 @@ pub struct CallLimits {
     pub max_in_flight: usize,
     /// How long a call over `max_in_flight` waits before it fails.
     pub queue_timeout: Duration,
+    /// How large its arguments and results may be.
+    pub sizes: crate::SizeLimits,
 }
 
 impl Default for CallLimits {
@@ -154,6 +156,7 @@ impl Default for CallLimits {
             timeout: None,
             max_in_flight: 64,
             queue_timeout: Duration::from_secs(30),
+            sizes: crate::SizeLimits::default(),
         }
     }
 }

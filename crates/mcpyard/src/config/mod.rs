@@ -9,6 +9,7 @@ mod api;
 mod error;
 mod expand;
 mod expose;
+mod governance;
 mod json_file;
 mod jsonc;
 mod limits;
@@ -89,6 +90,8 @@ pub(crate) struct Settings {
     pub(crate) token_dir: Option<std::path::PathBuf>,
     /// One line on the policy and the rate limits, for `check`.
     pub(crate) governance: String,
+    /// `[audit]`: the trail is opened when the gateway starts serving.
+    pub(crate) audit: Option<mcpyard_gateway::AuditFile>,
 }
 
 impl Settings {
@@ -483,6 +486,12 @@ fn from_text(
         spec.exposure.listing = listing;
         gateway.sources.push(spec);
     }
+    governance::apply_sizes(&ctx, top.sizes.as_ref(), &mut gateway.sources)?;
+    let guard = governance::guard(&ctx, top.guardrails.as_ref())?;
+    if !guard.is_inert() {
+        gateway.layers.push(guard);
+    }
+    let audit = governance::audit(&ctx, top.audit.as_ref())?;
     // The gateway's own checks (reserved names, prefixes that would shadow
     // each other), reported like every other config error.
     gateway.validate().map_err(|e| {
@@ -514,6 +523,7 @@ fn from_text(
         oauth: oauth_settings,
         token_dir,
         governance,
+        audit,
     })
 }
 

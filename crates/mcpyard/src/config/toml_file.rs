@@ -35,6 +35,9 @@ pub(crate) struct TomlFile {
     pub(crate) limits: Option<super::limits::RawLimits>,
     /// `[policy]`: who may use which tool, prompt and resource.
     pub(crate) policy: Option<super::policy::RawPolicy>,
+    pub(crate) audit: Option<super::governance::RawAudit>,
+    pub(crate) guardrails: Option<super::governance::RawGuardrails>,
+    pub(crate) sizes: Option<super::governance::RawSizes>,
 }
 
 /// `[servers.NAME]`, as written.

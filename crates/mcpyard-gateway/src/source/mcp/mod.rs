@@ -110,6 +110,7 @@ impl Upstream {
         sessions: Arc<Sessions>,
         client_timeout: Duration,
         sampler: Option<Arc<dyn crate::Sampler>>,
+        audit: Option<crate::AuditTrail>,
         stop: CancellationToken,
     ) -> Arc<Self> {
         let changes = Arc::new(Changes::default());
@@ -118,6 +119,7 @@ impl Upstream {
                 sampler,
                 always: sampling.always,
                 policy: sampling.policy.clone(),
+                audit,
             }),
             _ => None,
         };

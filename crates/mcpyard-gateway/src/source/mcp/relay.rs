@@ -96,6 +96,8 @@ pub(crate) struct LocalSampling {
     /// Answer locally even when the calling client could sample.
     pub(crate) always: bool,
     pub(crate) policy: SamplingPolicy,
+    /// Each request answered here is a record of the audit trail.
+    pub(crate) audit: Option<crate::AuditTrail>,
 }
 
 #[derive(Debug)]
@@ -278,14 +280,15 @@ impl Relay {
 
 impl Relay {
     /// Answers a sampling request with a local model once the upstream's
-    /// policy admitted it, leaving an audit line that says who asked, which
-    /// model answered and how much it used, with the policy's redacted
-    /// summary (a hash of the request, never its text).
+    /// policy admitted it. The audit trail records who asked, which model
+    /// answered and how much it used, with the policy's hash of the request
+    /// (never its text); the log says the same.
     async fn sample_locally(
         &self,
         local: &LocalSampling,
         params: Value,
     ) -> Result<Value, ErrorObject> {
+        let started = std::time::Instant::now();
         let request = match local.policy.admit(params).await {
             Ok(request) => request,
             Err(e) => {
@@ -295,6 +298,9 @@ impl Relay {
                     error = %e.message,
                     "sampling request refused by the policy"
                 );
+                if let Some(trail) = &local.audit {
+                    trail.record_sampling(&self.server, None, started, Err("sampling policy"));
+                }
                 return Err(e);
             }
         };
@@ -319,6 +325,13 @@ impl Relay {
                 error = %e.message,
                 "sampling request refused by the local model"
             ),
+        }
+        if let Some(trail) = &local.audit {
+            let usage = outcome
+                .as_ref()
+                .map(|(_, usage)| usage)
+                .map_err(|_| "local model");
+            trail.record_sampling(&self.server, Some(&summary.request_sha256), started, usage);
         }
         outcome.map(|(result, _)| result)
     }

@@ -1,0 +1,484 @@
+//! The audit trail: one JSON line per routed call and per refusal (who,
+//! which session, source and tool, the outcome, how long, how big, and a
+//! SHA-256 of the arguments, never the arguments themselves), and one per
+//! sampling request an upstream had answered by a local model.
+//!
+//! Lines are written off the call path: a call hands its record to a
+//! bounded channel and a writer thread appends it to the file, rotating the
+//! file by size. The writer is ours, not a crate's: it is a few lines, and
+//! the rotation scheme (`audit.jsonl` → `audit.jsonl.1` … `.N`) is the one
+//! `mcpyard audit` reads back.
+
+use std::cell::RefCell;
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::governance::size::json_len;
+use crate::router::{Layer, Next, RouteFuture, RoutedCall};
+use crate::{IdentityKind, RouteError};
+
+/// Records waiting for the writer at most; past it a record is dropped and
+/// counted, rather than making a call wait for the disk.
+const QUEUE: usize = 16 * 1024;
+
+/// Where the trail goes and how it rotates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditFile {
+    pub path: PathBuf,
+    /// The file is rotated before a line would take it past this size.
+    pub max_size: u64,
+    /// Rotated files kept (`.1` is the newest); older ones are deleted.
+    pub keep: usize,
+}
+
+impl AuditFile {
+    pub const DEFAULT_MAX_SIZE: u64 = 10 * 1024 * 1024;
+    pub const DEFAULT_KEEP: usize = 5;
+
+    /// The rotated file `n` (1 is the newest).
+    pub fn rotated(&self, n: usize) -> PathBuf {
+        let mut name = self.path.clone().into_os_string();
+        name.push(format!(".{n}"));
+        PathBuf::from(name)
+    }
+}
+
+/// How a call ended, as the audit records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Outcome {
+    #[serde(rename = "ok")]
+    Ok,
+    /// The tool answered with an `isError` result.
+    #[serde(rename = "isError")]
+    IsError,
+    /// A routing error: the source failed, timed out, or the request was bad.
+    #[serde(rename = "error")]
+    Error,
+    /// A guardrail, a size limit or the policy refused the call.
+    #[serde(rename = "refused")]
+    Refused,
+    /// A rate limit stopped the call.
+    #[serde(rename = "limited")]
+    Limited,
+}
+
+/// One line of the trail. Nothing in it may carry a secret: arguments are
+/// hashed, errors are named by kind.
+#[derive(Debug, Clone, Serialize)]
+pub struct AuditRecord {
+    /// RFC 3339, UTC, milliseconds.
+    pub time: String,
+    /// `call`, or `sampling` for an upstream's sampling request.
+    pub kind: &'static str,
+    /// The identity's name (`anonymous` without authentication).
+    pub identity: String,
+    pub identity_kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    pub source: String,
+    /// The tool or prompt as the client named it, or the resource URI.
+    pub tool: String,
+    pub method: String,
+    pub outcome: Outcome,
+    /// The rule that refused the call, or whose fault an error was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub duration_ms: f64,
+    /// Bytes of JSON of the arguments sent and of the result returned.
+    pub request_bytes: u64,
+    pub response_bytes: u64,
+    pub arguments_sha256: String,
+    /// For sampling: the local model that answered and what it used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completion_tokens: Option<u64>,
+}
+
+impl AuditRecord {
+    /// The current time as the trail writes it.
+    pub fn now() -> String {
+        humantime::format_rfc3339_millis(SystemTime::now()).to_string()
+    }
+}
+
+/// The handle calls write to. Cheap to clone; the writer thread ends once
+/// every handle is dropped, after writing what it was given.
+#[derive(Debug, Clone)]
+pub struct AuditTrail {
+    inner: Arc<TrailInner>,
+}
+
+#[derive(Debug)]
+struct TrailInner {
+    lines: SyncSender<Vec<u8>>,
+    dropped: AtomicU64,
+}
+
+impl AuditTrail {
+    /// Opens (or creates) the file and starts its writer thread.
+    pub fn open(file: AuditFile) -> std::io::Result<Self> {
+        if let Some(dir) = file.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        let writer = RotatingWriter::open(file)?;
+        let (lines, queue) = sync_channel(QUEUE);
+        std::thread::Builder::new()
+            .name("mcpyard-audit".into())
+            .spawn(move || writer.run(queue))?;
+        Ok(Self {
+            inner: Arc::new(TrailInner {
+                lines,
+                dropped: AtomicU64::new(0),
+            }),
+        })
+    }
+
+    /// Queues a record; never waits.
+    pub fn record(&self, record: &AuditRecord) {
+        let Ok(mut line) = serde_json::to_vec(record) else {
+            return;
+        };
+        line.push(b'\n');
+        match self.inner.lines.try_send(line) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => {
+                let dropped = self.inner.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+                if dropped == 1 || dropped.is_multiple_of(1000) {
+                    tracing::warn!(
+                        dropped,
+                        "audit records dropped: the audit file is not keeping up"
+                    );
+                }
+            }
+            Err(TrySendError::Disconnected(_)) => {
+                tracing::warn!("audit record dropped: the audit writer has stopped");
+            }
+        }
+    }
+
+    /// An upstream's sampling request answered by a local model, or
+    /// refused (by the sampling policy or the model: `Err` says which).
+    /// `request_sha256` is the sampling policy's hash of the request.
+    pub(crate) fn record_sampling(
+        &self,
+        server: &str,
+        request_sha256: Option<&str>,
+        started: Instant,
+        usage: Result<&crate::SamplingUsage, &str>,
+    ) {
+        let (outcome, reason, usage) = match usage {
+            Ok(u) => (Outcome::Ok, None, Some(u)),
+            Err(by) => (Outcome::Refused, Some(by.to_owned()), None),
+        };
+        self.record(&AuditRecord {
+            time: AuditRecord::now(),
+            kind: "sampling",
+            // The upstream asked; the client whose call led to it is not known.
+            identity: server.to_owned(),
+            identity_kind: "upstream",
+            session: None,
+            source: server.to_owned(),
+            tool: mcpyard_proto::methods::SAMPLING_CREATE_MESSAGE.to_owned(),
+            method: mcpyard_proto::methods::SAMPLING_CREATE_MESSAGE.to_owned(),
+            outcome,
+            reason,
+            duration_ms: millis(started),
+            request_bytes: 0,
+            response_bytes: 0,
+            arguments_sha256: request_sha256.unwrap_or_default().to_owned(),
+            model: usage.map(|u| u.model.clone()),
+            prompt_tokens: usage.map(|u| u.prompt_tokens),
+            completion_tokens: usage.map(|u| u.completion_tokens),
+        });
+    }
+}
+
+/// SHA-256 of a value's compact JSON, hex: identifies the arguments of a
+/// call without recording them.
+pub(crate) fn sha256_hex(value: &Value) -> String {
+    use sha2::Digest;
+    let bytes = serde_json::to_vec(value).unwrap_or_default();
+    sha2::Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn millis(started: Instant) -> f64 {
+    (started.elapsed().as_secs_f64() * 1e6).round() / 1e3
+}
+
+tokio::task_local! {
+    /// Set by a layer inside the audit layer that refused a call with a
+    /// result (a guardrail, a size limit): the rule's name.
+    static REFUSAL: RefCell<Option<String>>;
+}
+
+/// Tells the audit layer around this call that `rule` refused it (the call
+/// is answered with an `isError` result, which the trail would otherwise
+/// record as the tool's own). Does nothing when no audit layer is set.
+pub(crate) fn note_refusal(rule: &str) {
+    let _ = REFUSAL.try_with(|r| *r.borrow_mut() = Some(rule.to_owned()));
+}
+
+/// The outermost configured layer: everything inside it, refusals
+/// included, is recorded.
+#[derive(Debug)]
+pub(crate) struct AuditLayer {
+    pub(crate) trail: AuditTrail,
+}
+
+impl Layer for AuditLayer {
+    fn call<'a>(&'a self, call: RoutedCall, next: Next<'a>) -> RouteFuture<'a> {
+        let started = Instant::now();
+        let none = Value::Object(Default::default());
+        let arguments = call.request.params.get("arguments").unwrap_or(&none);
+        let context = &call.request.context;
+        let session = &context.client.session;
+        let mut record = AuditRecord {
+            time: AuditRecord::now(),
+            kind: "call",
+            identity: match context.identity.name.as_str() {
+                "" => "anonymous".to_owned(),
+                name => name.to_owned(),
+            },
+            identity_kind: kind_name(context.identity.kind),
+            session: (!session.is_stateless()).then(|| session.id().to_owned()),
+            source: call.source().to_owned(),
+            tool: call.target.clone(),
+            method: call.request.method.to_owned(),
+            outcome: Outcome::Ok,
+            reason: None,
+            duration_ms: 0.0,
+            request_bytes: json_len(arguments),
+            response_bytes: 0,
+            arguments_sha256: sha256_hex(arguments),
+            model: None,
+            prompt_tokens: None,
+            completion_tokens: None,
+        };
+        Box::pin(async move {
+            let (outcome, refusal) = REFUSAL
+                .scope(RefCell::new(None), async move {
+                    let outcome = next.run(call).await;
+                    (outcome, REFUSAL.with(|r| r.borrow_mut().take()))
+                })
+                .await;
+            record.duration_ms = millis(started);
+            match &outcome {
+                Ok(result) => {
+                    record.response_bytes = json_len(result);
+                    record.outcome = match (&refusal, result.get("isError")) {
+                        (Some(_), _) => Outcome::Refused,
+                        (None, Some(Value::Bool(true))) => Outcome::IsError,
+                        _ => Outcome::Ok,
+                    };
+                    record.reason = refusal;
+                }
+                Err(e) => {
+                    (record.outcome, record.reason) = error_outcome(e, refusal);
+                }
+            }
+            self.trail.record(&record);
+            outcome
+        })
+    }
+}
+
+/// How a routing error is recorded: refused by a rule, or an error and
+/// whose fault it was.
+fn error_outcome(error: &RouteError, refusal: Option<String>) -> (Outcome, Option<String>) {
+    match refusal {
+        Some(rule) => (Outcome::Refused, Some(rule)),
+        None => (Outcome::Error, Some(error.fault().as_str().to_owned())),
+    }
+}
+
+pub(crate) fn kind_name(kind: IdentityKind) -> &'static str {
+    match kind {
+        IdentityKind::Anonymous => "anonymous",
+        IdentityKind::ApiKey => "api_key",
+        IdentityKind::Token => "token",
+        IdentityKind::Local => "local",
+    }
+}
+
+/// Appends lines to the file; before a line would take it past
+/// `max_size`, shifts `file` → `file.1` → … → `file.keep` (the oldest is
+/// deleted) and starts a new file.
+struct RotatingWriter {
+    file: AuditFile,
+    out: BufWriter<File>,
+    size: u64,
+}
+
+impl RotatingWriter {
+    fn open(file: AuditFile) -> std::io::Result<Self> {
+        let out = open_append(&file.path)?;
+        let size = out.metadata()?.len();
+        Ok(Self {
+            file,
+            out: BufWriter::new(out),
+            size,
+        })
+    }
+
+    /// Writes what arrives, flushing whenever the queue is empty, until
+    /// every sender is gone.
+    fn run(mut self, queue: Receiver<Vec<u8>>) {
+        while let Ok(line) = queue.recv() {
+            self.write(&line);
+            while let Ok(line) = queue.try_recv() {
+                self.write(&line);
+            }
+            if let Err(e) = self.out.flush() {
+                tracing::warn!(error = %e, "cannot write the audit file");
+            }
+        }
+    }
+
+    fn write(&mut self, line: &[u8]) {
+        let len = line.len() as u64;
+        if self.size > 0 && self.size + len > self.file.max_size {
+            if let Err(e) = self.rotate() {
+                tracing::warn!(error = %e, file = %self.file.path.display(), "cannot rotate the audit file");
+            }
+        }
+        match self.out.write_all(line) {
+            Ok(()) => self.size += len,
+            Err(e) => tracing::warn!(error = %e, "cannot write the audit file"),
+        }
+    }
+
+    fn rotate(&mut self) -> std::io::Result<()> {
+        self.out.flush()?;
+        if self.file.keep == 0 {
+            std::fs::remove_file(&self.file.path)?;
+        } else {
+            let _ = std::fs::remove_file(self.file.rotated(self.file.keep));
+            for n in (1..self.file.keep).rev() {
+                let from = self.file.rotated(n);
+                if from.exists() {
+                    std::fs::rename(&from, self.file.rotated(n + 1))?;
+                }
+            }
+            std::fs::rename(&self.file.path, self.file.rotated(1))?;
+        }
+        self.out = BufWriter::new(open_append(&self.file.path)?);
+        self.size = 0;
+        Ok(())
+    }
+}
+
+fn open_append(path: &Path) -> std::io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.create(true).append(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // Who called what is for the operator's eyes only.
+        options.mode(0o600);
+    }
+    options.open(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(n: usize) -> AuditRecord {
+        AuditRecord {
+            time: AuditRecord::now(),
+            kind: "call",
+            identity: "alice".into(),
+            identity_kind: "api_key",
+            session: None,
+            source: "s".into(),
+            tool: format!("s__t{n}"),
+            method: "tools/call".into(),
+            outcome: Outcome::Ok,
+            reason: None,
+            duration_ms: 1.5,
+            request_bytes: 2,
+            response_bytes: 3,
+            arguments_sha256: sha256_hex(&serde_json::json!({})),
+            model: None,
+            prompt_tokens: None,
+            completion_tokens: None,
+        }
+    }
+
+    fn lines(path: &Path) -> Vec<Value> {
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+            .collect()
+    }
+
+    #[test]
+    fn the_file_rotates_by_size_and_keeps_n() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = AuditFile {
+            path: dir.path().join("audit.jsonl"),
+            max_size: 1000,
+            keep: 2,
+        };
+        let trail = AuditTrail::open(file.clone()).unwrap();
+        for n in 0..40 {
+            trail.record(&record(n));
+        }
+        // Dropping the last handle lets the writer finish; wait for it.
+        drop(trail);
+        let deadline = Instant::now() + std::time::Duration::from_secs(10);
+        let all = || {
+            let mut seen = Vec::new();
+            for p in [file.rotated(2), file.rotated(1), file.path.clone()] {
+                seen.extend(lines(&p));
+            }
+            seen
+        };
+        while all().last().map(|l| l["tool"].clone()) != Some("s__t39".into()) {
+            assert!(Instant::now() < deadline, "the writer wrote every line");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(!file.rotated(3).exists());
+        for p in [file.rotated(2), file.rotated(1), file.path.clone()] {
+            let len = std::fs::metadata(&p).unwrap().len();
+            assert!(len <= 1000, "{} is {len} bytes", p.display());
+        }
+        // The newest lines are kept, in order, the oldest were deleted.
+        let tools: Vec<String> = all()
+            .iter()
+            .map(|l| l["tool"].as_str().unwrap().to_owned())
+            .collect();
+        let first: usize = tools[0].trim_start_matches("s__t").parse().unwrap();
+        assert!(first > 0, "the oldest lines went with the oldest file");
+        let expected: Vec<String> = (first..40).map(|n| format!("s__t{n}")).collect();
+        assert_eq!(tools, expected);
+    }
+
+    #[test]
+    fn a_record_serializes_without_empty_fields() {
+        let line = serde_json::to_value(record(1)).unwrap();
+        assert_eq!(line["outcome"], "ok");
+        assert!(line.get("session").is_none() && line.get("model").is_none());
+        assert_eq!(
+            line["arguments_sha256"],
+            "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
+        );
+        let refused = Outcome::IsError;
+        assert_eq!(serde_json::to_value(refused).unwrap(), "isError");
+    }
+}

@@ -1,0 +1,229 @@
+//! Secret detectors: the built-in ones for common credentials, and the
+//! configured patterns. A match is replaced by `[REDACTED:<name>]`.
+
+use regex::{Regex, RegexSet};
+use serde_json::Value;
+
+/// The built-in detectors, in the order they are applied: spans that may
+/// contain other matches (a PEM block) first, the loosest (bearer) last.
+const BUILTIN: &[(&str, &str)] = &[
+    (
+        "private_key",
+        r"(?s)-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|\z)",
+    ),
+    (
+        "aws_access_key",
+        r"\b(?:AKIA|ASIA|ABIA|ACCA|AROA|AIDA)[0-9A-Z]{16}\b",
+    ),
+    (
+        "aws_secret_key",
+        r#"(?i)aws_?secret_?access_?key["']?\s*[:=]\s*["']?[A-Za-z0-9/+=]{40}"#,
+    ),
+    (
+        "github_token",
+        r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b",
+    ),
+    ("slack_token", r"\bxox[abposre]-[A-Za-z0-9-]{10,}"),
+    (
+        "slack_webhook",
+        r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_-]+",
+    ),
+    (
+        "openai_key",
+        r"\bsk-(?:proj-|svcacct-|admin-|ant-)?[A-Za-z0-9_-]{20,}",
+    ),
+    (
+        "jwt",
+        r"\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*",
+    ),
+    ("bearer", r"(?i)\bbearer\s+[A-Za-z0-9._~+/-]{16,}=*"),
+];
+
+/// The names of the built-in detectors, for the documentation and `check`.
+pub fn builtin_detectors() -> impl Iterator<Item = &'static str> {
+    BUILTIN.iter().map(|(name, _)| *name)
+}
+
+/// A pattern that is not a valid regular expression.
+#[derive(Debug, thiserror::Error)]
+#[error("pattern `{name}` is not a valid regular expression: {reason}")]
+pub struct PatternError {
+    pub name: String,
+    pub reason: String,
+}
+
+/// Finds and replaces secrets in text and in every string of a JSON value.
+#[derive(Debug, Clone)]
+pub(crate) struct Redactor {
+    /// Tells at once which detectors match a string: most strings match
+    /// none and cost one pass.
+    any: RegexSet,
+    detectors: Vec<(String, Regex)>,
+}
+
+impl Redactor {
+    /// The built-in detectors (when `builtin`) and then `patterns`
+    /// (name, regular expression). `None` when there is nothing to detect.
+    pub(crate) fn new(
+        builtin: bool,
+        patterns: &[(String, String)],
+    ) -> Result<Option<Self>, PatternError> {
+        let builtin = BUILTIN
+            .iter()
+            .filter(|_| builtin)
+            .map(|(n, p)| ((*n).to_owned(), (*p).to_owned()));
+        let mut detectors = Vec::new();
+        for (name, pattern) in builtin.chain(patterns.iter().cloned()) {
+            let regex = Regex::new(&pattern).map_err(|e| PatternError {
+                name: name.clone(),
+                reason: e.to_string(),
+            })?;
+            detectors.push((name, regex));
+        }
+        if detectors.is_empty() {
+            return Ok(None);
+        }
+        let any =
+            RegexSet::new(detectors.iter().map(|(_, r)| r.as_str())).map_err(|e| PatternError {
+                name: "(all patterns)".into(),
+                reason: e.to_string(),
+            })?;
+        Ok(Some(Self { any, detectors }))
+    }
+
+    /// The text with every secret replaced; `None` when it has none.
+    pub(crate) fn redact_str(&self, text: &str) -> Option<String> {
+        let hits = self.any.matches(text);
+        if !hits.matched_any() {
+            return None;
+        }
+        let mut out = text.to_owned();
+        for i in hits.iter() {
+            let (name, regex) = &self.detectors[i];
+            let replaced = regex.replace_all(&out, format!("[REDACTED:{name}]").as_str());
+            if let std::borrow::Cow::Owned(s) = replaced {
+                out = s;
+            }
+        }
+        Some(out)
+    }
+
+    /// Redacts every string of `value` in place but the bytes of binary
+    /// content (`data` / `blob` beside a `mimeType`): base64 may look like
+    /// a token by chance, and a changed image is a broken one. Returns
+    /// how many strings changed.
+    pub(crate) fn redact_value(&self, value: &mut Value) -> usize {
+        match value {
+            Value::String(s) => match self.redact_str(s) {
+                Some(r) => {
+                    *s = r;
+                    1
+                }
+                None => 0,
+            },
+            Value::Array(items) => items.iter_mut().map(|v| self.redact_value(v)).sum(),
+            Value::Object(map) => {
+                let binary = map.contains_key("mimeType");
+                map.iter_mut()
+                    .filter(|(k, _)| !(binary && matches!(k.as_str(), "data" | "blob")))
+                    .map(|(_, v)| self.redact_value(v))
+                    .sum()
+            }
+            _ => 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn builtin() -> Redactor {
+        Redactor::new(true, &[]).unwrap().unwrap()
+    }
+
+    #[test]
+    fn each_builtin_detector_finds_its_kind_of_secret() {
+        let r = builtin();
+        let cases = [
+            ("key AKIAIOSFODNN7EXAMPLE here", "aws_access_key"),
+            (
+                "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+                "aws_secret_key",
+            ),
+            (
+                "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----",
+                "private_key",
+            ),
+            ("-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqh (cut)", "private_key"),
+            ("token ghp_16C7e42F292c6912E7710c838347Ae178B4a ok", "github_token"),
+            (
+                "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
+                "github_token",
+            ),
+            ("xoxb-123456789012-1234567890123-AbCdEfGhIjKl", "slack_token"),
+            (
+                "https://hooks.slack.com/services/T000/B000/XXXXXXXX",
+                "slack_webhook",
+            ),
+            ("sk-proj-abcdefghijklmnopqrstuvwxyz012345", "openai_key"),
+            (
+                "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1gFWFOEjXk",
+                "jwt",
+            ),
+            ("Authorization: Bearer abcdefghijklmnop1234", "bearer"),
+        ];
+        for (text, name) in cases {
+            let out = r
+                .redact_str(text)
+                .unwrap_or_else(|| panic!("{name}: {text}"));
+            assert!(out.contains(&format!("[REDACTED:{name}]")), "{name}: {out}");
+        }
+    }
+
+    #[test]
+    fn ordinary_text_is_left_alone() {
+        let r = builtin();
+        for text in [
+            "hello world",
+            "the sky-is blue",
+            "a task-id 123e4567-e89b-12d3-a456-426614174000",
+            "bearer of bad news",
+        ] {
+            assert_eq!(r.redact_str(text), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn configured_patterns_are_named_and_bad_ones_refused() {
+        let r = Redactor::new(false, &[("employee_id".into(), r"EMP-\d{6}".into())])
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            r.redact_str("id EMP-123456 ok").as_deref(),
+            Some("id [REDACTED:employee_id] ok")
+        );
+        assert_eq!(r.redact_str("AKIAIOSFODNN7EXAMPLE"), None);
+        let e = Redactor::new(false, &[("broken".into(), "(".into())]).unwrap_err();
+        assert_eq!(e.name, "broken");
+        assert!(Redactor::new(false, &[]).unwrap().is_none());
+    }
+
+    #[test]
+    fn every_string_of_a_value_is_redacted_but_binary_data() {
+        let r = builtin();
+        let token = "ghp_16C7e42F292c6912E7710c838347Ae178B4a";
+        let mut v = json!({
+            "content": [
+                {"type": "text", "text": format!("your token is {token}")},
+                {"type": "image", "data": token, "mimeType": "image/png"},
+            ],
+            "structuredContent": {"nested": [format!("again {token}")]},
+        });
+        assert_eq!(r.redact_value(&mut v), 2);
+        assert_eq!(v["content"][1]["data"], token);
+        assert!(!v["content"][0]["text"].as_str().unwrap().contains(token));
+        assert!(!v["structuredContent"].to_string().contains(token));
+    }
+}
