@@ -9,6 +9,8 @@
 //!   gateway runs;
 //! - `downstream/`: sessions, subscriptions, listen streams, the stateless
 //!   era's requests;
+//! - `governance/`: the layers that decide, limit and record each call,
+//!   and the metrics and traces;
 //! - `files.rs`: the sandbox for local files every source reads and writes;
 //! - `gateway.rs`: composition at start and dispatch by method.
 //!
@@ -22,6 +24,7 @@ mod downstream;
 mod error;
 mod files;
 mod gateway;
+mod governance;
 mod router;
 mod source;
 #[cfg(feature = "testing")]
@@ -33,6 +36,8 @@ pub use downstream::{Negotiated, Outbound, Session};
 pub use error::{Fault, RouteError};
 pub use files::{FileError, Sandbox, SandboxKeys};
 pub use gateway::{Answer, Gateway};
+pub use governance::metrics::{Metrics, Outcome, CONTENT_TYPE as METRICS_CONTENT_TYPE};
+pub use governance::trace::{TARGET as TRACE_TARGET, TRACEPARENT};
 pub use router::{Layer, Next, RouteFuture, RoutedCall};
 pub use source::{
     CallContext, CallLimits, ClientHandle, Identity, IdentityKind, Progress, RouterHandle, Sampler,
