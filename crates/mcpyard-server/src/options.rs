@@ -45,6 +45,9 @@ pub struct HttpOptions {
     /// How long a connection may sit between requests before it is closed.
     /// Streams being answered (SSE) are not idle, however quiet.
     pub keep_alive_timeout: Duration,
+    /// Serve `GET /metrics` (the gateway's Prometheus metrics) here, behind
+    /// the same checks as `/mcp`.
+    pub metrics_route: bool,
 }
 
 /// 4 MiB: large enough for any tool call a model makes, small enough that a
@@ -67,6 +70,7 @@ impl Default for HttpOptions {
             header_read_timeout: Duration::from_secs(10),
             body_read_timeout: Duration::from_secs(30),
             keep_alive_timeout: Duration::from_secs(60),
+            metrics_route: false,
         }
     }
 }
@@ -88,6 +92,7 @@ impl std::fmt::Debug for HttpOptions {
             .field("header_read_timeout", &self.header_read_timeout)
             .field("body_read_timeout", &self.body_read_timeout)
             .field("keep_alive_timeout", &self.keep_alive_timeout)
+            .field("metrics_route", &self.metrics_route)
             .finish()
     }
 }

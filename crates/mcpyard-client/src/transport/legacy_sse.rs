@@ -63,11 +63,12 @@ impl LegacySseTransport {
     }
 
     pub(crate) async fn send(&self, message: &Message) -> Result<(), ClientError> {
-        let resp = self
+        let req = self
             .http
             .post(self.endpoint.clone())
             .header(CONTENT_TYPE, "application/json")
-            .body(message.to_vec())
+            .body(message.to_vec());
+        let resp = super::http_common::with_trace_context(req, message)
             .send()
             .await
             .map_err(transport_error)?;

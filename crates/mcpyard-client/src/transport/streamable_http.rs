@@ -101,6 +101,7 @@ impl Core {
             .header(ACCEPT, ACCEPT_BOTH)
             .header(CONTENT_TYPE, "application/json")
             .body(message.to_vec());
+        req = super::http_common::with_trace_context(req, message);
         if let Some(mirrored) = modern_headers(message) {
             // A 2026-07-28 request stands alone: no session, its era and
             // names mirrored into headers for the server to route on.

@@ -14,6 +14,7 @@ mod jsonc;
 mod limits;
 mod redact;
 mod server;
+mod telemetry;
 mod toml_file;
 mod values;
 
@@ -31,6 +32,7 @@ pub(crate) use api::ApiSummary;
 pub(crate) use error::ConfigError;
 pub(crate) use limits::Limits;
 use server::{Context, RawServer};
+pub(crate) use telemetry::{MetricsSettings, TelemetrySettings};
 use values::{parse_size, RawSize};
 
 /// Where the gateway listens unless told otherwise. Loopback only; the
@@ -80,6 +82,10 @@ pub(crate) struct Settings {
     pub(crate) limits: Limits,
     /// Every API in the file, enabled or not, in file order.
     pub(crate) apis: Vec<ApiSummary>,
+    /// `[metrics]`: where `GET /metrics` is served, if anywhere.
+    pub(crate) metrics: MetricsSettings,
+    /// `[telemetry]`: where traces go, if anywhere.
+    pub(crate) telemetry: TelemetrySettings,
 }
 
 impl Settings {
@@ -355,6 +361,8 @@ fn from_text(
     }
 
     let limits = limits::build(&ctx, top.limits.as_ref())?;
+    let metrics = telemetry::metrics(&ctx, top.metrics.as_ref())?;
+    let telemetry = telemetry::telemetry(&ctx, top.telemetry.as_ref())?;
 
     let log_level = match &top.log_level {
         None => DEFAULT_LOG_LEVEL.to_owned(),
@@ -398,6 +406,8 @@ fn from_text(
         session_idle_timeout,
         max_sessions,
         search_tools: top.search_tools.unwrap_or(defaults.search_tools),
+        metrics: (metrics != MetricsSettings::Off)
+            .then(|| std::sync::Arc::new(mcpyard_gateway::Metrics::new())),
         ..defaults
     };
     // Local models as tools: on by default (it only looks on loopback, and
@@ -473,6 +483,8 @@ fn from_text(
         inference: inference_summary,
         limits,
         apis,
+        metrics,
+        telemetry,
     })
 }
 

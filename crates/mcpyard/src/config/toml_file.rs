@@ -32,6 +32,8 @@ pub(crate) struct TomlFile {
     #[serde(default)]
     pub(crate) apis: OrderedMap<super::api::RawApi>,
     pub(crate) limits: Option<super::limits::RawLimits>,
+    pub(crate) metrics: Option<super::telemetry::RawMetrics>,
+    pub(crate) telemetry: Option<super::telemetry::RawTelemetry>,
 }
 
 /// `[servers.NAME]`, as written.
