@@ -390,3 +390,73 @@ async fn a_call_is_traced_from_the_client_request_to_the_http_upstream() {
         .expect("a root span");
     assert_eq!(root["name"], "tools/call");
 }
+
+/// A 1×1 PNG.
+const PIXEL_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_model_tokens_and_stateless_sessions_are_counted() {
+    let dir = scratch();
+    // An OpenAI-compatible server that reports 10 tokens in, 5 out.
+    let (_vision, vision_port) = start_vision_fixture(dir.path()).await;
+    let config = format!(
+        "[inference]\nbackends = [{{ name = \"vision\", kind = \"openai\", url = \"http://127.0.0.1:{vision_port}\" }}]\n\n[metrics]\nenabled = true\n"
+    );
+    let gateway = Gateway::start(&config, dir.path()).await;
+    // A client of the stateless era: each request is a session of its own.
+    let client = McpClient::connect(
+        TransportSpec::StreamableHttp {
+            url: gateway.url(),
+            headers: vec![],
+        },
+        Arc::new(Recorder::default()),
+        mcpyard_client::ConnectOptions {
+            era: mcpyard_client::EraPolicy::Auto,
+            label: "stateless-client".into(),
+            ..mcpyard_client::ConnectOptions::default()
+        },
+    )
+    .await
+    .expect("connect in the stateless era");
+    assert_eq!(client.protocol_version(), "2026-07-28");
+    let described = call(
+        &client,
+        "local__analyze_image",
+        json!({"task": "describe", "images": [{"data": PIXEL_PNG, "mimeType": "image/png"}]}),
+    )
+    .await;
+    assert!(
+        text(&described).contains("fixture saw 1 image(s)"),
+        "{described}"
+    );
+
+    let (status, _, scrape) =
+        get(&format!("http://127.0.0.1:{}/metrics", gateway.port), None).await;
+    assert_eq!(status, 200, "{scrape}");
+    let samples = parse_metrics(dir.path(), &scrape);
+    let tokens = |direction: &str| {
+        samples
+            .iter()
+            .filter(|s| {
+                s["name"] == "mcpyard_model_tokens_total" && s["labels"]["direction"] == direction
+            })
+            .filter_map(|s| s["value"].as_f64())
+            .sum::<f64>()
+    };
+    assert_eq!(tokens("input"), 10.0, "{scrape}");
+    assert_eq!(tokens("output"), 5.0, "{scrape}");
+    let stateless = sample(
+        &samples,
+        "mcpyard_sessions_started_total",
+        &[("era", "2026-07-28")],
+    );
+    assert!(
+        stateless >= Some(2.0),
+        "discovery and the call, each a session:\n{scrape}"
+    );
+    assert_eq!(
+        sample(&samples, "mcpyard_sessions", &[("era", "2026-07-28")]),
+        Some(0.0),
+        "a stateless session lives for its request only:\n{scrape}"
+    );
+}
