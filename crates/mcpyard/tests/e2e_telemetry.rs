@@ -370,6 +370,40 @@ async fn a_call_is_traced_from_the_client_request_to_the_http_upstream() {
         "child of the client's span"
     );
 
+    // A task the gateway runs: its call is traced under the request that
+    // created it, though that request was answered first.
+    let task_trace = "0af7651916cd43dd8448eb211c80319c";
+    let created = client
+        .request(
+            "tools/call",
+            Some(json!({
+                "name": "traced__trace_context",
+                "arguments": {},
+                "task": {"ttl": 60000},
+                "_meta": {"traceparent": format!("00-{task_trace}-b7ad6b7169203331-01")},
+            })),
+            RequestOptions::default(),
+        )
+        .await
+        .expect("a task is created");
+    let task_id = created["task"]["taskId"].as_str().expect("a task id");
+    let outcome = client
+        .request(
+            "tasks/result",
+            Some(json!({"taskId": task_id})),
+            RequestOptions {
+                timeout: Some(Duration::from_secs(30)),
+                cancel: None,
+            },
+        )
+        .await
+        .expect("the task's result");
+    let seen: Value = serde_json::from_str(&text(&outcome)).expect("the upstream's JSON");
+    let header = seen["header"]
+        .as_str()
+        .expect("the task's call carried a traceparent");
+    assert_eq!(header.split('-').nth(1), Some(task_trace), "{header}");
+
     // The first call carried no context: a trace of the gateway's own,
     // with its request span as the root.
     let first: Value = serde_json::from_str(&untraced_parent).expect("the upstream's JSON");
