@@ -1,43 +1,29 @@
-//! The MCP client: one connection, one `initialize` (or, in the 2026-07-28
-//! era, one `server/discover` and an envelope on every request), many
-//! concurrent requests.
+//! The public client: where a connection is in its life
+//! ([`ClientState`]), the settings of connections and requests, and the
+//! MCP methods a caller uses. The wire work (one connection, its
+//! dispatcher, request correlation) is in the `connection` module.
 //!
-//! Requests are multiplexed by integer id over the single connection; a
-//! pending map of oneshot senders pairs answers with callers. One dispatcher
-//! task takes what the transport read, in order: answers wake their caller,
-//! notifications go to the handler (awaited, to keep their order, for up to
-//! a tenth of a second, then left to finish in a task), requests from the
-//! server go to the handler in a task of their own (a slow handler must never
-//! stall the reader) and their answer is sent back. When the
-//! transport dies every pending request fails at once with
-//! [`ClientError::Closed`].
-//!
-//! In the 2026-07-28 era there is no session: a request that needs the
-//! client (sampling, elicitation, roots) is answered `input_required`; the
-//! client answers the input requests through the same handler that answers
-//! server requests in the handshake era, and retries. List changes arrive
-//! on a `subscriptions/listen` stream and reach the handler like any
-//! notification.
+//! Life of a client: [`ClientState::Disconnected`] when built,
+//! [`ClientState::Initializing`] while [`McpClient::open`] runs the
+//! handshake, [`ClientState::Ready`] once it succeeded, and
+//! [`ClientState::Closed`] for good once the connection ended (shut down,
+//! child exited, HTTP server gone). A failed `open` goes back to
+//! `Disconnected`, so it can be tried again. Requests are only sent when
+//! `Ready`; in any other state they fail at once with
+//! [`ClientError::NotReady`].
 
-use std::collections::HashMap;
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use mcpyard_proto::envelope::{
-    CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, PROTOCOL_VERSION_KEY, SERVER_INFO_KEY,
-    UNSUPPORTED_PROTOCOL_VERSION,
-};
-use mcpyard_proto::{methods, Message, RequestId};
+use mcpyard_proto::{methods, RequestId};
 use serde_json::{json, Map, Value};
-use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::link::{Inbound, Link};
-use crate::transport::Transport;
-use crate::{ClientError, ClientHandler, TransportSpec};
+use crate::connection::Connection;
+use crate::handler::{ElicitationHandler, Handlers, RootsHandler};
+use crate::sampling::{Sampler, SamplingPolicy};
+use crate::{ClientError, ClientHandler, NoopHandler, TransportSpec};
 
 /// The protocol version the legacy HTTP+SSE transport always asks for.
 pub const LEGACY_SSE_PROTOCOL_VERSION: &str = "2024-11-05";
@@ -45,70 +31,11 @@ pub const LEGACY_SSE_PROTOCOL_VERSION: &str = "2024-11-05";
 /// Most pages [`McpClient::list_all`] follows before it stops.
 pub const MAX_LIST_PAGES: usize = 1000;
 
-/// How long the dispatcher waits for the handler to take a notification
-/// before leaving it to a task of its own: the order of messages is kept for
-/// a quick handler, and a slow one does not hold up answers read after.
-const NOTIFICATION_BUDGET: Duration = Duration::from_millis(100);
-
-/// Most notifications still being handled in tasks of their own; past it,
-/// more are dropped (a handler that never finishes must not pile up tasks).
-const MAX_DETACHED_NOTIFICATIONS: usize = 64;
-
-/// How long the `notifications/cancelled` sent for a timed-out or cancelled
-/// request may take to go out.
-const CANCEL_SEND_TIMEOUT: Duration = Duration::from_secs(5);
-
 /// The protocol version of the era without `initialize`.
 pub const MODERN_PROTOCOL_VERSION: &str = "2026-07-28";
 
 /// Most times a request answered `input_required` is retried.
 pub const MAX_INPUT_ROUNDS: usize = 10;
-
-/// How long the `server/discover` probe may take before the handshake is
-/// tried instead.
-const DISCOVER_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// First and longest wait before retrying a request whose `input_required`
-/// answer asked for nothing but time (request state only).
-const STATE_ONLY_BACKOFF: Duration = Duration::from_millis(50);
-const STATE_ONLY_BACKOFF_CAP: Duration = Duration::from_millis(250);
-
-/// First and longest wait before a `subscriptions/listen` stream that ended
-/// is opened again.
-const LISTEN_RETRY: Duration = Duration::from_secs(1);
-const LISTEN_RETRY_CAP: Duration = Duration::from_secs(30);
-
-/// Resolves at `deadline`; never without one.
-async fn until(deadline: Option<tokio::time::Instant>) {
-    match deadline {
-        Some(d) => tokio::time::sleep_until(d).await,
-        None => std::future::pending().await,
-    }
-}
-
-/// Resolves when `token` is cancelled; never without one.
-async fn until_cancelled(token: Option<&CancellationToken>) {
-    match token {
-        Some(token) => token.cancelled().await,
-        None => std::future::pending().await,
-    }
-}
-
-/// Whether `initialize` was refused with -32022: the server serves none of
-/// the handshake's versions. Over HTTP the error may come as a 4xx whose
-/// body is the JSON-RPC error.
-fn refuses_the_handshake(e: &ClientError) -> bool {
-    let code = match e {
-        ClientError::Rpc(err) => Some(err.code),
-        ClientError::Http { status, body } if (400..500).contains(status) => {
-            serde_json::from_str::<Value>(body)
-                .ok()
-                .and_then(|v| v.pointer("/error/code").and_then(Value::as_i64))
-        }
-        _ => None,
-    };
-    code == Some(UNSUPPORTED_PROTOCOL_VERSION)
-}
 
 /// Which protocol era [`McpClient::connect`] speaks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -136,7 +63,10 @@ pub struct ConnectOptions {
     pub client_name: String,
     /// `clientInfo.version` sent in `initialize`.
     pub client_version: String,
-    /// `capabilities` sent in `initialize` (sampling, elicitation, roots...).
+    /// `capabilities` sent in `initialize`: declare here what a custom
+    /// [`ClientHandler`] answers itself. The [`ClientBuilder`] adds the
+    /// capability of each typed handler it was given (roots, elicitation,
+    /// sampling).
     pub capabilities: Value,
     /// The protocol version to ask for (the legacy SSE transport always asks
     /// for [`LEGACY_SSE_PROTOCOL_VERSION`]).
@@ -148,6 +78,11 @@ pub struct ConnectOptions {
     pub label: String,
     /// Whether to try the 2026-07-28 era first.
     pub era: EraPolicy,
+    /// How long a request may wait for its answer when its
+    /// [`RequestOptions::timeout`] is not set; `None` (the default): as
+    /// long as the connection lives. Past it the request fails with
+    /// [`ClientError::Timeout`] and the server gets `notifications/cancelled`.
+    pub request_timeout: Option<Duration>,
 }
 
 impl Default for ConnectOptions {
@@ -160,399 +95,377 @@ impl Default for ConnectOptions {
             connect_timeout: Duration::from_secs(30),
             label: "upstream".into(),
             era: EraPolicy::Handshake,
+            request_timeout: None,
         }
     }
 }
 
-/// Per-request settings.
-#[derive(Debug, Clone, Default)]
+/// Per-request settings. Build them with the `with_*` methods, or as a
+/// struct with `..RequestOptions::default()`.
+#[derive(Clone, Default)]
 pub struct RequestOptions {
-    /// Fail with [`ClientError::Timeout`] (and cancel upstream) after this.
+    /// Fail with [`ClientError::Timeout`] (and cancel upstream) after this;
+    /// `None`: the client's [`ConnectOptions::request_timeout`].
     pub timeout: Option<Duration>,
     /// Cancelling this token cancels the request upstream.
     pub cancel: Option<CancellationToken>,
+    /// Called with every `notifications/progress` the server sends about
+    /// this request: the client gives the request a `_meta.progressToken`
+    /// of its own and routes the progress carrying it here instead of to
+    /// the [`ClientHandler`]. Called on the client's reader, in order: keep
+    /// it quick (push into a channel for slow work).
+    pub progress: Option<ProgressCallback>,
 }
 
-/// A connected MCP client. Cheap to clone; all clones share the connection.
-/// Dropping the last clone without [`McpClient::shutdown`] closes the
-/// connection at once (a child process group is killed).
+impl RequestOptions {
+    /// Fails the request with [`ClientError::Timeout`] after `timeout`.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Cancels the request when `cancel` is cancelled.
+    pub fn with_cancel(mut self, cancel: CancellationToken) -> Self {
+        self.cancel = Some(cancel);
+        self
+    }
+
+    /// Calls `callback` with the request's progress.
+    pub fn with_progress(mut self, callback: impl Fn(Progress) + Send + Sync + 'static) -> Self {
+        self.progress = Some(Arc::new(callback));
+        self
+    }
+}
+
+impl std::fmt::Debug for RequestOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestOptions")
+            .field("timeout", &self.timeout)
+            .field("cancel", &self.cancel)
+            .field("progress", &self.progress.is_some())
+            .finish()
+    }
+}
+
+/// Receives the progress of one request (see [`RequestOptions::progress`]).
+pub type ProgressCallback = Arc<dyn Fn(Progress) + Send + Sync>;
+
+/// One `notifications/progress` about a request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    /// How far the work is; grows with every notification.
+    pub progress: f64,
+    /// The total `progress` will reach, when the server knows it.
+    pub total: Option<f64>,
+    /// What the server says it is doing.
+    pub message: Option<String>,
+}
+
+/// Where a client is in its life (see [`McpClient::state`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ClientState {
+    /// Built, not connected yet: call [`McpClient::open`].
+    Disconnected,
+    /// [`McpClient::open`] is opening the transport and running the
+    /// handshake.
+    Initializing,
+    /// Connected: requests are sent.
+    Ready,
+    /// The connection ended (shut down, or the server went away); a client
+    /// never leaves this state: build a new one to connect again.
+    Closed,
+}
+
+impl std::fmt::Display for ClientState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ClientState::Disconnected => "disconnected",
+            ClientState::Initializing => "initializing",
+            ClientState::Ready => "ready",
+            ClientState::Closed => "closed",
+        })
+    }
+}
+
+/// An MCP client. Cheap to clone; all clones share one connection and one
+/// [`ClientState`]. Dropping the last clone without
+/// [`McpClient::shutdown`] closes the connection at once (a child process
+/// group is killed).
 #[derive(Clone)]
 pub struct McpClient {
-    inner: Arc<Inner>,
-    /// Held by the application's handles only: the client's own background
-    /// work (the listen stream) must not keep the connection open.
-    _owner: Option<Arc<Owner>>,
+    inner: Arc<ClientInner>,
 }
 
-/// Closes the connection once the application dropped its last handle.
-struct Owner(Arc<Shared>);
-
-impl Drop for Owner {
-    fn drop(&mut self) {
-        self.0.close();
-    }
-}
-
-type Answer = Result<Value, ClientError>;
-
-/// What the dispatcher shares with the client handles.
-struct Shared {
-    pending: Mutex<HashMap<i64, oneshot::Sender<Answer>>>,
-    /// Cancelled once the connection is gone, after everything read before
-    /// the end was dispatched.
-    closed: CancellationToken,
+struct ClientInner {
+    spec: TransportSpec,
     handler: Arc<dyn ClientHandler>,
-    label: String,
-    /// The id of the open `subscriptions/listen` request (0: none): what
-    /// arrives on it is delivered like a handshake-era notification, tied
-    /// to no request.
-    listen_id: AtomicI64,
-}
-
-impl Shared {
-    fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<i64, oneshot::Sender<Answer>>> {
-        // A poisoned map is still a valid map: the panic was elsewhere.
-        self.pending.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn resolve(&self, id: &RequestId, answer: Answer) {
-        let sender = match id {
-            RequestId::Number(n) => self.pending().remove(n),
-            RequestId::String(_) => None,
-        };
-        match sender {
-            Some(tx) => {
-                let _ = tx.send(answer);
-            }
-            None => tracing::debug!(
-                target: "mcpyard::upstream",
-                server = %self.label,
-                "dropping an answer to unknown or finished request {id}"
-            ),
-        }
-    }
-
-    fn is_listen_stream(&self, id: &RequestId) -> bool {
-        let listen = self.listen_id.load(Ordering::Relaxed);
-        listen != 0 && *id == RequestId::Number(listen)
-    }
-
-    /// Marks the connection closed and fails every pending request.
-    fn close(&self) {
-        self.closed.cancel();
-        let drained: Vec<_> = self.pending().drain().collect();
-        for (_, tx) in drained {
-            let _ = tx.send(Err(ClientError::Closed));
-        }
-    }
-}
-
-struct Inner {
-    shared: Arc<Shared>,
-    transport: Transport,
-    next_id: AtomicI64,
-    init_result: OnceLock<Value>,
-    /// In the 2026-07-28 era, the `_meta` keys every request carries.
-    envelope: OnceLock<Map<String, Value>>,
-}
-
-impl Drop for Inner {
-    fn drop(&mut self) {
-        // Stops the dispatcher and every transport task; the transport's own
-        // Drop kills a child process.
-        self.shared.close();
-    }
-}
-
-/// Removes a request from the pending map however its call ends.
-struct PendingGuard<'a> {
-    shared: &'a Shared,
-    id: i64,
-}
-
-impl Drop for PendingGuard<'_> {
-    fn drop(&mut self) {
-        self.shared.pending().remove(&self.id);
-    }
+    options: ConnectOptions,
+    /// `Ready` stays stored once reached; [`McpClient::state`] reads
+    /// `Closed` from the connection itself.
+    phase: watch::Sender<ClientState>,
+    connection: OnceLock<Connection>,
+    /// Cancelled by [`McpClient::shutdown`]: stops an `open` under way.
+    stop: CancellationToken,
 }
 
 impl std::fmt::Debug for McpClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpClient")
-            .field("label", &self.inner.shared.label)
-            .field("closed", &self.is_closed())
+            .field("label", &self.inner.options.label)
+            .field("state", &self.state())
             .finish_non_exhaustive()
     }
 }
 
+/// Builds an [`McpClient`]: where the server is, the handlers for what the
+/// server asks of the client, and the settings. The client advertises the
+/// `roots`, `elicitation` and `sampling` capabilities exactly when a handler
+/// for them is set here (besides whatever [`ConnectOptions::capabilities`]
+/// declares for a custom [`ClientHandler`] that answers them itself).
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), mcpyard_client::ClientError> {
+/// use std::time::Duration;
+/// use mcpyard_client::{McpClient, Root, TransportSpec};
+///
+/// let spec = TransportSpec::StreamableHttp { url: "http://127.0.0.1:3001/mcp".into(), headers: vec![] };
+/// let client = McpClient::builder(spec)
+///     .request_timeout(Duration::from_secs(60))
+///     .roots(vec![Root::new("file:///srv/project")])
+///     .connect()
+///     .await?;
+/// # Ok(()) }
+/// ```
+#[must_use = "a builder does nothing until `build` or `connect`"]
+pub struct ClientBuilder {
+    spec: TransportSpec,
+    options: ConnectOptions,
+    handlers: Handlers,
+}
+
+impl std::fmt::Debug for ClientBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientBuilder")
+            .field("spec", &self.spec.describe())
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClientBuilder {
+    /// Replaces every setting of the connection (keep the others with
+    /// `..ConnectOptions::default()`).
+    pub fn options(mut self, options: ConnectOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// The default timeout of requests that set none
+    /// ([`ConnectOptions::request_timeout`]).
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.options.request_timeout = Some(timeout);
+        self
+    }
+
+    /// Receives notifications and the server requests no handler below
+    /// takes (by default [`NoopHandler`]: pings answered, the rest refused).
+    pub fn handler(mut self, handler: Arc<dyn ClientHandler>) -> Self {
+        self.handlers.base = handler;
+        self
+    }
+
+    /// Answers `roots/list`; advertises `roots` (with `listChanged`: see
+    /// [`McpClient::notify_roots_changed`]).
+    pub fn roots(mut self, roots: impl RootsHandler) -> Self {
+        self.handlers.roots = Some(Arc::new(roots));
+        self
+    }
+
+    /// Answers `elicitation/create`; advertises `elicitation` as
+    /// [`ElicitationHandler::capability`] says.
+    pub fn elicitation(mut self, handler: impl ElicitationHandler) -> Self {
+        self.handlers.elicitation = Some(Arc::new(handler));
+        self
+    }
+
+    /// Answers `sampling/createMessage` with `sampler`, each request first
+    /// admitted by `policy` (allowed models, token cap, reviewer); advertises
+    /// `sampling` as [`Sampler::capability`] says.
+    pub fn sampling(mut self, policy: SamplingPolicy, sampler: impl Sampler) -> Self {
+        self.handlers.sampling = Some((policy, Arc::new(sampler)));
+        self
+    }
+
+    /// The client, [`ClientState::Disconnected`]: nothing is opened until
+    /// [`McpClient::open`].
+    pub fn build(self) -> McpClient {
+        let mut options = self.options;
+        options.capabilities = self.handlers.advertise(options.capabilities);
+        let handler = self.handlers.into_handler();
+        McpClient {
+            inner: Arc::new(ClientInner {
+                spec: self.spec,
+                handler,
+                options,
+                phase: watch::Sender::new(ClientState::Disconnected),
+                connection: OnceLock::new(),
+                stop: CancellationToken::new(),
+            }),
+        }
+    }
+
+    /// [`ClientBuilder::build`], then [`McpClient::open`].
+    pub async fn connect(self) -> Result<McpClient, ClientError> {
+        let client = self.build();
+        client.open().await?;
+        Ok(client)
+    }
+}
+
 impl McpClient {
-    /// Opens the transport, runs `initialize` + `notifications/initialized`
-    /// (with [`EraPolicy::Auto`], `server/discover` first: a server that
-    /// offers 2026-07-28 is spoken to in that era, any other answer falls
-    /// back to `initialize`).
-    ///
-    /// The whole of it is bounded by `options.connect_timeout`; on any
-    /// failure the transport is shut down (a child process is killed and
-    /// reaped) before the error is returned.
+    /// Starts building a client for the server at `spec`.
+    pub fn builder(spec: TransportSpec) -> ClientBuilder {
+        ClientBuilder {
+            spec,
+            options: ConnectOptions::default(),
+            handlers: Handlers::new(Arc::new(NoopHandler)),
+        }
+    }
+
+    /// Builds a client whose `handler` answers everything the server sends
+    /// and connects it ([`McpClient::open`]). `options.capabilities` is
+    /// advertised as it is: declare there what the handler answers.
     pub async fn connect(
         spec: TransportSpec,
         handler: Arc<dyn ClientHandler>,
         options: ConnectOptions,
     ) -> Result<Self, ClientError> {
-        if options.era != EraPolicy::HandshakeFirst {
-            return Self::connect_once(spec, handler, options).await;
-        }
-        let first = Self::connect_once(spec.clone(), handler.clone(), options.clone()).await;
-        match first {
-            Err(e) if refuses_the_handshake(&e) => {
-                tracing::debug!(target: "mcpyard::upstream", server = %options.label, "the server refused the handshake ({e}); trying 2026-07-28");
-                let options = ConnectOptions {
-                    era: EraPolicy::Auto,
-                    ..options
-                };
-                Self::connect_once(spec, handler, options).await
-            }
-            other => other,
-        }
+        Self::builder(spec)
+            .options(options)
+            .handler(handler)
+            .connect()
+            .await
     }
 
-    async fn connect_once(
-        spec: TransportSpec,
-        handler: Arc<dyn ClientHandler>,
-        options: ConnectOptions,
-    ) -> Result<Self, ClientError> {
-        let deadline = tokio::time::Instant::now() + options.connect_timeout;
-        let version = match spec {
-            TransportSpec::Sse { .. } => LEGACY_SSE_PROTOCOL_VERSION.to_owned(),
-            _ => options.protocol_version.clone(),
-        };
-        let era = match spec {
-            TransportSpec::Sse { .. } => EraPolicy::Handshake,
-            _ => options.era,
-        };
-        let described = spec.describe();
-        let closed = CancellationToken::new();
-        let (link, rx) = Link::new(&options.label, closed.clone());
-        let opened = tokio::time::timeout_at(
-            deadline,
-            Transport::open(spec, link, options.connect_timeout),
-        )
-        .await
-        .map_err(|_| ClientError::Timeout(options.connect_timeout))
-        .and_then(|r| r);
-        let transport = match opened {
-            Ok(t) => t,
-            Err(e) => {
-                // Stops whatever the transport had already started.
-                closed.cancel();
-                return Err(e);
+    /// Opens the transport and runs `initialize` +
+    /// `notifications/initialized` (with [`EraPolicy::Auto`],
+    /// `server/discover` first: a server that offers 2026-07-28 is spoken to
+    /// in that era, any other answer falls back to `initialize`):
+    /// [`ClientState::Disconnected`] → [`ClientState::Initializing`] →
+    /// [`ClientState::Ready`].
+    ///
+    /// The whole of it is bounded by [`ConnectOptions::connect_timeout`]; on
+    /// any failure the transport is shut down (a child process is killed
+    /// and reaped), the client is `Disconnected` again and the error is
+    /// returned. Opening a `Ready` client does nothing; one that is
+    /// `Initializing` or `Closed` fails with [`ClientError::NotReady`].
+    ///
+    /// # Reconnection
+    ///
+    /// Over Streamable HTTP the connection heals itself, with no action of
+    /// the caller:
+    /// - a server that forgot the session (it restarted or expired it: 404,
+    ///   or the 400 of servers built on the TypeScript SDK) gets a new
+    ///   `initialize` with the same parameters, once per lost session, and
+    ///   the request is sent again; [`ClientHandler::on_session_restarted`]
+    ///   then says that what was learned in the old session may be stale;
+    /// - a response stream that breaks before its answer is resumed with
+    ///   `GET` + `Last-Event-ID` when the server numbered its events, after
+    ///   the server's `retry` delay (else 1 s), up to 10 times; without
+    ///   event ids the request fails with [`ClientError::Transport`];
+    /// - the `GET` stream for what the server sends unasked is reopened
+    ///   whenever it ends, after 1 s, doubling on each failure up to 30 s
+    ///   (a 405 means the server offers none: not retried);
+    /// - in the 2026-07-28 era the `subscriptions/listen` stream is reopened
+    ///   the same way.
+    ///
+    /// A stdio child that exits, or a legacy SSE stream that ends, closes
+    /// the client for good ([`ClientState::Closed`]): build a new one.
+    pub async fn open(&self) -> Result<(), ClientError> {
+        let inner = &self.inner;
+        let mut refused = None;
+        inner.phase.send_if_modified(|phase| match *phase {
+            ClientState::Disconnected => {
+                *phase = ClientState::Initializing;
+                true
             }
-        };
-        let shared = Arc::new(Shared {
-            pending: Mutex::new(HashMap::new()),
-            closed,
-            handler,
-            label: options.label.clone(),
-            listen_id: AtomicI64::new(0),
+            other => {
+                refused = Some(other);
+                false
+            }
         });
-        let inner = Arc::new(Inner {
-            shared: shared.clone(),
-            transport,
-            next_id: AtomicI64::new(1),
-            init_result: OnceLock::new(),
-            envelope: OnceLock::new(),
-        });
-        tokio::spawn(dispatch(rx, shared.clone(), Arc::downgrade(&inner)));
-        let client = McpClient {
-            inner,
-            _owner: Some(Arc::new(Owner(shared))),
-        };
-
-        let connected = match era {
-            EraPolicy::Auto => client.negotiate(&version, &options, deadline).await,
-            EraPolicy::Handshake => client.handshake(&version, &options, deadline).await,
-            // Decided by `connect`: the handshake is tried first.
-            EraPolicy::HandshakeFirst => client.handshake(&version, &options, deadline).await,
+        match refused.map(|_| self.state()) {
+            None => {}
+            Some(ClientState::Ready) => return Ok(()),
+            Some(state) => return Err(ClientError::NotReady { state }),
+        }
+        let connect = Connection::connect(
+            inner.spec.clone(),
+            inner.handler.clone(),
+            inner.options.clone(),
+        );
+        let connected = tokio::select! {
+            connected = connect => connected,
+            () = inner.stop.cancelled() => Err(ClientError::NotReady { state: ClientState::Closed }),
         };
         match connected {
-            Ok(()) => {
-                tracing::info!(target: "mcpyard::upstream", server = %options.label, "connected ({described})");
-                Ok(client)
+            Ok(connection) if !inner.stop.is_cancelled() => {
+                let _ = inner.connection.set(connection);
+                inner.phase.send_replace(ClientState::Ready);
+                Ok(())
+            }
+            Ok(connection) => {
+                connection.shutdown().await;
+                Err(ClientError::NotReady {
+                    state: ClientState::Closed,
+                })
             }
             Err(e) => {
-                client.shutdown().await;
+                inner.phase.send_if_modified(|phase| {
+                    let back = *phase == ClientState::Initializing;
+                    if back {
+                        *phase = ClientState::Disconnected;
+                    }
+                    back
+                });
                 Err(e)
             }
         }
     }
 
-    /// Probes with `server/discover`: a result offering 2026-07-28 is
-    /// adopted; a JSON-RPC error, an HTTP 4xx without one, or a result
-    /// without that version means a server of the handshake era.
-    async fn negotiate(
-        &self,
-        version: &str,
-        options: &ConnectOptions,
-        deadline: tokio::time::Instant,
-    ) -> Result<(), ClientError> {
-        let legacy_why = match self.probe_modern(options, deadline).await? {
-            None => return Ok(()),
-            Some(why) => why,
-        };
-        tracing::debug!(target: "mcpyard::upstream", server = %options.label, "using the handshake: {legacy_why}");
-        self.handshake(version, options, deadline).await
-    }
-
-    /// Sends `server/discover` and adopts the 2026-07-28 era when the
-    /// result offers it (`None`); otherwise says why not. Transport
-    /// failures and the connect deadline are errors.
-    async fn probe_modern(
-        &self,
-        options: &ConnectOptions,
-        deadline: tokio::time::Instant,
-    ) -> Result<Option<String>, ClientError> {
-        let mut envelope = Map::new();
-        envelope.insert(PROTOCOL_VERSION_KEY.into(), json!(MODERN_PROTOCOL_VERSION));
-        envelope.insert(CLIENT_CAPABILITIES_KEY.into(), options.capabilities.clone());
-        envelope.insert(
-            CLIENT_INFO_KEY.into(),
-            json!({"name": options.client_name, "version": options.client_version}),
-        );
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        let probe = self
-            .exchange(
-                methods::SERVER_DISCOVER,
-                Some(json!({ "_meta": envelope })),
-                RequestOptions {
-                    timeout: Some(left.min(DISCOVER_TIMEOUT)),
-                    cancel: None,
-                },
-                |_| {},
-            )
-            .await;
-        Ok(Some(match probe {
-            Ok(discovered) if offers_modern(&discovered) => {
-                self.adopt(discovered, envelope, options);
-                return Ok(None);
-            }
-            Ok(_) => "its server/discover result offers no 2026-07-28".to_owned(),
-            Err(ClientError::Rpc(e)) => format!("server/discover: {}", e.message),
-            Err(ClientError::Http { status, .. }) if (400..500).contains(&status) => {
-                format!("server/discover: HTTP {status}")
-            }
-            Err(ClientError::Timeout(_)) if tokio::time::Instant::now() < deadline => {
-                "no answer to server/discover".to_owned()
-            }
-            Err(ClientError::Timeout(_)) => {
-                return Err(ClientError::Timeout(options.connect_timeout))
-            }
-            Err(e) => return Err(e),
-        }))
-    }
-
-    /// Takes the 2026-07-28 era: from now on every request carries
-    /// `envelope`. The discover result is kept in the shape of an
-    /// `initialize` result, so callers read it the same way in both eras.
-    fn adopt(&self, discovered: Value, envelope: Map<String, Value>, options: &ConnectOptions) {
-        let capabilities = discovered
-            .get("capabilities")
-            .cloned()
-            .unwrap_or_else(|| json!({}));
-        let server_info = discovered
-            .get("_meta")
-            .and_then(|m| m.get(SERVER_INFO_KEY))
-            .filter(|info| info.is_object())
-            .cloned()
-            .unwrap_or_else(|| json!({"name": options.label, "version": ""}));
-        let mut described = json!({
-            "protocolVersion": MODERN_PROTOCOL_VERSION,
-            "capabilities": capabilities,
-            "serverInfo": server_info,
-        });
-        if let Some(instructions) = discovered.get("instructions") {
-            described["instructions"] = instructions.clone();
-        }
-        let _ = self.inner.envelope.set(envelope);
-        let _ = self.inner.init_result.set(described);
-        if let Some(filter) = listen_filter(&capabilities) {
-            tokio::spawn(keep_listening(
-                McpClient {
-                    inner: self.inner.clone(),
-                    _owner: None,
-                },
-                filter,
-            ));
+    /// Where the client is in its life.
+    pub fn state(&self) -> ClientState {
+        let phase = *self.inner.phase.borrow();
+        match (phase, self.inner.connection.get()) {
+            (ClientState::Ready, Some(c)) if c.is_closed() => ClientState::Closed,
+            _ => phase,
         }
     }
 
-    /// Whether the connection speaks the 2026-07-28 era.
-    pub fn is_modern(&self) -> bool {
-        self.inner.envelope.get().is_some()
-    }
-
-    /// Checks that the server still answers: `ping` in the handshake era,
-    /// `server/discover` in the 2026-07-28 era (which has no `ping`).
-    pub async fn check_alive(&self, options: RequestOptions) -> Result<(), ClientError> {
-        let method = if self.is_modern() {
-            methods::SERVER_DISCOVER
-        } else {
-            methods::PING
-        };
-        self.request(method, None, options).await.map(|_| ())
-    }
-
-    async fn handshake(
-        &self,
-        version: &str,
-        options: &ConnectOptions,
-        deadline: tokio::time::Instant,
-    ) -> Result<(), ClientError> {
-        let params = json!({
-            "protocolVersion": version,
-            "capabilities": options.capabilities,
-            "clientInfo": {"name": options.client_name, "version": options.client_version},
-        });
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        let result = self
-            .request(
-                methods::INITIALIZE,
-                Some(params),
-                RequestOptions {
-                    timeout: Some(left),
-                    cancel: None,
-                },
-            )
-            .await
-            .map_err(|e| match e {
-                // The deadline covers the whole connect.
-                ClientError::Timeout(_) => ClientError::Timeout(options.connect_timeout),
-                other => other,
-            })?;
-        let Some(agreed) = result.get("protocolVersion").and_then(Value::as_str) else {
-            return Err(ClientError::Protocol(
-                "the initialize result has no protocolVersion".into(),
-            ));
-        };
-        if !mcpyard_proto::is_supported(agreed) {
-            return Err(ClientError::Protocol(format!(
-                "the server wants protocol version {agreed}, which is not supported"
-            )));
+    /// The connection, when the client is ready.
+    fn ready(&self) -> Result<&Connection, ClientError> {
+        match self.inner.connection.get() {
+            Some(c) if self.state() == ClientState::Ready => Ok(c),
+            _ => Err(ClientError::NotReady {
+                state: self.state(),
+            }),
         }
-        self.inner.transport.initialized(&result);
-        let _ = self.inner.init_result.set(result);
-        self.notify(methods::NOTIFICATION_INITIALIZED, None).await
     }
 
     /// The `initialize` result the server gave (serverInfo, capabilities,
-    /// instructions, protocolVersion). In the 2026-07-28 era, the same
-    /// fields taken from its `server/discover` result.
+    /// instructions, protocolVersion); `Null` before the client is ready.
+    /// In the 2026-07-28 era, the same fields taken from its
+    /// `server/discover` result.
     pub fn initialize_result(&self) -> &Value {
         static NONE: Value = Value::Null;
-        self.inner.init_result.get().unwrap_or(&NONE)
+        self.inner
+            .connection
+            .get()
+            .map_or(&NONE, Connection::initialize_result)
     }
 
     /// The protocol version the server agreed to (`2026-07-28` when the
-    /// connection speaks that era).
+    /// connection speaks that era); empty before the client is ready.
     pub fn protocol_version(&self) -> &str {
         self.initialize_result()
             .get("protocolVersion")
@@ -560,21 +473,48 @@ impl McpClient {
             .unwrap_or("")
     }
 
+    /// Whether the connection speaks the 2026-07-28 era.
+    pub fn is_modern(&self) -> bool {
+        self.inner
+            .connection
+            .get()
+            .is_some_and(Connection::is_modern)
+    }
+
     /// For a stdio server, the child's pid, which is also the id of the
     /// process group it and its own children run in.
     pub fn process_id(&self) -> Option<u32> {
-        self.inner.transport.process_id()
+        self.inner.connection.get().and_then(Connection::process_id)
     }
 
     /// The label given in [`ConnectOptions::label`].
     pub fn label(&self) -> &str {
-        &self.inner.shared.label
+        &self.inner.options.label
     }
 
-    /// Sends a request and waits for its result. A timeout or cancellation
-    /// sends `notifications/cancelled` for it. In the 2026-07-28 era the
-    /// request carries the envelope, and an `input_required` answer is
-    /// resolved (see [`McpClient::request_with_id`]).
+    /// `options` with the client's default timeout when it sets none.
+    fn with_default_timeout(&self, mut options: RequestOptions) -> RequestOptions {
+        options.timeout = options.timeout.or(self.inner.options.request_timeout);
+        options
+    }
+
+    /// Sends a request and waits for its result. Requests are correlated
+    /// by id, so any number may be in flight at once.
+    ///
+    /// - Timeout: [`RequestOptions::timeout`], else the client's
+    ///   [`ConnectOptions::request_timeout`]; past it the call fails with
+    ///   [`ClientError::Timeout`].
+    /// - Cancellation: cancelling [`RequestOptions::cancel`] ends the call
+    ///   with [`ClientError::Cancelled`].
+    /// - Either way the server gets `notifications/cancelled` for the
+    ///   request, so it can stop the work (except for `initialize`, which the
+    ///   spec forbids cancelling, and in the 2026-07-28 era over HTTP, where
+    ///   dropping the request's POST is the cancellation).
+    /// - Progress: with [`RequestOptions::progress`] the request carries a
+    ///   `progressToken` and its progress reaches the callback.
+    ///
+    /// In the 2026-07-28 era the request carries the envelope, and an
+    /// `input_required` answer is resolved (see [`McpClient::request_with_id`]).
     pub async fn request(
         &self,
         method: &str,
@@ -585,14 +525,14 @@ impl McpClient {
     }
 
     /// Like [`McpClient::request`], with a hook that learns the request's
-    /// upstream id right before the message goes out (so progress and
-    /// server requests on its stream can be tied back to it).
+    /// id right before the message goes out (so progress and server requests
+    /// on its stream can be tied back to it).
     ///
     /// In the 2026-07-28 era, an answer with `resultType: "input_required"`
-    /// has its input requests answered by the handler's `on_request` (with
-    /// the first request's id as `related`), and the request is sent again
-    /// with the responses and the server's request state, up to
-    /// [`MAX_INPUT_ROUNDS`] times; the timeout covers every round.
+    /// has its input requests answered by the handlers (with the first
+    /// request's id as `related`), and the request is sent again with the
+    /// responses and the server's request state, up to [`MAX_INPUT_ROUNDS`]
+    /// times; the timeout covers every round.
     pub async fn request_with_id(
         &self,
         method: &str,
@@ -600,77 +540,27 @@ impl McpClient {
         options: RequestOptions,
         on_sent: impl FnOnce(RequestId) + Send,
     ) -> Result<Value, ClientError> {
-        let Some(envelope) = self.inner.envelope.get() else {
-            return self.exchange(method, params, options, on_sent).await;
+        let connection = self.ready()?;
+        let mut options = self.with_default_timeout(options);
+        let mut params = params;
+        let _progress = match options.progress.take() {
+            Some(callback) => {
+                let (token, guard) = connection.track_progress(callback);
+                params = Some(with_progress_token(params, token)?);
+                Some(guard)
+            }
+            None => None,
         };
-        let params = with_envelope(params, envelope);
-        let deadline = options.timeout.map(|t| tokio::time::Instant::now() + t);
-        let mut first_id = None;
-        let mut answer = self
-            .exchange(method, Some(params.clone()), options.clone(), |id| {
-                first_id = Some(id.clone());
-                on_sent(id);
-            })
-            .await?;
-        let mut state_only_wait = STATE_ONLY_BACKOFF;
-        for _ in 0..MAX_INPUT_ROUNDS {
-            if answer.get("resultType").and_then(Value::as_str) != Some("input_required") {
-                return Ok(answer);
-            }
-            let Value::Object(mut retry) = params.clone() else {
-                return Err(ClientError::Protocol(format!(
-                    "{method}: the server asked for input, but params that are not an object cannot carry the answers"
-                )));
-            };
-            let asked = answer
-                .get("inputRequests")
-                .and_then(Value::as_object)
-                .filter(|asked| !asked.is_empty());
-            let round = async {
-                match asked {
-                    Some(asked) => {
-                        state_only_wait = STATE_ONLY_BACKOFF;
-                        let responses = self.answer_input(asked, first_id.clone()).await?;
-                        retry.insert("inputResponses".into(), Value::Object(responses));
-                    }
-                    None => {
-                        tokio::time::sleep(state_only_wait).await;
-                        state_only_wait = (state_only_wait * 2).min(STATE_ONLY_BACKOFF_CAP);
-                    }
-                }
-                Ok::<(), ClientError>(())
-            };
-            self.bounded(round, deadline, &options).await?;
-            if let Some(state) = answer.get("requestState") {
-                retry.insert("requestState".into(), state.clone());
-            }
-            let left = RequestOptions {
-                timeout: deadline.map(|d| d.saturating_duration_since(tokio::time::Instant::now())),
-                cancel: options.cancel.clone(),
-            };
-            answer = self
-                .exchange(method, Some(Value::Object(retry)), left, |_| {})
-                .await
-                .map_err(|e| match e {
-                    ClientError::Timeout(_) => {
-                        ClientError::Timeout(options.timeout.unwrap_or_default())
-                    }
-                    other => other,
-                })?;
-        }
-        if answer.get("resultType").and_then(Value::as_str) == Some("input_required") {
-            return Err(ClientError::Protocol(format!(
-                "{method}: the server still asked for input after {MAX_INPUT_ROUNDS} rounds"
-            )));
-        }
-        Ok(answer)
+        connection
+            .request_with_id(method, params, options, on_sent)
+            .await
     }
 
     /// One round of a request, for a caller that passes an `input_required`
     /// answer on to its own 2026-07-28 client instead of answering it here:
     /// the answer comes back as the server gave it, and the caller retries
     /// with `inputResponses` and `requestState` in `params`. In the handshake
-    /// era this is [`McpClient::request_with_id`].
+    /// era this is [`McpClient::request_with_id`] without progress callback.
     pub async fn request_single_round(
         &self,
         method: &str,
@@ -678,235 +568,274 @@ impl McpClient {
         options: RequestOptions,
         on_sent: impl FnOnce(RequestId) + Send,
     ) -> Result<Value, ClientError> {
-        let params = match self.inner.envelope.get() {
-            Some(envelope) => Some(with_envelope(params, envelope)),
-            None => params,
-        };
-        self.exchange(method, params, options, on_sent).await
-    }
-
-    /// Runs the handler for every input request of one `input_required`
-    /// answer at once; the first refusal ends the request with its error.
-    async fn answer_input(
-        &self,
-        asked: &Map<String, Value>,
-        related: Option<RequestId>,
-    ) -> Result<Map<String, Value>, ClientError> {
-        let handler = &self.inner.shared.handler;
-        let answers = asked.iter().map(|(key, request)| {
-            let related = related.clone();
-            async move {
-                let Some(method) = request.get("method").and_then(Value::as_str) else {
-                    return Err(ClientError::Protocol(format!(
-                        "input request `{key}` names no method"
-                    )));
-                };
-                let params = request.get("params").cloned();
-                let result = handler
-                    .on_request(method, params, related)
-                    .await
-                    .map_err(ClientError::Rpc)?;
-                Ok((key.clone(), result))
-            }
-        });
-        Ok(futures::future::try_join_all(answers)
-            .await?
-            .into_iter()
-            .collect())
-    }
-
-    /// Runs `work` within what is left of a request's time, its
-    /// cancellation and the connection's life.
-    async fn bounded<T>(
-        &self,
-        work: impl Future<Output = Result<T, ClientError>>,
-        deadline: Option<tokio::time::Instant>,
-        options: &RequestOptions,
-    ) -> Result<T, ClientError> {
-        tokio::select! {
-            outcome = work => outcome,
-            () = self.inner.shared.closed.cancelled() => Err(ClientError::Closed),
-            () = until(deadline) => Err(ClientError::Timeout(options.timeout.unwrap_or_default())),
-            () = until_cancelled(options.cancel.as_ref()) => Err(ClientError::Cancelled),
-        }
-    }
-
-    /// One request and its answer, as it goes on the wire.
-    async fn exchange(
-        &self,
-        method: &str,
-        params: Option<Value>,
-        options: RequestOptions,
-        on_sent: impl FnOnce(RequestId) + Send,
-    ) -> Result<Value, ClientError> {
-        let shared = &self.inner.shared;
-        if shared.closed.is_cancelled() {
-            return Err(ClientError::Closed);
-        }
-        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = oneshot::channel();
-        shared.pending().insert(id, tx);
-        let _pending = PendingGuard { shared, id };
-        // Ends whatever the transport keeps open for this request (its
-        // response stream) once the call is over, however it ends.
-        let scope = shared.closed.child_token();
-        let _scope = scope.clone().drop_guard();
-
-        on_sent(RequestId::Number(id));
-        let message = Message::request(id, method, params);
-        let exchange = async {
-            match self.inner.transport.send(&message, &scope).await? {
-                Some(Message::Response { result, .. }) => Ok(result),
-                Some(Message::Error { error, .. }) => Err(ClientError::Rpc(error)),
-                _ => rx.await.unwrap_or(Err(ClientError::Closed)),
-            }
-        };
-        let timeout = until(options.timeout.map(|t| tokio::time::Instant::now() + t));
-        let cancelled = until_cancelled(options.cancel.as_ref());
-        tokio::select! {
-            biased;
-            answer = exchange => answer,
-            () = shared.closed.cancelled() => Err(ClientError::Closed),
-            () = timeout => {
-                self.cancel_upstream(id, method, "timeout");
-                Err(ClientError::Timeout(options.timeout.unwrap_or_default()))
-            }
-            () = cancelled => {
-                self.cancel_upstream(id, method, "cancelled by the client");
-                Err(ClientError::Cancelled)
-            }
-        }
-    }
-
-    /// Tells the server to stop working on `id`, without making the caller
-    /// wait for the message to go out.
-    fn cancel_upstream(&self, id: i64, method: &str, reason: &str) {
-        // The spec forbids cancelling initialize and server/discover; over
-        // HTTP the 2026-07-28 era takes the closed connection of the
-        // abandoned POST as the cancellation.
-        if method == methods::INITIALIZE
-            || method == methods::SERVER_DISCOVER
-            || self.is_closed()
-            || (self.is_modern() && self.inner.transport.is_streamable_http())
-        {
-            return;
-        }
-        let client = self.clone();
-        let params = json!({"requestId": id, "reason": reason});
-        tokio::spawn(async move {
-            let sent = tokio::time::timeout(
-                CANCEL_SEND_TIMEOUT,
-                client.notify(methods::NOTIFICATION_CANCELLED, Some(params)),
-            )
-            .await;
-            if !matches!(sent, Ok(Ok(()))) {
-                tracing::debug!(
-                    target: "mcpyard::upstream",
-                    server = %client.inner.shared.label,
-                    "could not send notifications/cancelled for request {id}"
-                );
-            }
-        });
+        let connection = self.ready()?;
+        let options = self.with_default_timeout(options);
+        connection
+            .request_single_round(method, params, options, on_sent)
+            .await
     }
 
     /// Sends a notification. Over Streamable HTTP in the 2026-07-28 era
     /// there is nothing to send it on (that wire has no client
     /// notifications), so it is dropped.
     pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), ClientError> {
-        let shared = &self.inner.shared;
-        if shared.closed.is_cancelled() {
-            return Err(ClientError::Closed);
-        }
-        if self.is_modern() && self.inner.transport.is_streamable_http() {
-            tracing::debug!(target: "mcpyard::upstream", server = %shared.label, "{method} not sent: the 2026-07-28 HTTP wire has no client notifications");
-            return Ok(());
-        }
-        let message = Message::notification(method, params);
-        self.inner
-            .transport
-            .send(&message, &shared.closed)
-            .await
-            .map(|_| ())
+        self.ready()?.notify(method, params).await
     }
 
     /// Fetches every page of a list method and returns the items under `key`
     /// (`tools/list` → `tools`). Stops after [`MAX_LIST_PAGES`] pages, or
     /// when the server repeats a cursor, so a looping server cannot hold the
-    /// caller forever.
+    /// caller forever. Each page is bounded by the default timeout.
     pub async fn list_all(&self, method: &str, key: &str) -> Result<Vec<Value>, ClientError> {
-        let mut items = Vec::new();
-        let mut cursor: Option<String> = None;
-        for _ in 0..MAX_LIST_PAGES {
-            let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
-            let mut page = self
-                .request(method, params, RequestOptions::default())
-                .await?;
-            match page.get_mut(key).map(Value::take) {
-                Some(Value::Array(found)) => items.extend(found),
-                None | Some(Value::Null) => {}
-                Some(_) => {
-                    return Err(ClientError::Protocol(format!(
-                        "`{key}` in the {method} result is not an array"
-                    )))
-                }
+        let options = self.with_default_timeout(RequestOptions::default());
+        self.ready()?.list_all(method, key, options).await
+    }
+
+    /// Checks that the server still answers: `ping` in the handshake era,
+    /// `server/discover` in the 2026-07-28 era (which has no `ping`).
+    pub async fn check_alive(&self, options: RequestOptions) -> Result<(), ClientError> {
+        let options = self.with_default_timeout(options);
+        self.ready()?.check_alive(options).await
+    }
+
+    /// `ping`: whether the server answers (handshake era only).
+    pub async fn ping(&self) -> Result<(), ClientError> {
+        self.request(methods::PING, None, RequestOptions::default())
+            .await
+            .map(|_| ())
+    }
+
+    /// Every tool the server offers (`tools/list`, all pages).
+    pub async fn list_tools(&self) -> Result<Vec<Value>, ClientError> {
+        self.list_all(methods::TOOLS_LIST, "tools").await
+    }
+
+    /// Calls a tool (`tools/call`) and returns its `CallToolResult`; a tool
+    /// that failed is a result with `isError: true`, not an error.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: RequestOptions,
+    ) -> Result<Value, ClientError> {
+        let params = json!({"name": name, "arguments": arguments});
+        self.request(methods::TOOLS_CALL, Some(params), options)
+            .await
+    }
+
+    /// Starts a tool as a task (`tools/call` with `task`, protocol
+    /// 2025-11-25): returns the `CreateTaskResult` (its `task.taskId` is what
+    /// [`McpClient::get_task`] and [`McpClient::task_result`] take). `ttl`:
+    /// how long the server should keep the task's result.
+    pub async fn call_tool_as_task(
+        &self,
+        name: &str,
+        arguments: Value,
+        ttl: Option<Duration>,
+        options: RequestOptions,
+    ) -> Result<Value, ClientError> {
+        let mut task = Map::new();
+        if let Some(ttl) = ttl {
+            task.insert("ttl".into(), json!(ttl.as_millis() as u64));
+        }
+        let params = json!({"name": name, "arguments": arguments, "task": task});
+        self.request(methods::TOOLS_CALL, Some(params), options)
+            .await
+    }
+
+    /// A task's status (`tasks/get`).
+    pub async fn get_task(&self, task_id: &str) -> Result<Value, ClientError> {
+        let params = json!({ "taskId": task_id });
+        self.request(methods::TASKS_GET, Some(params), RequestOptions::default())
+            .await
+    }
+
+    /// Waits for a task's result (`tasks/result`): the result of the
+    /// request the task ran (a `CallToolResult` for a tool).
+    pub async fn task_result(
+        &self,
+        task_id: &str,
+        options: RequestOptions,
+    ) -> Result<Value, ClientError> {
+        let params = json!({ "taskId": task_id });
+        self.request(methods::TASKS_RESULT, Some(params), options)
+            .await
+    }
+
+    /// Every task the server keeps for this client (`tasks/list`, all pages).
+    pub async fn list_tasks(&self) -> Result<Vec<Value>, ClientError> {
+        self.list_all(methods::TASKS_LIST, "tasks").await
+    }
+
+    /// Cancels a task (`tasks/cancel`); returns its final status.
+    pub async fn cancel_task(&self, task_id: &str) -> Result<Value, ClientError> {
+        let params = json!({ "taskId": task_id });
+        self.request(
+            methods::TASKS_CANCEL,
+            Some(params),
+            RequestOptions::default(),
+        )
+        .await
+    }
+
+    /// Every resource the server lists (`resources/list`, all pages).
+    pub async fn list_resources(&self) -> Result<Vec<Value>, ClientError> {
+        self.list_all(methods::RESOURCES_LIST, "resources").await
+    }
+
+    /// Every resource template (`resources/templates/list`, all pages).
+    pub async fn list_resource_templates(&self) -> Result<Vec<Value>, ClientError> {
+        self.list_all(methods::RESOURCES_TEMPLATES_LIST, "resourceTemplates")
+            .await
+    }
+
+    /// Reads a resource (`resources/read`); returns its `contents`.
+    pub async fn read_resource(
+        &self,
+        uri: &str,
+        options: RequestOptions,
+    ) -> Result<Value, ClientError> {
+        let params = json!({ "uri": uri });
+        self.request(methods::RESOURCES_READ, Some(params), options)
+            .await
+    }
+
+    /// Asks for `notifications/resources/updated` when the resource changes
+    /// (`resources/subscribe`); they reach the [`ClientHandler`].
+    pub async fn subscribe(&self, uri: &str) -> Result<(), ClientError> {
+        let params = json!({ "uri": uri });
+        self.request(
+            methods::RESOURCES_SUBSCRIBE,
+            Some(params),
+            RequestOptions::default(),
+        )
+        .await
+        .map(|_| ())
+    }
+
+    /// Stops the updates of [`McpClient::subscribe`] (`resources/unsubscribe`).
+    pub async fn unsubscribe(&self, uri: &str) -> Result<(), ClientError> {
+        let params = json!({ "uri": uri });
+        self.request(
+            methods::RESOURCES_UNSUBSCRIBE,
+            Some(params),
+            RequestOptions::default(),
+        )
+        .await
+        .map(|_| ())
+    }
+
+    /// Every prompt the server offers (`prompts/list`, all pages).
+    pub async fn list_prompts(&self) -> Result<Vec<Value>, ClientError> {
+        self.list_all(methods::PROMPTS_LIST, "prompts").await
+    }
+
+    /// Fills a prompt in (`prompts/get`): `arguments` maps argument names
+    /// to strings.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: RequestOptions,
+    ) -> Result<Value, ClientError> {
+        let params = json!({"name": name, "arguments": arguments});
+        self.request(methods::PROMPTS_GET, Some(params), options)
+            .await
+    }
+
+    /// Completion values for an argument (`completion/complete`).
+    /// `reference` names the prompt (`{"type": "ref/prompt", "name": ...}`)
+    /// or resource template (`{"type": "ref/resource", "uri": ...}`);
+    /// returns the result's `completion` (`values`, `total`, `hasMore`).
+    pub async fn complete(
+        &self,
+        reference: Value,
+        argument: &str,
+        value: &str,
+    ) -> Result<Value, ClientError> {
+        let params = json!({"ref": reference, "argument": {"name": argument, "value": value}});
+        let mut result = self
+            .request(
+                methods::COMPLETION_COMPLETE,
+                Some(params),
+                RequestOptions::default(),
+            )
+            .await?;
+        Ok(result
+            .get_mut("completion")
+            .map(Value::take)
+            .unwrap_or(Value::Null))
+    }
+
+    /// Asks the server for log messages of `level` and above
+    /// (`logging/setLevel`); they reach the [`ClientHandler`].
+    pub async fn set_logging_level(&self, level: &str) -> Result<(), ClientError> {
+        let params = json!({ "level": level });
+        self.request(
+            methods::LOGGING_SET_LEVEL,
+            Some(params),
+            RequestOptions::default(),
+        )
+        .await
+        .map(|_| ())
+    }
+
+    /// Tells the server the roots changed
+    /// (`notifications/roots/list_changed`): it will ask again.
+    pub async fn notify_roots_changed(&self) -> Result<(), ClientError> {
+        self.notify(methods::NOTIFICATION_ROOTS_LIST_CHANGED, None)
+            .await
+    }
+
+    /// Whether the client is [`ClientState::Closed`].
+    pub fn is_closed(&self) -> bool {
+        self.state() == ClientState::Closed
+    }
+
+    /// Resolves when the client is [`ClientState::Closed`].
+    pub async fn closed(&self) {
+        let mut phase = self.inner.phase.subscribe();
+        loop {
+            if let Some(connection) = self.inner.connection.get() {
+                connection.closed().await;
+                return;
             }
-            let next = page
-                .get("nextCursor")
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-            match next {
-                Some(next) if Some(&next) != cursor.as_ref() => cursor = Some(next),
-                Some(_) => {
-                    tracing::warn!(target: "mcpyard::upstream", server = %self.inner.shared.label, "{method}: the server repeated a cursor; stopping");
-                    return Ok(items);
-                }
-                None => return Ok(items),
+            if *phase.borrow_and_update() == ClientState::Closed {
+                return;
+            }
+            tokio::select! {
+                changed = phase.changed() => if changed.is_err() { return },
+                () = self.inner.stop.cancelled() => {}
             }
         }
-        tracing::warn!(target: "mcpyard::upstream", server = %self.inner.shared.label, "{method}: stopped after {MAX_LIST_PAGES} pages");
-        Ok(items)
     }
 
-    /// Whether the connection is gone (child exited, stream ended).
-    pub fn is_closed(&self) -> bool {
-        self.inner.shared.closed.is_cancelled()
-    }
-
-    /// Resolves when the connection is gone.
-    pub async fn closed(&self) {
-        self.inner.shared.closed.cancelled().await;
-    }
-
-    /// Closes the connection: DELETE of the HTTP session, or for a child
-    /// process stdin closed, a grace period, then its whole process group
-    /// killed and reaped. Pending requests fail with [`ClientError::Closed`].
+    /// Closes the connection for good ([`ClientState::Closed`]): DELETE of
+    /// the HTTP session, or for a child process stdin closed, a grace
+    /// period, then its whole process group killed and reaped. Pending
+    /// requests fail with [`ClientError::Closed`]; an [`McpClient::open`]
+    /// under way stops.
     pub async fn shutdown(&self) {
-        self.inner.transport.shutdown().await;
-        self.inner.shared.close();
+        let inner = &self.inner;
+        inner.stop.cancel();
+        if let Some(connection) = inner.connection.get() {
+            connection.shutdown().await;
+        }
+        inner.phase.send_replace(ClientState::Closed);
     }
 }
 
-/// Whether a `server/discover` result offers the 2026-07-28 era.
-fn offers_modern(discovered: &Value) -> bool {
-    discovered
-        .get("supportedVersions")
-        .and_then(Value::as_array)
-        .is_some_and(|versions| {
-            versions
-                .iter()
-                .any(|v| v.as_str() == Some(MODERN_PROTOCOL_VERSION))
-        })
-}
-
-/// `params` with the envelope's keys in its `_meta`, next to whatever the
-/// caller put there (a progress token); the envelope of this hop replaces
-/// any the caller forwarded.
-fn with_envelope(params: Option<Value>, envelope: &Map<String, Value>) -> Value {
+/// `params` with `token` as its `_meta.progressToken` (replacing one the
+/// caller put there: the callback is for this request's progress).
+fn with_progress_token(params: Option<Value>, token: String) -> Result<Value, ClientError> {
     let mut params = match params {
         Some(Value::Object(p)) => p,
         None | Some(Value::Null) => Map::new(),
-        // Not an object: the server will say what is wrong with it.
-        Some(other) => return other,
+        Some(_) => {
+            return Err(ClientError::Protocol(
+                "a request with a progress callback needs object params".into(),
+            ))
+        }
     };
     let meta = params
         .entry("_meta")
@@ -914,211 +843,8 @@ fn with_envelope(params: Option<Value>, envelope: &Map<String, Value>) -> Value 
     if !meta.is_object() {
         *meta = Value::Object(Map::new());
     }
-    if let Value::Object(meta) = meta {
-        for (key, value) in envelope {
-            meta.insert(key.clone(), value.clone());
-        }
-    }
-    Value::Object(params)
-}
-
-/// The `subscriptions/listen` filter for the lists the server says may
-/// change; `None` when none may.
-fn listen_filter(capabilities: &Value) -> Option<Value> {
-    let mut filter = Map::new();
-    for (capability, flag) in [
-        ("tools", "toolsListChanged"),
-        ("prompts", "promptsListChanged"),
-        ("resources", "resourcesListChanged"),
-    ] {
-        if capabilities[capability]["listChanged"].as_bool() == Some(true) {
-            filter.insert(flag.into(), Value::Bool(true));
-        }
-    }
-    (!filter.is_empty()).then_some(Value::Object(filter))
-}
-
-/// Keeps a `subscriptions/listen` stream open while the client is: its
-/// notifications reach the handler through the dispatcher. A stream that
-/// ends is opened again after a pause that grows while it keeps ending; a
-/// server that does not know the method is not asked again.
-async fn keep_listening(client: McpClient, filter: Value) {
-    let shared = client.inner.shared.clone();
-    let mut wait = LISTEN_RETRY;
-    loop {
-        let opened = tokio::time::Instant::now();
-        let outcome = client
-            .request_with_id(
-                methods::SUBSCRIPTIONS_LISTEN,
-                Some(json!({ "notifications": filter })),
-                RequestOptions::default(),
-                |id| {
-                    if let RequestId::Number(n) = id {
-                        shared.listen_id.store(n, Ordering::Relaxed);
-                    }
-                },
-            )
-            .await;
-        shared.listen_id.store(0, Ordering::Relaxed);
-        match outcome {
-            _ if client.is_closed() => return,
-            Err(ClientError::Closed) => return,
-            Err(ClientError::Rpc(e)) if e.code == mcpyard_proto::codes::METHOD_NOT_FOUND => {
-                tracing::debug!(target: "mcpyard::upstream", server = %shared.label, "the server does not offer subscriptions/listen");
-                return;
-            }
-            Ok(_) => {
-                tracing::debug!(target: "mcpyard::upstream", server = %shared.label, "the server ended the listen stream")
-            }
-            Err(e) => {
-                tracing::debug!(target: "mcpyard::upstream", server = %shared.label, "the listen stream failed: {e}")
-            }
-        }
-        if opened.elapsed() > LISTEN_RETRY_CAP {
-            wait = LISTEN_RETRY;
-        }
-        tokio::select! {
-            () = tokio::time::sleep(wait) => {}
-            () = shared.closed.cancelled() => return,
-        }
-        wait = (wait * 2).min(LISTEN_RETRY_CAP);
-    }
-}
-
-/// The dispatcher: one per connection, in the order messages were read.
-async fn dispatch(mut rx: mpsc::Receiver<Inbound>, shared: Arc<Shared>, inner: Weak<Inner>) {
-    let detached = Arc::new(Semaphore::new(MAX_DETACHED_NOTIFICATIONS));
-    loop {
-        let item = tokio::select! {
-            biased;
-            item = rx.recv() => item,
-            () = shared.closed.cancelled() => None,
-        };
-        let Some(item) = item else { break };
-        match item {
-            Inbound::Message { message, related } => match message {
-                Message::Response { id, result } => shared.resolve(&id, Ok(result)),
-                Message::Error {
-                    id: Some(id),
-                    error,
-                } => shared.resolve(&id, Err(ClientError::Rpc(error))),
-                Message::Error { id: None, error } => tracing::warn!(
-                    target: "mcpyard::upstream",
-                    server = %shared.label,
-                    "the server reported an error for no request: {error}"
-                ),
-                Message::Notification { method, params } => {
-                    // The listen stream's opening frame is bookkeeping of
-                    // that stream, not news for the application.
-                    if method == methods::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED {
-                        continue;
-                    }
-                    let related = related.filter(|id| !shared.is_listen_stream(id));
-                    let handler = shared.handler.clone();
-                    let mut handling = Box::pin(async move {
-                        handler.on_notification(&method, params, related).await;
-                    });
-                    // While earlier notifications are still being handled
-                    // the handler is slow already: no wait at all then.
-                    let budget = if detached.available_permits() == MAX_DETACHED_NOTIFICATIONS {
-                        NOTIFICATION_BUDGET
-                    } else {
-                        Duration::ZERO
-                    };
-                    tokio::select! {
-                        biased;
-                        () = &mut handling => {}
-                        () = tokio::time::sleep(budget) => {
-                            detach_notification(&shared, &detached, handling);
-                        }
-                        () = shared.closed.cancelled() => break,
-                    }
-                }
-                Message::Request { id, method, params } => {
-                    tokio::spawn(answer_server_request(
-                        shared.clone(),
-                        inner.clone(),
-                        id,
-                        method,
-                        params,
-                        related,
-                    ));
-                }
-            },
-            Inbound::Fail { id, error } => shared.resolve(&id, Err(error)),
-            Inbound::SessionRestarted => {
-                tokio::select! {
-                    () = shared.handler.on_session_restarted() => {}
-                    () = shared.closed.cancelled() => break,
-                }
-            }
-            Inbound::Closed { reason } => {
-                tracing::info!(target: "mcpyard::upstream", server = %shared.label, "connection closed: {reason}");
-                break;
-            }
-        }
-    }
-    shared.close();
-}
-
-/// Lets a notification the handler is slow to take finish in a task of its
-/// own, so the reader goes on; past [`MAX_DETACHED_NOTIFICATIONS`] of them
-/// it is dropped instead.
-fn detach_notification(
-    shared: &Arc<Shared>,
-    detached: &Arc<Semaphore>,
-    handling: Pin<Box<dyn Future<Output = ()> + Send>>,
-) {
-    let Ok(permit) = detached.clone().try_acquire_owned() else {
-        tracing::debug!(
-            target: "mcpyard::upstream",
-            server = %shared.label,
-            "notification dropped: too many are still being handled"
-        );
-        return;
-    };
-    if detached.available_permits() == 0 {
-        tracing::warn!(
-            target: "mcpyard::upstream",
-            server = %shared.label,
-            "{MAX_DETACHED_NOTIFICATIONS} notifications still being handled: dropping more until they finish"
-        );
-    }
-    let closed = shared.closed.clone();
-    tokio::spawn(async move {
-        tokio::select! {
-            () = handling => {}
-            () = closed.cancelled() => {}
-        }
-        drop(permit);
-    });
-}
-
-/// Runs the handler for a server-to-client request and sends its answer.
-async fn answer_server_request(
-    shared: Arc<Shared>,
-    inner: Weak<Inner>,
-    id: RequestId,
-    method: String,
-    params: Option<Value>,
-    related: Option<RequestId>,
-) {
-    let outcome = tokio::select! {
-        outcome = shared.handler.on_request(&method, params, related) => outcome,
-        () = shared.closed.cancelled() => return,
-    };
-    let reply = match outcome {
-        Ok(result) => Message::response(id, result),
-        Err(error) => Message::error(Some(id), error),
-    };
-    let Some(inner) = inner.upgrade() else { return };
-    if let Err(e) = inner.transport.send(&reply, &shared.closed).await {
-        tracing::debug!(
-            target: "mcpyard::upstream",
-            server = %shared.label,
-            "could not answer the server's {method}: {e}"
-        );
-    }
+    meta["progressToken"] = Value::String(token);
+    Ok(Value::Object(params))
 }
 
 #[cfg(test)]
@@ -1126,49 +852,64 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_envelope_joins_the_callers_meta_and_replaces_a_forwarded_one() {
-        let mut envelope = Map::new();
-        envelope.insert(PROTOCOL_VERSION_KEY.into(), json!(MODERN_PROTOCOL_VERSION));
-        envelope.insert(CLIENT_CAPABILITIES_KEY.into(), json!({"sampling": {}}));
-        let stamped = with_envelope(
-            Some(json!({"name": "echo", "_meta": {
-                "progressToken": 7,
-                CLIENT_CAPABILITIES_KEY: {"roots": {}},
-            }})),
-            &envelope,
+    fn a_progress_token_joins_the_params_meta() {
+        let params = with_progress_token(
+            Some(json!({"name": "x", "_meta": {"progressToken": 1, "k": 2}})),
+            "t".into(),
+        )
+        .unwrap();
+        assert_eq!(
+            params,
+            json!({"name": "x", "_meta": {"progressToken": "t", "k": 2}})
         );
         assert_eq!(
-            stamped,
-            json!({"name": "echo", "_meta": {
-                "progressToken": 7,
-                PROTOCOL_VERSION_KEY: MODERN_PROTOCOL_VERSION,
-                CLIENT_CAPABILITIES_KEY: {"sampling": {}},
-            }})
+            with_progress_token(None, "t".into()).unwrap(),
+            json!({"_meta": {"progressToken": "t"}})
         );
-        assert_eq!(
-            with_envelope(None, &envelope),
-            json!({"_meta": Value::Object(envelope.clone())})
-        );
-        assert_eq!(with_envelope(Some(json!([1])), &envelope), json!([1]));
+        assert!(with_progress_token(Some(json!([1])), "t".into()).is_err());
     }
 
-    #[test]
-    fn only_lists_that_may_change_are_listened_to() {
-        assert_eq!(
-            listen_filter(&json!({"tools": {"listChanged": true}, "prompts": {}})),
-            Some(json!({"toolsListChanged": true}))
+    #[tokio::test]
+    async fn requests_before_open_and_after_shutdown_name_the_state() {
+        let spec = TransportSpec::StreamableHttp {
+            url: "http://127.0.0.1:9/mcp".into(),
+            headers: vec![],
+        };
+        let client = McpClient::builder(spec).build();
+        assert_eq!(client.state(), ClientState::Disconnected);
+        let err = client.list_tools().await.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                ClientError::NotReady {
+                    state: ClientState::Disconnected
+                }
+            ),
+            "{err:?}"
         );
-        assert_eq!(listen_filter(&json!({"tools": {}})), None);
-    }
-
-    #[test]
-    fn only_a_discover_result_naming_the_era_adopts_it() {
-        assert!(offers_modern(
-            &json!({"supportedVersions": ["2025-11-25", "2026-07-28"]})
+        assert_eq!(
+            err.to_string(),
+            "the client is not ready: it is disconnected"
+        );
+        client.shutdown().await;
+        assert_eq!(client.state(), ClientState::Closed);
+        let err = client.ping().await.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                ClientError::NotReady {
+                    state: ClientState::Closed
+                }
+            ),
+            "{err:?}"
+        );
+        let reopen = client.open().await.unwrap_err();
+        assert!(matches!(
+            reopen,
+            ClientError::NotReady {
+                state: ClientState::Closed
+            }
         ));
-        assert!(!offers_modern(
-            &json!({"supportedVersions": ["2025-11-25"]})
-        ));
-        assert!(!offers_modern(&json!({})));
+        client.closed().await;
     }
 }

@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use mcpyard_proto::ErrorObject;
 
+use crate::ClientState;
+
 /// Why a client call failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -19,9 +21,17 @@ pub enum ClientError {
     /// The connection failed or the peer went away.
     #[error("transport: {0}")]
     Transport(String),
-    /// The transport is closed; no more requests can be sent.
+    /// The connection closed while the request was waiting for its answer.
     #[error("connection closed")]
     Closed,
+    /// The client is not [`ClientState::Ready`]: a request made before
+    /// [`McpClient::open`](crate::McpClient::open) finished, or after the
+    /// connection closed.
+    #[error("the client is not ready: it is {state}")]
+    NotReady {
+        /// The state the client was in.
+        state: ClientState,
+    },
     /// An HTTP status the transport cannot handle.
     #[error("HTTP {status}: {body}")]
     Http {

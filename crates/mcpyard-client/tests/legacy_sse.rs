@@ -5,7 +5,9 @@ mod common;
 use std::time::Duration;
 
 use common::{first_text, names, start_everything, Recorder};
-use mcpyard_client::{ClientError, ConnectOptions, McpClient, RequestOptions, TransportSpec};
+use mcpyard_client::{
+    ClientError, ClientState, ConnectOptions, McpClient, RequestOptions, TransportSpec,
+};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -45,5 +47,13 @@ async fn everything_over_legacy_sse_lists_and_calls() {
     let after = client
         .request("ping", None, RequestOptions::default())
         .await;
-    assert!(matches!(after, Err(ClientError::Closed)), "{after:?}");
+    assert!(
+        matches!(
+            after,
+            Err(ClientError::NotReady {
+                state: ClientState::Closed
+            })
+        ),
+        "{after:?}"
+    );
 }

@@ -186,10 +186,7 @@ impl ClientHandler for Answering {
 }
 
 fn bounded() -> RequestOptions {
-    RequestOptions {
-        timeout: Some(LIMIT),
-        cancel: None,
-    }
+    RequestOptions::default().with_timeout(LIMIT)
 }
 
 async fn call(client: &McpClient, name: &str, arguments: Value) -> Result<Value, ClientError> {
@@ -371,6 +368,7 @@ async fn the_request_timeout_covers_the_handlers_answers() {
             RequestOptions {
                 timeout: Some(Duration::from_secs(1)),
                 cancel: None,
+                ..RequestOptions::default()
             },
         )
         .await

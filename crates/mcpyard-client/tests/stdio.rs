@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{everything_bin, first_text, names, Recorder};
-use mcpyard_client::{ClientError, ConnectOptions, McpClient, RequestOptions, TransportSpec};
+use mcpyard_client::{
+    ClientError, ClientState, ConnectOptions, McpClient, RequestOptions, TransportSpec,
+};
 use serde_json::json;
 
 fn options() -> ConnectOptions {
@@ -103,6 +105,7 @@ async fn everything_over_stdio_lists_calls_times_out_and_shuts_down_its_group() 
             RequestOptions {
                 timeout: Some(Duration::from_millis(1)),
                 cancel: None,
+                ..RequestOptions::default()
             },
         )
         .await;
@@ -128,6 +131,7 @@ async fn everything_over_stdio_lists_calls_times_out_and_shuts_down_its_group() 
             RequestOptions {
                 timeout: None,
                 cancel: Some(token),
+                ..RequestOptions::default()
             },
         )
         .await;
@@ -158,7 +162,15 @@ async fn everything_over_stdio_lists_calls_times_out_and_shuts_down_its_group() 
     let after = client
         .request("ping", None, RequestOptions::default())
         .await;
-    assert!(matches!(after, Err(ClientError::Closed)), "{after:?}");
+    assert!(
+        matches!(
+            after,
+            Err(ClientError::NotReady {
+                state: ClientState::Closed
+            })
+        ),
+        "{after:?}"
+    );
 }
 
 /// A scripted server: garbage on stdout around valid JSON-RPC, a paged
@@ -253,6 +265,7 @@ async fn garbage_lines_are_skipped_and_the_session_still_works() {
             RequestOptions {
                 timeout: Some(Duration::from_secs(10)),
                 cancel: None,
+                ..RequestOptions::default()
             },
         )
         .await
@@ -293,7 +306,15 @@ async fn a_child_that_exits_fails_pending_requests_at_once() {
     let next = client
         .request("tools/list", None, RequestOptions::default())
         .await;
-    assert!(matches!(next, Err(ClientError::Closed)));
+    assert!(
+        matches!(
+            next,
+            Err(ClientError::NotReady {
+                state: ClientState::Closed
+            })
+        ),
+        "{next:?}"
+    );
     client.shutdown().await;
     assert!(!group_exists(pgid));
 }
@@ -349,6 +370,7 @@ async fn a_timed_out_request_is_cancelled_upstream_with_its_id() {
             RequestOptions {
                 timeout: Some(Duration::from_millis(50)),
                 cancel: None,
+                ..RequestOptions::default()
             },
             move |id| *record.lock().expect("not poisoned") = Some(id),
         )

@@ -69,6 +69,7 @@ async fn everything_over_streamable_http_lists_calls_and_reports_progress() {
             RequestOptions {
                 timeout: Some(Duration::from_secs(20)),
                 cancel: None,
+                ..RequestOptions::default()
             },
             move |id| *record.lock().expect("not poisoned") = Some(id),
         )
@@ -97,6 +98,7 @@ async fn everything_over_streamable_http_lists_calls_and_reports_progress() {
             RequestOptions {
                 timeout: Some(Duration::from_millis(1)),
                 cancel: None,
+                ..RequestOptions::default()
             },
         )
         .await;

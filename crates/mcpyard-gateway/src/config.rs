@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpyard_client::TransportSpec;
+use mcpyard_client::{SamplingPolicy, TransportSpec};
 
 use crate::router::Layer;
 use crate::SourceSpec;
@@ -133,21 +133,22 @@ pub struct UpstreamSpec {
     pub max_in_flight: usize,
     /// Whether this server's sampling requests may be answered by a local
     /// model; `None` (the default) never.
-    pub sampling: Option<SamplingPolicy>,
+    pub sampling: Option<UpstreamSampling>,
 }
 
 /// When and how a local model answers an upstream's sampling requests.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SamplingPolicy {
+#[derive(Debug, Clone)]
+pub struct UpstreamSampling {
     /// `true`: always answer locally; `false`: only when the client that
     /// made the call cannot sample.
     pub always: bool,
-    /// Models that may answer (the first is the default; a model named in
-    /// the request's hints is used when it is in the list). Empty: the
-    /// inference source's recommended chat model.
-    pub models: Vec<String>,
-    /// The most tokens one answer may use, whatever the request asks.
-    pub max_tokens: u32,
+    /// What a request must pass before the local model sees it: the
+    /// models that may answer (the first is the default; a model named in
+    /// the request's hints is used when it is in the list; none listed: the
+    /// inference source's recommended chat model) and the most tokens one
+    /// answer may use, whatever the request asks. The same policy type an
+    /// application gives `mcpyard-client`, so both enforce it alike.
+    pub policy: SamplingPolicy,
 }
 
 impl UpstreamSpec {

@@ -88,7 +88,7 @@ impl RouteError {
             ClientError::Cancelled => Self::Cancelled {
                 what: method.to_owned(),
             },
-            ClientError::Closed => Self::Unavailable {
+            ClientError::Closed | ClientError::NotReady { .. } => Self::Unavailable {
                 server,
                 reason: ": the connection closed".into(),
             },

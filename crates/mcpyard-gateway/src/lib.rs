@@ -31,13 +31,14 @@ mod source;
 pub mod testing;
 
 pub use catalog::{Exposure, Hit, IndexedTool, ListKind, Listing, SourceLists, ToolIndex};
-pub use config::{ConfigError, GatewayConfig, SamplingPolicy, UpstreamSpec};
+pub use config::{ConfigError, GatewayConfig, UpstreamSampling, UpstreamSpec};
 pub use downstream::{Negotiated, Outbound, Session};
 pub use error::{Fault, RouteError};
 pub use files::{FileError, Sandbox, SandboxKeys};
 pub use gateway::{Answer, Gateway};
 pub use governance::metrics::{Metrics, Outcome, CONTENT_TYPE as METRICS_CONTENT_TYPE};
 pub use governance::trace::{TARGET as TRACE_TARGET, TRACEPARENT};
+pub use mcpyard_client::sampling::{SamplingPolicy, SamplingRequest};
 pub use router::{Layer, Next, RouteFuture, RoutedCall};
 pub use source::{
     CallContext, CallLimits, ClientHandle, Identity, IdentityKind, Progress, RouterHandle, Sampler,

@@ -1,11 +1,11 @@
 //! The sampling bridge: an upstream MCP server's `sampling/createMessage`
 //! answered by a local chat model, for upstreams whose policy allows it
 //! (the gateway decides when; this decides how). The request becomes the
-//! same chat completion the `chat` tool makes, within the policy's models
-//! and token cap.
+//! same chat completion the `chat` tool makes, with the model and token cap
+//! the upstream's policy (`mcpyard_client::SamplingPolicy`) settled.
 
 use async_trait::async_trait;
-use mcpyard_gateway::{CallContext, Sampler, SamplingPolicy, SamplingUsage};
+use mcpyard_gateway::{CallContext, Sampler, SamplingRequest, SamplingUsage};
 use mcpyard_proto::ErrorObject;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
@@ -17,17 +17,14 @@ use crate::tools::{chat, Args, Call};
 impl Sampler for InferenceSource {
     async fn create_message(
         &self,
-        params: &Value,
-        policy: &SamplingPolicy,
+        request: &SamplingRequest,
     ) -> Result<(Value, SamplingUsage), ErrorObject> {
+        let params = &request.params;
         let messages = chat_messages(params)?;
-        let requested = params
-            .get("maxTokens")
-            .and_then(Value::as_u64)
-            .unwrap_or(u64::from(policy.max_tokens));
-        let max_tokens = requested.min(u64::from(policy.max_tokens)).max(1);
+        // Already lowered to the cap by the policy.
+        let max_tokens = request.summary.max_tokens_granted;
         let mut args = json!({"messages": messages, "max_tokens": max_tokens});
-        if let Some(model) = pick_model(params, policy) {
+        if let Some(model) = &request.model {
             args["model"] = json!(model);
         }
         if let Some(t) = params.get("temperature").filter(|t| t.is_number()) {
@@ -65,26 +62,6 @@ impl Sampler for InferenceSource {
         });
         Ok((result, usage))
     }
-}
-
-/// The model to use: the first allowed model a hint of the request names
-/// (hints match as substrings, as the spec describes), else the first
-/// allowed model, else none (the recommended loaded chat model).
-fn pick_model(params: &Value, policy: &SamplingPolicy) -> Option<String> {
-    let hints: Vec<&str> = params
-        .pointer("/modelPreferences/hints")
-        .and_then(Value::as_array)
-        .map(|h| {
-            h.iter()
-                .filter_map(|h| h.get("name").and_then(Value::as_str))
-                .collect()
-        })
-        .unwrap_or_default();
-    hints
-        .iter()
-        .find_map(|hint| policy.models.iter().find(|m| m.contains(hint)))
-        .or_else(|| policy.models.first())
-        .cloned()
 }
 
 /// MCP sampling messages (text, image and audio content, one block or a
@@ -144,28 +121,6 @@ fn chat_messages(params: &Value) -> Result<Vec<Value>, ErrorObject> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn policy(models: &[&str]) -> SamplingPolicy {
-        SamplingPolicy {
-            always: false,
-            models: models.iter().map(|m| m.to_string()).collect(),
-            max_tokens: 64,
-        }
-    }
-
-    #[test]
-    fn hints_pick_an_allowed_model_and_never_another() {
-        let p = json!({"modelPreferences": {"hints": [{"name": "gpt-4"}, {"name": "qwen"}]}});
-        assert_eq!(
-            pick_model(&p, &policy(&["llama3", "qwen3:4b"])).as_deref(),
-            Some("qwen3:4b")
-        );
-        assert_eq!(
-            pick_model(&p, &policy(&["llama3"])).as_deref(),
-            Some("llama3")
-        );
-        assert_eq!(pick_model(&p, &policy(&[])), None);
-    }
 
     #[test]
     fn sampling_messages_become_chat_messages() {

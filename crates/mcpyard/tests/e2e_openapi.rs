@@ -103,6 +103,7 @@ async fn call_with_progress(client: &McpClient, name: &str, args: Value) -> Valu
             RequestOptions {
                 timeout: Some(Duration::from_secs(120)),
                 cancel: None,
+                ..RequestOptions::default()
             },
         )
         .await

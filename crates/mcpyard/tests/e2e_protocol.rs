@@ -139,6 +139,7 @@ async fn a_client_cancellation_reaches_the_upstream() {
             RequestOptions {
                 timeout: Some(Duration::from_secs(30)),
                 cancel: Some(token),
+                ..RequestOptions::default()
             },
         )
         .await;
@@ -186,6 +187,7 @@ async fn a_stdio_elicitation_goes_to_the_caller_that_can_answer_it() {
             let options = RequestOptions {
                 timeout: None,
                 cancel: Some(stop),
+                ..RequestOptions::default()
             };
             let _ = cannot
                 .request(

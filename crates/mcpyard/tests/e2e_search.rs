@@ -51,6 +51,7 @@ async fn call_with(client: &McpClient, params: Value) -> Value {
             RequestOptions {
                 timeout: Some(Duration::from_secs(60)),
                 cancel: None,
+                ..RequestOptions::default()
             },
         )
         .await
@@ -499,6 +500,7 @@ async fn cancelling_a_call_tool_request_cancels_the_hidden_tool_upstream() {
         RequestOptions {
             timeout: Some(Duration::from_secs(60)),
             cancel: Some(token),
+            ..RequestOptions::default()
         },
     );
     let cancel_once_running = async {
@@ -546,6 +548,7 @@ async fn a_server_timeout_applies_to_a_call_through_call_tool() {
             RequestOptions {
                 timeout: Some(Duration::from_secs(60)),
                 cancel: None,
+                ..RequestOptions::default()
             },
         )
         .await;

@@ -2,11 +2,9 @@
 //! in how they reach the server.
 
 use std::error::Error;
-use std::sync::Arc;
 use std::time::Duration;
 
-use mcpyard_client::{ConnectOptions, McpClient, NoopHandler, RequestOptions, TransportSpec};
-use mcpyard_proto::methods;
+use mcpyard_client::{ConnectOptions, McpClient, RequestOptions, TransportSpec};
 use serde_json::{json, Value};
 
 /// A tool to call and its arguments, as given on the command line.
@@ -35,7 +33,12 @@ pub(crate) async fn run(spec: TransportSpec, call: Option<ToolCall>) -> Result<(
         connect_timeout: Duration::from_secs(30),
         ..ConnectOptions::default()
     };
-    let client = McpClient::connect(spec, Arc::new(NoopHandler), options).await?;
+    let client = McpClient::builder(spec)
+        .options(options)
+        // Every request waits at most this long unless it says otherwise.
+        .request_timeout(Duration::from_secs(60))
+        .connect()
+        .await?;
     // Shut down on every path, so a stdio child never outlives the example.
     let outcome = talk(&client, call).await;
     client.shutdown().await;
@@ -51,7 +54,7 @@ async fn talk(client: &McpClient, call: Option<ToolCall>) -> Result<(), Box<dyn 
         client.protocol_version()
     );
 
-    let tools = client.list_all(methods::TOOLS_LIST, "tools").await?;
+    let tools = client.list_tools().await?;
     println!("{} tools:", tools.len());
     for tool in &tools {
         println!(
@@ -62,13 +65,13 @@ async fn talk(client: &McpClient, call: Option<ToolCall>) -> Result<(), Box<dyn 
     }
 
     if let Some(call) = call {
-        let params = json!({"name": call.name, "arguments": call.arguments});
-        let options = RequestOptions {
-            timeout: Some(Duration::from_secs(60)),
-            cancel: None,
-        };
+        // Progress the tool reports is printed as it comes.
+        let options = RequestOptions::default().with_progress(|p| match p.total {
+            Some(total) => eprintln!("progress: {}/{total}", p.progress),
+            None => eprintln!("progress: {}", p.progress),
+        });
         let result = client
-            .request(methods::TOOLS_CALL, Some(params), options)
+            .call_tool(&call.name, call.arguments, options)
             .await?;
         println!("{} returned:", call.name);
         println!("{}", serde_json::to_string_pretty(&result)?);

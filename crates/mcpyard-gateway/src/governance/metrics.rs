@@ -23,7 +23,7 @@ use serde_json::Value;
 use crate::downstream::Sessions;
 use crate::router::{Layer, Next, RouteFuture, RoutedCall, Router};
 use crate::source::{Sampler, SamplingUsage};
-use crate::{RouteError, SamplingPolicy};
+use crate::{RouteError, SamplingRequest};
 
 /// The content type of [`Metrics::render`]'s text (OpenMetrics 1.0, which
 /// Prometheus scrapes natively).
@@ -383,10 +383,9 @@ struct CountingSampler {
 impl Sampler for CountingSampler {
     async fn create_message(
         &self,
-        params: &Value,
-        policy: &SamplingPolicy,
+        request: &SamplingRequest,
     ) -> Result<(Value, SamplingUsage), ErrorObject> {
-        let answered = self.inner.create_message(params, policy).await;
+        let answered = self.inner.create_message(request).await;
         if let Ok((_, usage)) = &answered {
             self.metrics
                 .model_tokens("sampling", usage.prompt_tokens, usage.completion_tokens);

@@ -425,15 +425,17 @@ pub struct RouterHandle {
 }
 
 /// Answers an upstream's `sampling/createMessage` with a local model, for
-/// the upstreams whose [`SamplingPolicy`](crate::SamplingPolicy) allows it.
+/// the upstreams whose [`UpstreamSampling`](crate::UpstreamSampling) allows
+/// it.
 #[async_trait]
 pub trait Sampler: Send + Sync + std::fmt::Debug + 'static {
-    /// Serves the request's `params` within the policy (allowed models,
-    /// token cap) and returns the `CreateMessageResult` and what it used.
+    /// Serves a request the upstream's [`SamplingPolicy`](crate::SamplingPolicy)
+    /// admitted: with its [`model`](crate::SamplingRequest::model) when set,
+    /// within the `maxTokens` of its params (already capped). Returns the
+    /// `CreateMessageResult` and what it used.
     async fn create_message(
         &self,
-        params: &Value,
-        policy: &crate::SamplingPolicy,
+        request: &crate::SamplingRequest,
     ) -> Result<(Value, SamplingUsage), ErrorObject>;
 }
 

@@ -23,6 +23,7 @@ pub(super) async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
                     RequestOptions {
                         timeout: Some(timeout),
                         cancel: None,
+                        ..RequestOptions::default()
                     },
                 )
                 .await

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use mcpyard_client::TransportSpec;
-use mcpyard_gateway::{SamplingPolicy, UpstreamSpec};
+use mcpyard_gateway::{SamplingPolicy, UpstreamSampling, UpstreamSpec};
 
 use super::error::ConfigError;
 use super::expand::expand;
@@ -255,10 +255,9 @@ pub(crate) fn build(
             if max_tokens == 0 {
                 return Err(ctx.error(&field("sampling.max_tokens"), "must be at least 1"));
             }
-            Some(SamplingPolicy {
+            Some(UpstreamSampling {
                 always,
-                models: s.models.unwrap_or_default(),
-                max_tokens,
+                policy: SamplingPolicy::new(max_tokens).allow_models(s.models.unwrap_or_default()),
             })
         }
     };

@@ -488,14 +488,14 @@ fn sampling_by_a_local_model_is_off_unless_a_server_asks_for_it() {
     )
     .unwrap();
     let ups: Vec<_> = s.gateway.upstreams().collect();
-    assert_eq!(ups[0].sampling, None);
+    assert!(ups[0].sampling.is_none());
     let b = ups[1].sampling.as_ref().expect("b allows local sampling");
     assert!(!b.always);
-    assert_eq!(b.models, vec!["qwen3".to_owned()]);
-    assert_eq!(b.max_tokens, 256);
+    assert_eq!(b.policy.models(), ["qwen3".to_owned()]);
+    assert_eq!(b.policy.max_tokens(), 256);
     let c = ups[2].sampling.as_ref().expect("c allows local sampling");
     assert!(c.always);
-    assert_eq!(c.max_tokens, 1024);
+    assert_eq!(c.policy.max_tokens(), 1024);
     let e = toml_err("[servers.a]\ncommand = \"a\"\nsampling = { mode = \"sometimes\" }\n");
     assert!(e.contains("servers.a.sampling.mode"), "{e}");
 }

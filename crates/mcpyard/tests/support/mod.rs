@@ -319,6 +319,7 @@ pub async fn call(client: &McpClient, name: &str, args: Value) -> Value {
             RequestOptions {
                 timeout: Some(Duration::from_secs(60)),
                 cancel: None,
+                ..RequestOptions::default()
             },
         )
         .await

@@ -84,9 +84,10 @@ impl Upstream {
     ) -> Arc<Self> {
         let changes = Arc::new(Changes::default());
         let local_sampling = match (&spec.sampling, sampler) {
-            (Some(policy), Some(sampler)) => Some(LocalSampling {
+            (Some(sampling), Some(sampler)) => Some(LocalSampling {
                 sampler,
-                policy: policy.clone(),
+                always: sampling.always,
+                policy: sampling.policy.clone(),
             }),
             _ => None,
         };
@@ -336,6 +337,7 @@ impl Upstream {
             let options = RequestOptions {
                 timeout: Some(self.spec.timeout),
                 cancel: None,
+                ..RequestOptions::default()
             };
             let params = json!({ "uri": uri });
             if let Err(e) = client
@@ -393,6 +395,7 @@ impl Upstream {
         let options = RequestOptions {
             timeout,
             cancel: Some(context.cancel.clone()),
+            ..RequestOptions::default()
         };
         let result = client
             .request_with_id(method, Some(params), options, |id: RequestId| {
@@ -420,6 +423,7 @@ impl Upstream {
         let options = RequestOptions {
             timeout: Some(self.spec.timeout),
             cancel: None,
+            ..RequestOptions::default()
         };
         client
             .request(method, Some(params), options)
@@ -485,6 +489,7 @@ async fn ping(client: &McpClient) -> Result<(), ClientError> {
     let options = RequestOptions {
         timeout: Some(HEALTH_CHECK_TIMEOUT),
         cancel: None,
+        ..RequestOptions::default()
     };
     match client.check_alive(options).await {
         Ok(()) | Err(ClientError::Rpc(_)) => Ok(()),

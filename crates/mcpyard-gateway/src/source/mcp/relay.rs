@@ -93,6 +93,8 @@ impl Changes {
 #[derive(Debug, Clone)]
 pub(crate) struct LocalSampling {
     pub(crate) sampler: Arc<dyn Sampler>,
+    /// Answer locally even when the calling client could sample.
+    pub(crate) always: bool,
     pub(crate) policy: SamplingPolicy,
 }
 
@@ -275,16 +277,29 @@ impl Relay {
 }
 
 impl Relay {
-    /// Answers a sampling request with a local model, leaving an audit line
-    /// that says who asked, which model answered and how much it used,
-    /// with a hash of the request instead of its text.
+    /// Answers a sampling request with a local model once the upstream's
+    /// policy admitted it, leaving an audit line that says who asked, which
+    /// model answered and how much it used, with the policy's redacted
+    /// summary (a hash of the request, never its text).
     async fn sample_locally(
         &self,
         local: &LocalSampling,
         params: Value,
     ) -> Result<Value, ErrorObject> {
-        let digest = request_digest(&params);
-        let outcome = local.sampler.create_message(&params, &local.policy).await;
+        let request = match local.policy.admit(params).await {
+            Ok(request) => request,
+            Err(e) => {
+                tracing::info!(
+                    target: "mcpyard::audit",
+                    server = %self.server,
+                    error = %e.message,
+                    "sampling request refused by the policy"
+                );
+                return Err(e);
+            }
+        };
+        let summary = &request.summary;
+        let outcome = local.sampler.create_message(&request).await;
         match &outcome {
             Ok((_, usage)) => tracing::info!(
                 target: "mcpyard::audit",
@@ -292,30 +307,21 @@ impl Relay {
                 model = %usage.model,
                 prompt_tokens = usage.prompt_tokens,
                 completion_tokens = usage.completion_tokens,
-                request_sha256 = %digest,
+                max_tokens = summary.max_tokens_granted,
+                messages = summary.message_count,
+                request_sha256 = %summary.request_sha256,
                 "sampling request answered by a local model"
             ),
             Err(e) => tracing::info!(
                 target: "mcpyard::audit",
                 server = %self.server,
-                request_sha256 = %digest,
+                request_sha256 = %summary.request_sha256,
                 error = %e.message,
                 "sampling request refused by the local model"
             ),
         }
         outcome.map(|(result, _)| result)
     }
-}
-
-/// SHA-256 of the request's JSON, hex: identifies a request in the audit
-/// log without recording its content.
-fn request_digest(params: &Value) -> String {
-    use sha2::Digest;
-    let bytes = serde_json::to_vec(params).unwrap_or_default();
-    sha2::Sha256::digest(&bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 /// The capability a client needs to answer a relayed request.
@@ -348,7 +354,7 @@ impl ClientHandler for Relay {
                 let client_can = ctx
                     .as_ref()
                     .is_some_and(|c| c.session.has_capability(capability));
-                if local.policy.always || !client_can {
+                if local.always || !client_can {
                     return self.sample_locally(local, params.unwrap_or_default()).await;
                 }
             }

@@ -1,0 +1,1166 @@
+//! One live connection of the MCP client, one `initialize` (or, in the 2026-07-28
+//! era, one `server/discover` and an envelope on every request), many
+//! concurrent requests.
+//!
+//! Requests are multiplexed by integer id over the single connection; a
+//! pending map of oneshot senders pairs answers with callers. One dispatcher
+//! task takes what the transport read, in order: answers wake their caller,
+//! progress with a token the caller registered goes to its callback, other
+//! notifications go to the handler (awaited, to keep their order, for up to
+//! a tenth of a second, then left to finish in a task), requests from the
+//! server go to the handler in a task of their own (a slow handler must never
+//! stall the reader) and their answer is sent back. When the
+//! transport dies every pending request fails at once with
+//! [`ClientError::Closed`].
+//!
+//! In the 2026-07-28 era there is no session: a request that needs the
+//! client (sampling, elicitation, roots) is answered `input_required`; the
+//! client answers the input requests through the same handler that answers
+//! server requests in the handshake era, and retries. List changes arrive
+//! on a `subscriptions/listen` stream and reach the handler like any
+//! notification.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::Duration;
+
+use mcpyard_proto::envelope::{
+    CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, PROTOCOL_VERSION_KEY, SERVER_INFO_KEY,
+    UNSUPPORTED_PROTOCOL_VERSION,
+};
+use mcpyard_proto::{methods, Message, RequestId};
+use serde_json::{json, Map, Value};
+use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+use crate::client::{
+    ConnectOptions, EraPolicy, Progress, ProgressCallback, RequestOptions,
+    LEGACY_SSE_PROTOCOL_VERSION, MAX_INPUT_ROUNDS, MAX_LIST_PAGES, MODERN_PROTOCOL_VERSION,
+};
+use crate::link::{Inbound, Link};
+use crate::transport::Transport;
+use crate::{ClientError, ClientHandler, TransportSpec};
+
+/// How long the dispatcher waits for the handler to take a notification
+/// before leaving it to a task of its own: the order of messages is kept for
+/// a quick handler, and a slow one does not hold up answers read after.
+const NOTIFICATION_BUDGET: Duration = Duration::from_millis(100);
+
+/// Most notifications still being handled in tasks of their own; past it,
+/// more are dropped (a handler that never finishes must not pile up tasks).
+const MAX_DETACHED_NOTIFICATIONS: usize = 64;
+
+/// How long the `notifications/cancelled` sent for a timed-out or cancelled
+/// request may take to go out.
+const CANCEL_SEND_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long the `server/discover` probe may take before the handshake is
+/// tried instead.
+const DISCOVER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// First and longest wait before retrying a request whose `input_required`
+/// answer asked for nothing but time (request state only).
+const STATE_ONLY_BACKOFF: Duration = Duration::from_millis(50);
+const STATE_ONLY_BACKOFF_CAP: Duration = Duration::from_millis(250);
+
+/// First and longest wait before a `subscriptions/listen` stream that ended
+/// is opened again.
+const LISTEN_RETRY: Duration = Duration::from_secs(1);
+const LISTEN_RETRY_CAP: Duration = Duration::from_secs(30);
+
+/// Resolves at `deadline`; never without one.
+async fn until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Resolves when `token` is cancelled; never without one.
+async fn until_cancelled(token: Option<&CancellationToken>) {
+    match token {
+        Some(token) => token.cancelled().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Whether `initialize` was refused with -32022: the server serves none of
+/// the handshake's versions. Over HTTP the error may come as a 4xx whose
+/// body is the JSON-RPC error.
+fn refuses_the_handshake(e: &ClientError) -> bool {
+    let code = match e {
+        ClientError::Rpc(err) => Some(err.code),
+        ClientError::Http { status, body } if (400..500).contains(status) => {
+            serde_json::from_str::<Value>(body)
+                .ok()
+                .and_then(|v| v.pointer("/error/code").and_then(Value::as_i64))
+        }
+        _ => None,
+    };
+    code == Some(UNSUPPORTED_PROTOCOL_VERSION)
+}
+
+/// One live connection of an [`McpClient`](crate::McpClient), from the
+/// moment its transport is open. Cheap to clone; all clones share it.
+/// Dropping the last owning clone closes it at once (a child process group
+/// is killed).
+#[derive(Clone)]
+pub(crate) struct Connection {
+    inner: Arc<Inner>,
+    /// Held by the application's handles only: the client's own background
+    /// work (the listen stream) must not keep the connection open.
+    _owner: Option<Arc<Owner>>,
+}
+
+/// Closes the connection once the application dropped its last handle.
+struct Owner(Arc<Shared>);
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
+type Answer = Result<Value, ClientError>;
+
+/// What the dispatcher shares with the client handles.
+struct Shared {
+    pending: Mutex<HashMap<i64, oneshot::Sender<Answer>>>,
+    /// Cancelled once the connection is gone, after everything read before
+    /// the end was dispatched.
+    closed: CancellationToken,
+    handler: Arc<dyn ClientHandler>,
+    label: String,
+    /// The id of the open `subscriptions/listen` request (0: none): what
+    /// arrives on it is delivered like a handshake-era notification, tied
+    /// to no request.
+    listen_id: AtomicI64,
+    /// Callbacks of requests made with [`RequestOptions::progress`], by
+    /// the progress token the client gave each of them.
+    progress: Mutex<HashMap<String, ProgressCallback>>,
+    next_progress_token: AtomicI64,
+}
+
+impl Shared {
+    fn progress(&self) -> std::sync::MutexGuard<'_, HashMap<String, ProgressCallback>> {
+        // A poisoned map is still a valid map: the panic was elsewhere.
+        self.progress.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Hands a `notifications/progress` to the callback of the request
+    /// whose token it carries; false when no callback waits for it.
+    fn deliver_progress(&self, params: Option<&Value>) -> bool {
+        let Some(params) = params else { return false };
+        let Some(token) = params.get("progressToken").and_then(Value::as_str) else {
+            return false;
+        };
+        let Some(callback) = self.progress().get(token).cloned() else {
+            return false;
+        };
+        let Some(progress) = params.get("progress").and_then(Value::as_f64) else {
+            return true;
+        };
+        callback(Progress {
+            progress,
+            total: params.get("total").and_then(Value::as_f64),
+            message: params
+                .get("message")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        });
+        true
+    }
+
+    fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<i64, oneshot::Sender<Answer>>> {
+        // A poisoned map is still a valid map: the panic was elsewhere.
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn resolve(&self, id: &RequestId, answer: Answer) {
+        let sender = match id {
+            RequestId::Number(n) => self.pending().remove(n),
+            RequestId::String(_) => None,
+        };
+        match sender {
+            Some(tx) => {
+                let _ = tx.send(answer);
+            }
+            None => tracing::debug!(
+                target: "mcpyard::upstream",
+                server = %self.label,
+                "dropping an answer to unknown or finished request {id}"
+            ),
+        }
+    }
+
+    fn is_listen_stream(&self, id: &RequestId) -> bool {
+        let listen = self.listen_id.load(Ordering::Relaxed);
+        listen != 0 && *id == RequestId::Number(listen)
+    }
+
+    /// Marks the connection closed and fails every pending request.
+    fn close(&self) {
+        self.closed.cancel();
+        let drained: Vec<_> = self.pending().drain().collect();
+        for (_, tx) in drained {
+            let _ = tx.send(Err(ClientError::Closed));
+        }
+    }
+}
+
+struct Inner {
+    shared: Arc<Shared>,
+    transport: Transport,
+    next_id: AtomicI64,
+    init_result: OnceLock<Value>,
+    /// In the 2026-07-28 era, the `_meta` keys every request carries.
+    envelope: OnceLock<Map<String, Value>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Stops the dispatcher and every transport task; the transport's own
+        // Drop kills a child process.
+        self.shared.close();
+    }
+}
+
+/// Removes a request from the pending map however its call ends.
+struct PendingGuard<'a> {
+    shared: &'a Shared,
+    id: i64,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        self.shared.pending().remove(&self.id);
+    }
+}
+
+/// Forgets a request's progress callback however its call ends.
+pub(crate) struct ProgressGuard {
+    shared: Arc<Shared>,
+    token: String,
+}
+
+impl Drop for ProgressGuard {
+    fn drop(&mut self) {
+        self.shared.progress().remove(&self.token);
+    }
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("label", &self.inner.shared.label)
+            .field("closed", &self.is_closed())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Connection {
+    /// Opens the transport, runs `initialize` + `notifications/initialized`
+    /// (with [`EraPolicy::Auto`], `server/discover` first: a server that
+    /// offers 2026-07-28 is spoken to in that era, any other answer falls
+    /// back to `initialize`).
+    ///
+    /// The whole of it is bounded by `options.connect_timeout`; on any
+    /// failure the transport is shut down (a child process is killed and
+    /// reaped) before the error is returned.
+    pub(crate) async fn connect(
+        spec: TransportSpec,
+        handler: Arc<dyn ClientHandler>,
+        options: ConnectOptions,
+    ) -> Result<Self, ClientError> {
+        if options.era != EraPolicy::HandshakeFirst {
+            return Self::connect_once(spec, handler, options).await;
+        }
+        let first = Self::connect_once(spec.clone(), handler.clone(), options.clone()).await;
+        match first {
+            Err(e) if refuses_the_handshake(&e) => {
+                tracing::debug!(target: "mcpyard::upstream", server = %options.label, "the server refused the handshake ({e}); trying 2026-07-28");
+                let options = ConnectOptions {
+                    era: EraPolicy::Auto,
+                    ..options
+                };
+                Self::connect_once(spec, handler, options).await
+            }
+            other => other,
+        }
+    }
+
+    async fn connect_once(
+        spec: TransportSpec,
+        handler: Arc<dyn ClientHandler>,
+        options: ConnectOptions,
+    ) -> Result<Self, ClientError> {
+        let deadline = tokio::time::Instant::now() + options.connect_timeout;
+        let version = match spec {
+            TransportSpec::Sse { .. } => LEGACY_SSE_PROTOCOL_VERSION.to_owned(),
+            _ => options.protocol_version.clone(),
+        };
+        let era = match spec {
+            TransportSpec::Sse { .. } => EraPolicy::Handshake,
+            _ => options.era,
+        };
+        let described = spec.describe();
+        let closed = CancellationToken::new();
+        let (link, rx) = Link::new(&options.label, closed.clone());
+        let opened = tokio::time::timeout_at(
+            deadline,
+            Transport::open(spec, link, options.connect_timeout),
+        )
+        .await
+        .map_err(|_| ClientError::Timeout(options.connect_timeout))
+        .and_then(|r| r);
+        let transport = match opened {
+            Ok(t) => t,
+            Err(e) => {
+                // Stops whatever the transport had already started.
+                closed.cancel();
+                return Err(e);
+            }
+        };
+        let shared = Arc::new(Shared {
+            pending: Mutex::new(HashMap::new()),
+            closed,
+            handler,
+            label: options.label.clone(),
+            listen_id: AtomicI64::new(0),
+            progress: Mutex::new(HashMap::new()),
+            next_progress_token: AtomicI64::new(1),
+        });
+        let inner = Arc::new(Inner {
+            shared: shared.clone(),
+            transport,
+            next_id: AtomicI64::new(1),
+            init_result: OnceLock::new(),
+            envelope: OnceLock::new(),
+        });
+        tokio::spawn(dispatch(rx, shared.clone(), Arc::downgrade(&inner)));
+        let client = Connection {
+            inner,
+            _owner: Some(Arc::new(Owner(shared))),
+        };
+
+        let connected = match era {
+            EraPolicy::Auto => client.negotiate(&version, &options, deadline).await,
+            EraPolicy::Handshake => client.handshake(&version, &options, deadline).await,
+            // Decided by `connect`: the handshake is tried first.
+            EraPolicy::HandshakeFirst => client.handshake(&version, &options, deadline).await,
+        };
+        match connected {
+            Ok(()) => {
+                tracing::info!(target: "mcpyard::upstream", server = %options.label, "connected ({described})");
+                Ok(client)
+            }
+            Err(e) => {
+                client.shutdown().await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Probes with `server/discover`: a result offering 2026-07-28 is
+    /// adopted; a JSON-RPC error, an HTTP 4xx without one, or a result
+    /// without that version means a server of the handshake era.
+    async fn negotiate(
+        &self,
+        version: &str,
+        options: &ConnectOptions,
+        deadline: tokio::time::Instant,
+    ) -> Result<(), ClientError> {
+        let legacy_why = match self.probe_modern(options, deadline).await? {
+            None => return Ok(()),
+            Some(why) => why,
+        };
+        tracing::debug!(target: "mcpyard::upstream", server = %options.label, "using the handshake: {legacy_why}");
+        self.handshake(version, options, deadline).await
+    }
+
+    /// Sends `server/discover` and adopts the 2026-07-28 era when the
+    /// result offers it (`None`); otherwise says why not. Transport
+    /// failures and the connect deadline are errors.
+    async fn probe_modern(
+        &self,
+        options: &ConnectOptions,
+        deadline: tokio::time::Instant,
+    ) -> Result<Option<String>, ClientError> {
+        let mut envelope = Map::new();
+        envelope.insert(PROTOCOL_VERSION_KEY.into(), json!(MODERN_PROTOCOL_VERSION));
+        envelope.insert(CLIENT_CAPABILITIES_KEY.into(), options.capabilities.clone());
+        envelope.insert(
+            CLIENT_INFO_KEY.into(),
+            json!({"name": options.client_name, "version": options.client_version}),
+        );
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let probe = self
+            .exchange(
+                methods::SERVER_DISCOVER,
+                Some(json!({ "_meta": envelope })),
+                RequestOptions {
+                    timeout: Some(left.min(DISCOVER_TIMEOUT)),
+                    ..RequestOptions::default()
+                },
+                |_| {},
+            )
+            .await;
+        Ok(Some(match probe {
+            Ok(discovered) if offers_modern(&discovered) => {
+                self.adopt(discovered, envelope, options);
+                return Ok(None);
+            }
+            Ok(_) => "its server/discover result offers no 2026-07-28".to_owned(),
+            Err(ClientError::Rpc(e)) => format!("server/discover: {}", e.message),
+            Err(ClientError::Http { status, .. }) if (400..500).contains(&status) => {
+                format!("server/discover: HTTP {status}")
+            }
+            Err(ClientError::Timeout(_)) if tokio::time::Instant::now() < deadline => {
+                "no answer to server/discover".to_owned()
+            }
+            Err(ClientError::Timeout(_)) => {
+                return Err(ClientError::Timeout(options.connect_timeout))
+            }
+            Err(e) => return Err(e),
+        }))
+    }
+
+    /// Takes the 2026-07-28 era: from now on every request carries
+    /// `envelope`. The discover result is kept in the shape of an
+    /// `initialize` result, so callers read it the same way in both eras.
+    fn adopt(&self, discovered: Value, envelope: Map<String, Value>, options: &ConnectOptions) {
+        let capabilities = discovered
+            .get("capabilities")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        let server_info = discovered
+            .get("_meta")
+            .and_then(|m| m.get(SERVER_INFO_KEY))
+            .filter(|info| info.is_object())
+            .cloned()
+            .unwrap_or_else(|| json!({"name": options.label, "version": ""}));
+        let mut described = json!({
+            "protocolVersion": MODERN_PROTOCOL_VERSION,
+            "capabilities": capabilities,
+            "serverInfo": server_info,
+        });
+        if let Some(instructions) = discovered.get("instructions") {
+            described["instructions"] = instructions.clone();
+        }
+        let _ = self.inner.envelope.set(envelope);
+        let _ = self.inner.init_result.set(described);
+        if let Some(filter) = listen_filter(&capabilities) {
+            tokio::spawn(keep_listening(
+                Connection {
+                    inner: self.inner.clone(),
+                    _owner: None,
+                },
+                filter,
+            ));
+        }
+    }
+
+    /// Registers `callback` for the progress of one request: returns the
+    /// token to send as its `_meta.progressToken`, and a guard that forgets
+    /// the callback when the request ends.
+    pub(crate) fn track_progress(&self, callback: ProgressCallback) -> (String, ProgressGuard) {
+        let shared = &self.inner.shared;
+        let n = shared.next_progress_token.fetch_add(1, Ordering::Relaxed);
+        let token = format!("mcpyard-progress-{n}");
+        shared.progress().insert(token.clone(), callback);
+        let guard = ProgressGuard {
+            shared: shared.clone(),
+            token: token.clone(),
+        };
+        (token, guard)
+    }
+
+    /// Whether the connection speaks the 2026-07-28 era.
+    pub(crate) fn is_modern(&self) -> bool {
+        self.inner.envelope.get().is_some()
+    }
+
+    /// Checks that the server still answers: `ping` in the handshake era,
+    /// `server/discover` in the 2026-07-28 era (which has no `ping`).
+    pub(crate) async fn check_alive(&self, options: RequestOptions) -> Result<(), ClientError> {
+        let method = if self.is_modern() {
+            methods::SERVER_DISCOVER
+        } else {
+            methods::PING
+        };
+        self.request(method, None, options).await.map(|_| ())
+    }
+
+    async fn handshake(
+        &self,
+        version: &str,
+        options: &ConnectOptions,
+        deadline: tokio::time::Instant,
+    ) -> Result<(), ClientError> {
+        let params = json!({
+            "protocolVersion": version,
+            "capabilities": options.capabilities,
+            "clientInfo": {"name": options.client_name, "version": options.client_version},
+        });
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let result = self
+            .request(
+                methods::INITIALIZE,
+                Some(params),
+                RequestOptions {
+                    timeout: Some(left),
+                    ..RequestOptions::default()
+                },
+            )
+            .await
+            .map_err(|e| match e {
+                // The deadline covers the whole connect.
+                ClientError::Timeout(_) => ClientError::Timeout(options.connect_timeout),
+                other => other,
+            })?;
+        let Some(agreed) = result.get("protocolVersion").and_then(Value::as_str) else {
+            return Err(ClientError::Protocol(
+                "the initialize result has no protocolVersion".into(),
+            ));
+        };
+        if !mcpyard_proto::is_supported(agreed) {
+            return Err(ClientError::Protocol(format!(
+                "the server wants protocol version {agreed}, which is not supported"
+            )));
+        }
+        self.inner.transport.initialized(&result);
+        let _ = self.inner.init_result.set(result);
+        self.notify(methods::NOTIFICATION_INITIALIZED, None).await
+    }
+
+    /// The `initialize` result the server gave (serverInfo, capabilities,
+    /// instructions, protocolVersion). In the 2026-07-28 era, the same
+    /// fields taken from its `server/discover` result.
+    pub(crate) fn initialize_result(&self) -> &Value {
+        static NONE: Value = Value::Null;
+        self.inner.init_result.get().unwrap_or(&NONE)
+    }
+
+    /// For a stdio server, the child's pid, which is also the id of the
+    /// process group it and its own children run in.
+    pub(crate) fn process_id(&self) -> Option<u32> {
+        self.inner.transport.process_id()
+    }
+
+    /// Sends a request and waits for its result. A timeout or cancellation
+    /// sends `notifications/cancelled` for it. In the 2026-07-28 era the
+    /// request carries the envelope, and an `input_required` answer is
+    /// resolved (see [`Connection::request_with_id`]).
+    pub(crate) async fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        options: RequestOptions,
+    ) -> Result<Value, ClientError> {
+        self.request_with_id(method, params, options, |_| {}).await
+    }
+
+    /// Like [`Connection::request`], with a hook that learns the request's
+    /// upstream id right before the message goes out (so progress and
+    /// server requests on its stream can be tied back to it).
+    ///
+    /// In the 2026-07-28 era, an answer with `resultType: "input_required"`
+    /// has its input requests answered by the handler's `on_request` (with
+    /// the first request's id as `related`), and the request is sent again
+    /// with the responses and the server's request state, up to
+    /// [`MAX_INPUT_ROUNDS`] times; the timeout covers every round.
+    pub(crate) async fn request_with_id(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        options: RequestOptions,
+        on_sent: impl FnOnce(RequestId) + Send,
+    ) -> Result<Value, ClientError> {
+        let Some(envelope) = self.inner.envelope.get() else {
+            return self.exchange(method, params, options, on_sent).await;
+        };
+        let params = with_envelope(params, envelope);
+        let deadline = options.timeout.map(|t| tokio::time::Instant::now() + t);
+        let mut first_id = None;
+        let mut answer = self
+            .exchange(method, Some(params.clone()), options.clone(), |id| {
+                first_id = Some(id.clone());
+                on_sent(id);
+            })
+            .await?;
+        let mut state_only_wait = STATE_ONLY_BACKOFF;
+        for _ in 0..MAX_INPUT_ROUNDS {
+            if answer.get("resultType").and_then(Value::as_str) != Some("input_required") {
+                return Ok(answer);
+            }
+            let Value::Object(mut retry) = params.clone() else {
+                return Err(ClientError::Protocol(format!(
+                    "{method}: the server asked for input, but params that are not an object cannot carry the answers"
+                )));
+            };
+            let asked = answer
+                .get("inputRequests")
+                .and_then(Value::as_object)
+                .filter(|asked| !asked.is_empty());
+            let round = async {
+                match asked {
+                    Some(asked) => {
+                        state_only_wait = STATE_ONLY_BACKOFF;
+                        let responses = self.answer_input(asked, first_id.clone()).await?;
+                        retry.insert("inputResponses".into(), Value::Object(responses));
+                    }
+                    None => {
+                        tokio::time::sleep(state_only_wait).await;
+                        state_only_wait = (state_only_wait * 2).min(STATE_ONLY_BACKOFF_CAP);
+                    }
+                }
+                Ok::<(), ClientError>(())
+            };
+            self.bounded(round, deadline, &options).await?;
+            if let Some(state) = answer.get("requestState") {
+                retry.insert("requestState".into(), state.clone());
+            }
+            let left = RequestOptions {
+                timeout: deadline.map(|d| d.saturating_duration_since(tokio::time::Instant::now())),
+                cancel: options.cancel.clone(),
+                progress: None,
+            };
+            answer = self
+                .exchange(method, Some(Value::Object(retry)), left, |_| {})
+                .await
+                .map_err(|e| match e {
+                    ClientError::Timeout(_) => {
+                        ClientError::Timeout(options.timeout.unwrap_or_default())
+                    }
+                    other => other,
+                })?;
+        }
+        if answer.get("resultType").and_then(Value::as_str) == Some("input_required") {
+            return Err(ClientError::Protocol(format!(
+                "{method}: the server still asked for input after {MAX_INPUT_ROUNDS} rounds"
+            )));
+        }
+        Ok(answer)
+    }
+
+    /// One round of a request, for a caller that passes an `input_required`
+    /// answer on to its own 2026-07-28 client instead of answering it here:
+    /// the answer comes back as the server gave it, and the caller retries
+    /// with `inputResponses` and `requestState` in `params`. In the handshake
+    /// era this is [`Connection::request_with_id`].
+    pub(crate) async fn request_single_round(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        options: RequestOptions,
+        on_sent: impl FnOnce(RequestId) + Send,
+    ) -> Result<Value, ClientError> {
+        let params = match self.inner.envelope.get() {
+            Some(envelope) => Some(with_envelope(params, envelope)),
+            None => params,
+        };
+        self.exchange(method, params, options, on_sent).await
+    }
+
+    /// Runs the handler for every input request of one `input_required`
+    /// answer at once; the first refusal ends the request with its error.
+    async fn answer_input(
+        &self,
+        asked: &Map<String, Value>,
+        related: Option<RequestId>,
+    ) -> Result<Map<String, Value>, ClientError> {
+        let handler = &self.inner.shared.handler;
+        let answers = asked.iter().map(|(key, request)| {
+            let related = related.clone();
+            async move {
+                let Some(method) = request.get("method").and_then(Value::as_str) else {
+                    return Err(ClientError::Protocol(format!(
+                        "input request `{key}` names no method"
+                    )));
+                };
+                let params = request.get("params").cloned();
+                let result = handler
+                    .on_request(method, params, related)
+                    .await
+                    .map_err(ClientError::Rpc)?;
+                Ok((key.clone(), result))
+            }
+        });
+        Ok(futures::future::try_join_all(answers)
+            .await?
+            .into_iter()
+            .collect())
+    }
+
+    /// Runs `work` within what is left of a request's time, its
+    /// cancellation and the connection's life.
+    async fn bounded<T>(
+        &self,
+        work: impl Future<Output = Result<T, ClientError>>,
+        deadline: Option<tokio::time::Instant>,
+        options: &RequestOptions,
+    ) -> Result<T, ClientError> {
+        tokio::select! {
+            outcome = work => outcome,
+            () = self.inner.shared.closed.cancelled() => Err(ClientError::Closed),
+            () = until(deadline) => Err(ClientError::Timeout(options.timeout.unwrap_or_default())),
+            () = until_cancelled(options.cancel.as_ref()) => Err(ClientError::Cancelled),
+        }
+    }
+
+    /// One request and its answer, as it goes on the wire.
+    async fn exchange(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        options: RequestOptions,
+        on_sent: impl FnOnce(RequestId) + Send,
+    ) -> Result<Value, ClientError> {
+        let shared = &self.inner.shared;
+        if shared.closed.is_cancelled() {
+            return Err(ClientError::Closed);
+        }
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        shared.pending().insert(id, tx);
+        let _pending = PendingGuard { shared, id };
+        // Ends whatever the transport keeps open for this request (its
+        // response stream) once the call is over, however it ends.
+        let scope = shared.closed.child_token();
+        let _scope = scope.clone().drop_guard();
+
+        on_sent(RequestId::Number(id));
+        let message = Message::request(id, method, params);
+        let exchange = async {
+            match self.inner.transport.send(&message, &scope).await? {
+                Some(Message::Response { result, .. }) => Ok(result),
+                Some(Message::Error { error, .. }) => Err(ClientError::Rpc(error)),
+                _ => rx.await.unwrap_or(Err(ClientError::Closed)),
+            }
+        };
+        let timeout = until(options.timeout.map(|t| tokio::time::Instant::now() + t));
+        let cancelled = until_cancelled(options.cancel.as_ref());
+        tokio::select! {
+            biased;
+            answer = exchange => answer,
+            () = shared.closed.cancelled() => Err(ClientError::Closed),
+            () = timeout => {
+                self.cancel_upstream(id, method, "timeout");
+                Err(ClientError::Timeout(options.timeout.unwrap_or_default()))
+            }
+            () = cancelled => {
+                self.cancel_upstream(id, method, "cancelled by the client");
+                Err(ClientError::Cancelled)
+            }
+        }
+    }
+
+    /// Tells the server to stop working on `id`, without making the caller
+    /// wait for the message to go out.
+    fn cancel_upstream(&self, id: i64, method: &str, reason: &str) {
+        // The spec forbids cancelling initialize and server/discover; over
+        // HTTP the 2026-07-28 era takes the closed connection of the
+        // abandoned POST as the cancellation.
+        if method == methods::INITIALIZE
+            || method == methods::SERVER_DISCOVER
+            || self.is_closed()
+            || (self.is_modern() && self.inner.transport.is_streamable_http())
+        {
+            return;
+        }
+        let client = self.clone();
+        let params = json!({"requestId": id, "reason": reason});
+        tokio::spawn(async move {
+            let sent = tokio::time::timeout(
+                CANCEL_SEND_TIMEOUT,
+                client.notify(methods::NOTIFICATION_CANCELLED, Some(params)),
+            )
+            .await;
+            if !matches!(sent, Ok(Ok(()))) {
+                tracing::debug!(
+                    target: "mcpyard::upstream",
+                    server = %client.inner.shared.label,
+                    "could not send notifications/cancelled for request {id}"
+                );
+            }
+        });
+    }
+
+    /// Sends a notification. Over Streamable HTTP in the 2026-07-28 era
+    /// there is nothing to send it on (that wire has no client
+    /// notifications), so it is dropped.
+    pub(crate) async fn notify(
+        &self,
+        method: &str,
+        params: Option<Value>,
+    ) -> Result<(), ClientError> {
+        let shared = &self.inner.shared;
+        if shared.closed.is_cancelled() {
+            return Err(ClientError::Closed);
+        }
+        if self.is_modern() && self.inner.transport.is_streamable_http() {
+            tracing::debug!(target: "mcpyard::upstream", server = %shared.label, "{method} not sent: the 2026-07-28 HTTP wire has no client notifications");
+            return Ok(());
+        }
+        let message = Message::notification(method, params);
+        self.inner
+            .transport
+            .send(&message, &shared.closed)
+            .await
+            .map(|_| ())
+    }
+
+    /// Fetches every page of a list method and returns the items under `key`
+    /// (`tools/list` → `tools`). Stops after [`MAX_LIST_PAGES`] pages, or
+    /// when the server repeats a cursor, so a looping server cannot hold the
+    /// caller forever.
+    pub(crate) async fn list_all(
+        &self,
+        method: &str,
+        key: &str,
+        options: RequestOptions,
+    ) -> Result<Vec<Value>, ClientError> {
+        let mut items = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_LIST_PAGES {
+            let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
+            let mut page = self.request(method, params, options.clone()).await?;
+            match page.get_mut(key).map(Value::take) {
+                Some(Value::Array(found)) => items.extend(found),
+                None | Some(Value::Null) => {}
+                Some(_) => {
+                    return Err(ClientError::Protocol(format!(
+                        "`{key}` in the {method} result is not an array"
+                    )))
+                }
+            }
+            let next = page
+                .get("nextCursor")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            match next {
+                Some(next) if Some(&next) != cursor.as_ref() => cursor = Some(next),
+                Some(_) => {
+                    tracing::warn!(target: "mcpyard::upstream", server = %self.inner.shared.label, "{method}: the server repeated a cursor; stopping");
+                    return Ok(items);
+                }
+                None => return Ok(items),
+            }
+        }
+        tracing::warn!(target: "mcpyard::upstream", server = %self.inner.shared.label, "{method}: stopped after {MAX_LIST_PAGES} pages");
+        Ok(items)
+    }
+
+    /// Whether the connection is gone (child exited, stream ended).
+    pub(crate) fn is_closed(&self) -> bool {
+        self.inner.shared.closed.is_cancelled()
+    }
+
+    /// Resolves when the connection is gone.
+    pub(crate) async fn closed(&self) {
+        self.inner.shared.closed.cancelled().await;
+    }
+
+    /// Closes the connection: DELETE of the HTTP session, or for a child
+    /// process stdin closed, a grace period, then its whole process group
+    /// killed and reaped. Pending requests fail with [`ClientError::Closed`].
+    pub(crate) async fn shutdown(&self) {
+        self.inner.transport.shutdown().await;
+        self.inner.shared.close();
+    }
+}
+
+/// Whether a `server/discover` result offers the 2026-07-28 era.
+fn offers_modern(discovered: &Value) -> bool {
+    discovered
+        .get("supportedVersions")
+        .and_then(Value::as_array)
+        .is_some_and(|versions| {
+            versions
+                .iter()
+                .any(|v| v.as_str() == Some(MODERN_PROTOCOL_VERSION))
+        })
+}
+
+/// `params` with the envelope's keys in its `_meta`, next to whatever the
+/// caller put there (a progress token); the envelope of this hop replaces
+/// any the caller forwarded.
+fn with_envelope(params: Option<Value>, envelope: &Map<String, Value>) -> Value {
+    let mut params = match params {
+        Some(Value::Object(p)) => p,
+        None | Some(Value::Null) => Map::new(),
+        // Not an object: the server will say what is wrong with it.
+        Some(other) => return other,
+    };
+    let meta = params
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !meta.is_object() {
+        *meta = Value::Object(Map::new());
+    }
+    if let Value::Object(meta) = meta {
+        for (key, value) in envelope {
+            meta.insert(key.clone(), value.clone());
+        }
+    }
+    Value::Object(params)
+}
+
+/// The `subscriptions/listen` filter for the lists the server says may
+/// change; `None` when none may.
+fn listen_filter(capabilities: &Value) -> Option<Value> {
+    let mut filter = Map::new();
+    for (capability, flag) in [
+        ("tools", "toolsListChanged"),
+        ("prompts", "promptsListChanged"),
+        ("resources", "resourcesListChanged"),
+    ] {
+        if capabilities[capability]["listChanged"].as_bool() == Some(true) {
+            filter.insert(flag.into(), Value::Bool(true));
+        }
+    }
+    (!filter.is_empty()).then_some(Value::Object(filter))
+}
+
+/// Keeps a `subscriptions/listen` stream open while the client is: its
+/// notifications reach the handler through the dispatcher. A stream that
+/// ends is opened again after a pause that grows while it keeps ending; a
+/// server that does not know the method is not asked again.
+async fn keep_listening(client: Connection, filter: Value) {
+    let shared = client.inner.shared.clone();
+    let mut wait = LISTEN_RETRY;
+    loop {
+        let opened = tokio::time::Instant::now();
+        let outcome = client
+            .request_with_id(
+                methods::SUBSCRIPTIONS_LISTEN,
+                Some(json!({ "notifications": filter })),
+                RequestOptions::default(),
+                |id| {
+                    if let RequestId::Number(n) = id {
+                        shared.listen_id.store(n, Ordering::Relaxed);
+                    }
+                },
+            )
+            .await;
+        shared.listen_id.store(0, Ordering::Relaxed);
+        match outcome {
+            _ if client.is_closed() => return,
+            Err(ClientError::Closed) => return,
+            Err(ClientError::Rpc(e)) if e.code == mcpyard_proto::codes::METHOD_NOT_FOUND => {
+                tracing::debug!(target: "mcpyard::upstream", server = %shared.label, "the server does not offer subscriptions/listen");
+                return;
+            }
+            Ok(_) => {
+                tracing::debug!(target: "mcpyard::upstream", server = %shared.label, "the server ended the listen stream")
+            }
+            Err(e) => {
+                tracing::debug!(target: "mcpyard::upstream", server = %shared.label, "the listen stream failed: {e}")
+            }
+        }
+        if opened.elapsed() > LISTEN_RETRY_CAP {
+            wait = LISTEN_RETRY;
+        }
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            () = shared.closed.cancelled() => return,
+        }
+        wait = (wait * 2).min(LISTEN_RETRY_CAP);
+    }
+}
+
+/// The dispatcher: one per connection, in the order messages were read.
+async fn dispatch(mut rx: mpsc::Receiver<Inbound>, shared: Arc<Shared>, inner: Weak<Inner>) {
+    let detached = Arc::new(Semaphore::new(MAX_DETACHED_NOTIFICATIONS));
+    loop {
+        let item = tokio::select! {
+            biased;
+            item = rx.recv() => item,
+            () = shared.closed.cancelled() => None,
+        };
+        let Some(item) = item else { break };
+        match item {
+            Inbound::Message { message, related } => match message {
+                Message::Response { id, result } => shared.resolve(&id, Ok(result)),
+                Message::Error {
+                    id: Some(id),
+                    error,
+                } => shared.resolve(&id, Err(ClientError::Rpc(error))),
+                Message::Error { id: None, error } => tracing::warn!(
+                    target: "mcpyard::upstream",
+                    server = %shared.label,
+                    "the server reported an error for no request: {error}"
+                ),
+                Message::Notification { method, params } => {
+                    // The listen stream's opening frame is bookkeeping of
+                    // that stream, not news for the application.
+                    if method == methods::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED {
+                        continue;
+                    }
+                    if method == methods::NOTIFICATION_PROGRESS
+                        && shared.deliver_progress(params.as_ref())
+                    {
+                        continue;
+                    }
+                    let related = related.filter(|id| !shared.is_listen_stream(id));
+                    let handler = shared.handler.clone();
+                    let mut handling = Box::pin(async move {
+                        handler.on_notification(&method, params, related).await;
+                    });
+                    // While earlier notifications are still being handled
+                    // the handler is slow already: no wait at all then.
+                    let budget = if detached.available_permits() == MAX_DETACHED_NOTIFICATIONS {
+                        NOTIFICATION_BUDGET
+                    } else {
+                        Duration::ZERO
+                    };
+                    tokio::select! {
+                        biased;
+                        () = &mut handling => {}
+                        () = tokio::time::sleep(budget) => {
+                            detach_notification(&shared, &detached, handling);
+                        }
+                        () = shared.closed.cancelled() => break,
+                    }
+                }
+                Message::Request { id, method, params } => {
+                    tokio::spawn(answer_server_request(
+                        shared.clone(),
+                        inner.clone(),
+                        id,
+                        method,
+                        params,
+                        related,
+                    ));
+                }
+            },
+            Inbound::Fail { id, error } => shared.resolve(&id, Err(error)),
+            Inbound::SessionRestarted => {
+                tokio::select! {
+                    () = shared.handler.on_session_restarted() => {}
+                    () = shared.closed.cancelled() => break,
+                }
+            }
+            Inbound::Closed { reason } => {
+                tracing::info!(target: "mcpyard::upstream", server = %shared.label, "connection closed: {reason}");
+                break;
+            }
+        }
+    }
+    shared.close();
+}
+
+/// Lets a notification the handler is slow to take finish in a task of its
+/// own, so the reader goes on; past [`MAX_DETACHED_NOTIFICATIONS`] of them
+/// it is dropped instead.
+fn detach_notification(
+    shared: &Arc<Shared>,
+    detached: &Arc<Semaphore>,
+    handling: Pin<Box<dyn Future<Output = ()> + Send>>,
+) {
+    let Ok(permit) = detached.clone().try_acquire_owned() else {
+        tracing::debug!(
+            target: "mcpyard::upstream",
+            server = %shared.label,
+            "notification dropped: too many are still being handled"
+        );
+        return;
+    };
+    if detached.available_permits() == 0 {
+        tracing::warn!(
+            target: "mcpyard::upstream",
+            server = %shared.label,
+            "{MAX_DETACHED_NOTIFICATIONS} notifications still being handled: dropping more until they finish"
+        );
+    }
+    let closed = shared.closed.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            () = handling => {}
+            () = closed.cancelled() => {}
+        }
+        drop(permit);
+    });
+}
+
+/// Runs the handler for a server-to-client request and sends its answer.
+async fn answer_server_request(
+    shared: Arc<Shared>,
+    inner: Weak<Inner>,
+    id: RequestId,
+    method: String,
+    params: Option<Value>,
+    related: Option<RequestId>,
+) {
+    let outcome = tokio::select! {
+        outcome = shared.handler.on_request(&method, params, related) => outcome,
+        () = shared.closed.cancelled() => return,
+    };
+    let reply = match outcome {
+        Ok(result) => Message::response(id, result),
+        Err(error) => Message::error(Some(id), error),
+    };
+    let Some(inner) = inner.upgrade() else { return };
+    if let Err(e) = inner.transport.send(&reply, &shared.closed).await {
+        tracing::debug!(
+            target: "mcpyard::upstream",
+            server = %shared.label,
+            "could not answer the server's {method}: {e}"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_envelope_joins_the_callers_meta_and_replaces_a_forwarded_one() {
+        let mut envelope = Map::new();
+        envelope.insert(PROTOCOL_VERSION_KEY.into(), json!(MODERN_PROTOCOL_VERSION));
+        envelope.insert(CLIENT_CAPABILITIES_KEY.into(), json!({"sampling": {}}));
+        let stamped = with_envelope(
+            Some(json!({"name": "echo", "_meta": {
+                "progressToken": 7,
+                CLIENT_CAPABILITIES_KEY: {"roots": {}},
+            }})),
+            &envelope,
+        );
+        assert_eq!(
+            stamped,
+            json!({"name": "echo", "_meta": {
+                "progressToken": 7,
+                PROTOCOL_VERSION_KEY: MODERN_PROTOCOL_VERSION,
+                CLIENT_CAPABILITIES_KEY: {"sampling": {}},
+            }})
+        );
+        assert_eq!(
+            with_envelope(None, &envelope),
+            json!({"_meta": Value::Object(envelope.clone())})
+        );
+        assert_eq!(with_envelope(Some(json!([1])), &envelope), json!([1]));
+    }
+
+    #[test]
+    fn only_lists_that_may_change_are_listened_to() {
+        assert_eq!(
+            listen_filter(&json!({"tools": {"listChanged": true}, "prompts": {}})),
+            Some(json!({"toolsListChanged": true}))
+        );
+        assert_eq!(listen_filter(&json!({"tools": {}})), None);
+    }
+
+    #[test]
+    fn only_a_discover_result_naming_the_era_adopts_it() {
+        assert!(offers_modern(
+            &json!({"supportedVersions": ["2025-11-25", "2026-07-28"]})
+        ));
+        assert!(!offers_modern(
+            &json!({"supportedVersions": ["2025-11-25"]})
+        ));
+        assert!(!offers_modern(&json!({})));
+    }
+}
