@@ -322,6 +322,7 @@ async fn a_call_is_traced_from_the_client_request_to_the_http_upstream() {
             RequestOptions {
                 timeout: Some(Duration::from_secs(30)),
                 cancel: None,
+                ..RequestOptions::default()
             },
         )
         .await
@@ -394,6 +395,7 @@ async fn a_call_is_traced_from_the_client_request_to_the_http_upstream() {
             RequestOptions {
                 timeout: Some(Duration::from_secs(30)),
                 cancel: None,
+                ..RequestOptions::default()
             },
         )
         .await
