@@ -7,7 +7,9 @@
 #   .tools/npm-oauth  oidc-provider, a certified OpenID Provider: the real
 #                   authorization server of the OAuth tests (a tree of its own,
 #                   so its pins never move the MCP peers')
-#   .tools/venv     Python with the MCP SDK 2.x (real client, conformance fixture)
+#   .tools/venv     Python with the MCP SDK 2.x (real client, conformance fixture),
+#                   the Prometheus client's metrics parser and the OpenTelemetry
+#                   protobufs (the telemetry tests parse scrapes and decode OTLP)
 #   .tools/venv1    Python with the MCP SDK 1.x (older real client)
 #   .tools/venv-time  Python with mcp-server-time (a real stdio upstream)
 #   .tools/venv-mcpo  Python with mcpo (serves an MCP server as an OpenAPI 3.1
@@ -48,6 +50,7 @@ NPM_OAUTH_PEERS=(
   "oidc-provider@9.13.3"
 )
 PY_SDK2="mcp==2.3.0"
+PY_TELEMETRY=("prometheus_client==0.26.0" "opentelemetry-proto==1.45.2")
 PY_SDK1="mcp==1.30.0"
 PY_TIME="mcp-server-time==2026.10.19"
 # mcpo 0.0.20 imports an MCP SDK 1.x client and passes keyword arguments
@@ -164,7 +167,7 @@ venv() {
   printf '%s' "$want" >"$marker"
 }
 # The conformance fixture needs nothing beyond the SDK (it brings uvicorn and starlette).
-venv "$TOOLS/venv" mcp "$PY_SDK2"
+venv "$TOOLS/venv" mcp "$PY_SDK2" "${PY_TELEMETRY[@]}"
 venv "$TOOLS/venv1" mcp "$PY_SDK1"
 venv "$TOOLS/venv-time" mcp "$PY_TIME"
 venv "$TOOLS/venv-mcpo" mcpo "${PY_MCPO[@]}"
@@ -189,6 +192,8 @@ done
   || die ".tools/npm-oauth/node_modules/oidc-provider does not load"
 "$TOOLS/venv/bin/python" -c 'import importlib.metadata as m, sys; v=m.version("mcp"); sys.exit(v != "2.3.0")' \
   || die ".tools/venv does not hold mcp 2.3.0"
+"$TOOLS/venv/bin/python" -c 'import prometheus_client.openmetrics.parser, opentelemetry.proto.collector.trace.v1.trace_service_pb2' \
+  || die ".tools/venv cannot import the Prometheus parser or the OTLP protobufs"
 "$TOOLS/venv1/bin/python" -c 'import importlib.metadata as m, sys; v=m.version("mcp"); sys.exit(v != "1.30.0")' \
   || die ".tools/venv1 does not hold mcp 1.30.0"
 "$TOOLS/venv-time/bin/python" -c 'import mcp_server_time' \

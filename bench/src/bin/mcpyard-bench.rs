@@ -71,6 +71,10 @@ struct Args {
     /// A label stored in the JSON (a commit, a note).
     #[arg(long)]
     label: Option<String>,
+    /// TOML appended to mcpyard's configuration, to measure what a setting
+    /// costs (e.g. `--mcpyard-config $'[metrics]\nenabled = true'`).
+    #[arg(long)]
+    mcpyard_config: Option<String>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -111,8 +115,9 @@ fn main() -> anyhow::Result<()> {
     std::fs::write(
         &config,
         format!(
-            "[servers.echo]\nurl = \"http://{}/mcp\"\nprefix = \"\"\n",
-            upstream.addr()
+            "[servers.echo]\nurl = \"http://{}/mcp\"\nprefix = \"\"\n\n{}\n",
+            upstream.addr(),
+            args.mcpyard_config.as_deref().unwrap_or_default()
         ),
     )
     .context("cannot write the mcpyard config")?;

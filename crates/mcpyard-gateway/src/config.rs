@@ -52,6 +52,10 @@ pub struct GatewayConfig {
     /// `mcpyard__search_tools`, `mcpyard__call_tool`). Off: hidden tools
     /// are reachable only by calling them by name.
     pub search_tools: bool,
+    /// Prometheus metrics of every routed call and of the gateway's state,
+    /// read with [`Gateway::metrics_text`](crate::Gateway::metrics_text).
+    /// `None`: nothing is counted.
+    pub metrics: Option<Arc<crate::Metrics>>,
 }
 
 impl Default for GatewayConfig {
@@ -69,6 +73,7 @@ impl Default for GatewayConfig {
             session_idle_timeout: Duration::from_secs(60 * 60),
             max_sessions: 10_000,
             search_tools: true,
+            metrics: None,
         }
     }
 }

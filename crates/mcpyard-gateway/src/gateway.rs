@@ -8,17 +8,19 @@ use std::time::Duration;
 use mcpyard_proto::{codes, methods, ErrorObject, Message, RequestId};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::catalog::{Catalog, ListKind};
 use crate::config::ConfigError;
 use crate::downstream::{era, is_log_level, round_trips, Downstream, Sessions};
+use crate::governance::trace::{self, CallSpans};
 use crate::governance::{ItemKind, PolicyLayer, RateLimitLayer};
 use crate::router::tasks::{self, TaskEvent, TaskLimits, TaskStore};
 use crate::router::{task_owner, Router, Slot};
 use crate::source::builtin::{self, Builtin};
 use crate::source::mcp::Upstream;
 use crate::source::{ClientHandle, Progress, Source, SourceEvents, SourceKind};
-use crate::{GatewayConfig, Outbound, Session};
+use crate::{GatewayConfig, Metrics, Outbound, RouteError, Session};
 
 /// The running gateway. Cheap to clone.
 #[derive(Clone, Debug)]
@@ -38,6 +40,7 @@ struct Inner {
     /// Set once every source has reported (or the deadline passed).
     started: AtomicBool,
     stop: CancellationToken,
+    metrics: Option<Arc<Metrics>>,
 }
 
 /// What a client's request gets.
@@ -85,6 +88,11 @@ impl Gateway {
         config.validate()?;
         let sessions = Arc::new(Sessions::default());
         let stop = CancellationToken::new();
+        let metrics = config.metrics.clone();
+        let sampler = match (&metrics, config.sampler) {
+            (Some(metrics), Some(sampler)) => Some(metrics.counting_sampler(sampler)),
+            (_, sampler) => sampler,
+        };
         let builtin = Arc::new(Builtin::new(sessions.clone(), config.search_tools));
         let mut entries = vec![(
             builtin::SOURCE_NAME.to_owned(),
@@ -112,7 +120,7 @@ impl Gateway {
                         *upstream_spec,
                         sessions.clone(),
                         config.client_request_timeout,
-                        config.sampler.clone(),
+                        sampler.clone(),
                         config.audit.clone(),
                         stop.child_token(),
                     );
@@ -127,7 +135,13 @@ impl Gateway {
             config.page_size,
             config.policy.clone(),
         ));
-        let mut layers = config.outer_layers;
+        // Metrics outermost among the configured layers, so that calls the
+        // policy or the limits refuse are counted; then the span whose
+        // context the upstream gets.
+        let mut layers: Vec<Arc<dyn crate::router::Layer>> = Vec::new();
+        layers.extend(metrics.as_ref().map(|m| m.layer()));
+        layers.push(CallSpans::layer());
+        layers.extend(config.outer_layers);
         if let Some(policy) = config.policy.filter(|p| !p.allows_all()) {
             layers.push(Arc::new(PolicyLayer::new(policy)));
         }
@@ -179,6 +193,7 @@ impl Gateway {
                 startup_deadline: tokio::time::Instant::now() + STARTUP_GRACE,
                 started: AtomicBool::new(false),
                 stop,
+                metrics,
             }),
         })
     }
@@ -221,6 +236,14 @@ impl Gateway {
         }
     }
 
+    /// The metrics in the OpenMetrics text format, the gateway's state read
+    /// now; `None` when the gateway counts nothing (see
+    /// [`GatewayConfig::metrics`]).
+    pub fn metrics_text(&self) -> Option<String> {
+        let metrics = self.inner.metrics.as_ref()?;
+        Some(metrics.render(&self.inner.router, &self.inner.downstream.sessions))
+    }
+
     /// Handles one client request. `related` is the stream of this request
     /// (a POST's SSE answer), where progress and requests to the client
     /// made while serving it go.
@@ -236,6 +259,25 @@ impl Gateway {
         params: Option<Value>,
         related: Option<Outbound>,
     ) -> Answer {
+        let span = trace::request_span(method, params.as_ref());
+        let answer = self
+            .serve(session, id, method, params, related)
+            .instrument(span.clone())
+            .await;
+        if let Answer::Reply(Message::Error { .. }) = &answer {
+            trace::record_failure(&span);
+        }
+        answer
+    }
+
+    async fn serve(
+        &self,
+        session: &Arc<Session>,
+        id: RequestId,
+        method: &str,
+        params: Option<Value>,
+        related: Option<Outbound>,
+    ) -> Answer {
         let request_session = match era::era_session(session, params.as_ref()) {
             Ok(s) => s,
             Err(e) => return Answer::Reply(Message::error(Some(id), e)),
@@ -243,6 +285,9 @@ impl Gateway {
         let derived = !Arc::ptr_eq(&request_session, session);
         if request_session.is_stateless() {
             era::adopt_request_envelope(&request_session, params.as_ref());
+            if let Some(metrics) = &self.inner.metrics {
+                metrics.session_started(&request_session.protocol_version());
+            }
         }
         // On a connection (stdio) the era's streams are the connection's own.
         let related = related.or_else(|| derived.then(|| request_session.stream()).flatten());
@@ -363,7 +408,13 @@ impl Gateway {
             router.context(client, session.identity(), cancel.clone(), progress)
         };
         match method {
-            methods::INITIALIZE => Ok(initialize(session, &params)),
+            methods::INITIALIZE => {
+                let result = initialize(session, &params);
+                if let Some(metrics) = &self.inner.metrics {
+                    metrics.session_started(&session.protocol_version());
+                }
+                Ok(result)
+            }
             methods::SERVER_DISCOVER => Ok(discover()),
             methods::PING => Ok(json!({})),
             methods::TOOLS_LIST => catalog.page(ListKind::Tools, cursor(), &identity),
@@ -372,10 +423,16 @@ impl Gateway {
                 catalog.page(ListKind::ResourceTemplates, cursor(), &identity)
             }
             methods::PROMPTS_LIST => catalog.page(ListKind::Prompts, cursor(), &identity),
-            methods::TOOLS_CALL => Ok(router.call_tool(context(&params), params).await?),
-            methods::PROMPTS_GET => Ok(router
-                .route(context(&params), methods::PROMPTS_GET, params)
-                .await?),
+            methods::TOOLS_CALL => Ok(self.unrouted_counted(
+                methods::TOOLS_CALL,
+                router.call_tool(context(&params), params).await,
+            )?),
+            methods::PROMPTS_GET => Ok(self.unrouted_counted(
+                methods::PROMPTS_GET,
+                router
+                    .route(context(&params), methods::PROMPTS_GET, params)
+                    .await,
+            )?),
             methods::RESOURCES_READ => Ok(router
                 .route(context(&params), methods::RESOURCES_READ, params)
                 .await?),
@@ -441,6 +498,20 @@ impl Gateway {
             methods::TASKS_LIST => self.list_tasks(session, cursor()).await,
             other => Err(ErrorObject::method_not_found(other)),
         }
+    }
+
+    /// Counts a call that named no tool or prompt its caller may use.
+    fn unrouted_counted(
+        &self,
+        method: &'static str,
+        outcome: Result<Value, RouteError>,
+    ) -> Result<Value, RouteError> {
+        if let (Err(RouteError::UnknownName { .. }), Some(metrics)) =
+            (&outcome, &self.inner.metrics)
+        {
+            metrics.unrouted(method);
+        }
+        outcome
     }
 
     async fn on_notification(&self, session: &Arc<Session>, method: &str, params: Option<Value>) {

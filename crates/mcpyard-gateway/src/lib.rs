@@ -10,7 +10,8 @@
 //! - `downstream/`: sessions, subscriptions, listen streams, the stateless
 //!   era's requests;
 //! - `governance/`: the layers that decide who may call what and how
-//!   often (policy, rate limits);
+//!   often (policy, rate limits), guard and record each call, and the
+//!   metrics and traces;
 //! - `files.rs`: the sandbox for local files every source reads and writes;
 //! - `gateway.rs`: composition at start and dispatch by method.
 //!
@@ -41,7 +42,11 @@ pub use governance::guard::{
     builtin_detectors, glob_match, DenyRule, Guard, GuardConfig, GuardError, PatternError,
     WebhookConfig,
 };
+pub use governance::metrics::{
+    Metrics, Outcome as MetricsOutcome, CONTENT_TYPE as METRICS_CONTENT_TYPE,
+};
 pub use governance::size::{SizeLimits, ToolSizes};
+pub use governance::trace::{TARGET as TRACE_TARGET, TRACEPARENT};
 pub use mcpyard_client::sampling::{SamplingPolicy, SamplingRequest};
 pub use router::{Layer, Next, RouteFuture, RoutedCall};
 pub use source::{

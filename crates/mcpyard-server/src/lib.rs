@@ -10,13 +10,16 @@
 //! - Streamable HTTP on `/mcp` (sessions of 2025-03-26 to 2025-11-25, and the
 //!   stateless per-request era 2026-07-28), see [`router`] and [`serve_http`];
 //! - legacy HTTP+SSE of 2024-11-05 on `/sse` + `/messages`, on the same router;
-//! - newline-delimited JSON on stdio, see [`serve_stdio`].
+//! - newline-delimited JSON on stdio, see [`serve_stdio`];
+//! - `GET /metrics` (Prometheus) on the same router when
+//!   [`HttpOptions::metrics_route`] is set, or alone with [`serve_metrics`].
 
 mod accept;
 mod batch;
 mod conn;
 mod flood;
 mod legacy_sse;
+mod metrics;
 mod options;
 mod reply;
 mod router;
@@ -29,6 +32,7 @@ mod streamable;
 
 pub use batch::{BatchLimits, DEFAULT_MAX_BATCH_ENTRIES, DEFAULT_MAX_BATCH_IN_FLIGHT};
 pub use flood::AddressRate;
+pub use metrics::serve_metrics;
 pub use options::{HttpOptions, DEFAULT_MAX_BODY_BYTES};
 pub use router::router;
 pub use serve::{serve_http, serve_http_on};

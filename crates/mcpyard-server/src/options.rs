@@ -49,6 +49,9 @@ pub struct HttpOptions {
     /// Requests one client address may send; past it, 429 with
     /// `Retry-After`. `None`: no limit.
     pub per_address: Option<AddressRate>,
+    /// Serve `GET /metrics` (the gateway's Prometheus metrics) here, behind
+    /// the same checks as `/mcp`.
+    pub metrics_route: bool,
 }
 
 /// 4 MiB: large enough for any tool call a model makes, small enough that a
@@ -72,6 +75,7 @@ impl Default for HttpOptions {
             body_read_timeout: Duration::from_secs(30),
             keep_alive_timeout: Duration::from_secs(60),
             per_address: None,
+            metrics_route: false,
         }
     }
 }
@@ -94,6 +98,7 @@ impl std::fmt::Debug for HttpOptions {
             .field("body_read_timeout", &self.body_read_timeout)
             .field("keep_alive_timeout", &self.keep_alive_timeout)
             .field("per_address", &self.per_address)
+            .field("metrics_route", &self.metrics_route)
             .finish()
     }
 }

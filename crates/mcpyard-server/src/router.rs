@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use tower_http::limit::RequestBodyLimitLayer;
 
 use crate::options::HttpOptions;
-use crate::{legacy_sse, security, streamable};
+use crate::{legacy_sse, metrics, security, streamable};
 
 /// What every handler can reach.
 #[derive(Debug, Clone)]
@@ -45,6 +45,9 @@ pub(crate) fn build(gateway: Gateway, opts: HttpOptions, shutdown: CancellationT
                 .delete(streamable::delete),
         )
         .route("/health", get(health));
+    if state.opts.metrics_route {
+        routes = routes.merge(metrics::route());
+    }
     if legacy {
         routes = routes
             .route("/sse", get(legacy_sse::open))

@@ -103,6 +103,39 @@ pub(crate) async fn send_authorized(
     }
 }
 
+/// A request's W3C trace context, sent in `_meta.traceparent` (by a tracing
+/// gateway or the caller), is sent as the `traceparent` header too, so that
+/// HTTP-level tracing at the server joins the same trace.
+pub(crate) fn with_trace_context(
+    req: reqwest::RequestBuilder,
+    message: &mcpyard_proto::Message,
+) -> reqwest::RequestBuilder {
+    let mcpyard_proto::Message::Request { params, .. } = message else {
+        return req;
+    };
+    let traceparent = params
+        .as_ref()
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get("traceparent"))
+        .and_then(serde_json::Value::as_str)
+        .filter(|t| is_traceparent(t));
+    match traceparent {
+        Some(t) => req.header("traceparent", t),
+        None => req,
+    }
+}
+
+/// `version-traceid-parentid-flags` in lowercase hex (W3C Trace Context).
+fn is_traceparent(text: &str) -> bool {
+    let parts: Vec<&str> = text.split('-').collect();
+    parts.len() == 4
+        && parts.iter().map(|p| p.len()).eq([2, 32, 16, 2])
+        && parts.iter().all(|p| {
+            p.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        })
+}
+
 pub(crate) fn parse_url(url: &str) -> Result<reqwest::Url, ClientError> {
     reqwest::Url::parse(url).map_err(|e| ClientError::Transport(format!("invalid URL: {e}")))
 }
@@ -217,5 +250,24 @@ pub(crate) async fn next_events(
             Ok(None) => return Err(StreamStop::Ended),
             Err(e) => return Err(StreamStop::Broken(transport_error(e).to_string())),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_traceparent;
+
+    #[test]
+    fn only_well_formed_trace_contexts_become_headers() {
+        assert!(is_traceparent(
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        ));
+        assert!(!is_traceparent(
+            "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01"
+        ));
+        assert!(!is_traceparent("00-abc-def-01"));
+        assert!(!is_traceparent(
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\r\nx: y"
+        ));
     }
 }

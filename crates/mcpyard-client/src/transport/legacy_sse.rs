@@ -67,10 +67,12 @@ impl LegacySseTransport {
     pub(crate) async fn send(&self, message: &Message) -> Result<(), ClientError> {
         let body = message.to_vec();
         let resp = send_authorized(self.auth.as_ref(), || {
-            self.http
+            let req = self
+                .http
                 .post(self.endpoint.clone())
                 .header(CONTENT_TYPE, "application/json")
-                .body(body.clone())
+                .body(body.clone());
+            super::http_common::with_trace_context(req, message)
         })
         .await?;
         if resp.status().is_success() {

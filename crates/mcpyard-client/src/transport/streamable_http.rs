@@ -105,6 +105,7 @@ impl Core {
                 .header(ACCEPT, ACCEPT_BOTH)
                 .header(CONTENT_TYPE, "application/json")
                 .body(body.clone());
+            req = super::http_common::with_trace_context(req, message);
             if let Some(mirrored) = &mirrored {
                 // A 2026-07-28 request stands alone: no session, its era and
                 // names mirrored into headers for the server to route on.

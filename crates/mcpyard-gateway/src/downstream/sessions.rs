@@ -76,6 +76,12 @@ impl Sessions {
             .collect()
     }
 
+    /// Every live session, for the metrics.
+    pub(crate) fn all(&self) -> Vec<Arc<Session>> {
+        let map = self.map.read().expect("sessions lock poisoned");
+        map.values().cloned().collect()
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.map.read().expect("sessions lock poisoned").len()
     }

@@ -352,7 +352,8 @@ impl Router {
         let Some(router) = self.me.upgrade() else {
             return Err(RouteError::internal("the gateway is shutting down"));
         };
-        tokio::spawn(async move {
+        // Under the span of the request that created it, which ends first.
+        let work = async move {
             let call = async move {
                 router
                     .run(slot, target, methods::TOOLS_CALL, params, context)
@@ -360,7 +361,8 @@ impl Router {
                     .map_err(Into::into)
             };
             handle.run(call).await;
-        });
+        };
+        tokio::spawn(tracing::Instrument::in_current_span(work));
         Ok(created)
     }
 

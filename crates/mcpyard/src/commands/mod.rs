@@ -28,17 +28,21 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let cli_level = cli.log_level.as_deref();
     match cli.command {
         Command::Serve(args) => {
-            let settings = load_for_server(args.config.as_deref(), cli_level)?;
-            serve::run(settings, args.listen, args.api_key).await?;
+            let (settings, traces) = load_for_server(args.config.as_deref(), cli_level)?;
+            let served = serve::run(settings, args.listen, args.api_key).await;
+            traces.shutdown().await;
+            served?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Stdio(args) => {
-            let settings = load_for_server(args.config.as_deref(), cli_level)?;
-            stdio::run(settings).await?;
+            let (settings, traces) = load_for_server(args.config.as_deref(), cli_level)?;
+            let served = stdio::run(settings).await;
+            traces.shutdown().await;
+            served?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Check(args) => {
-            logging::init(cli_level, CLIENT_LOG_LEVEL)?;
+            logging::init(cli_level, CLIENT_LOG_LEVEL, None)?;
             if args.connect {
                 Ok(check::run_connected(&args.config).await)
             } else {
@@ -46,33 +50,36 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         }
         Command::List(args) => {
-            logging::init(cli_level, CLIENT_LOG_LEVEL)?;
+            logging::init(cli_level, CLIENT_LOG_LEVEL, None)?;
             list::run(args).await
         }
         Command::Call(args) => {
-            logging::init(cli_level, CLIENT_LOG_LEVEL)?;
+            logging::init(cli_level, CLIENT_LOG_LEVEL, None)?;
             call::run(args).await
         }
         Command::Login(args) => {
-            logging::init(cli_level, CLIENT_LOG_LEVEL)?;
+            logging::init(cli_level, CLIENT_LOG_LEVEL, None)?;
             login::run(args).await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Audit(args) => {
-            logging::init(cli_level, CLIENT_LOG_LEVEL)?;
+            logging::init(cli_level, CLIENT_LOG_LEVEL, None)?;
             audit::run(args)
         }
     }
 }
 
 /// Loads the configuration (or the embedded default), sets up logging at
-/// its level and logs its warnings.
-fn load_for_server(path: Option<&Path>, cli_level: Option<&str>) -> anyhow::Result<Settings> {
+/// its level (and the export of traces it asks for) and logs its warnings.
+fn load_for_server(
+    path: Option<&Path>,
+    cli_level: Option<&str>,
+) -> anyhow::Result<(Settings, logging::Traces)> {
     let mut settings = match path {
         Some(p) => config::load(p)?,
         None => config::embedded_default()?,
     };
-    logging::init(cli_level, &settings.log_level)?;
+    let traces = logging::init(cli_level, &settings.log_level, Some(&settings.telemetry))?;
     for w in &settings.warnings {
         tracing::warn!("{w}");
     }
@@ -87,5 +94,5 @@ fn load_for_server(path: Option<&Path>, cli_level: Option<&str>) -> anyhow::Resu
         servers = settings.gateway.upstreams().count(),
         "configuration loaded"
     );
-    Ok(settings)
+    Ok((settings, traces))
 }

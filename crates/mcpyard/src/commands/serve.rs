@@ -4,12 +4,12 @@ use std::net::SocketAddr;
 
 use anyhow::Context as _;
 use mcpyard_gateway::Gateway;
-use mcpyard_server::{serve_http_on, HttpOptions};
+use mcpyard_server::{serve_http_on, serve_metrics, HttpOptions};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::shutdown;
-use crate::config::{ApiKey, Settings, API_KEY_VAR};
+use crate::config::{ApiKey, MetricsSettings, Settings, API_KEY_VAR};
 
 pub(super) async fn run(
     settings: Settings,
@@ -30,6 +30,14 @@ pub(super) async fn run(
         .context("cannot read the bound address")?;
 
     log_authentication(api_key.as_ref(), addr);
+    let metrics_listener = match settings.metrics {
+        MetricsSettings::Apart(at) => Some(
+            TcpListener::bind(at)
+                .await
+                .with_context(|| format!("metrics.listen: cannot listen on {at}"))?,
+        ),
+        _ => None,
+    };
 
     let gateway = Gateway::start(settings.gateway)
         .await
@@ -49,8 +57,17 @@ pub(super) async fn run(
         body_read_timeout: settings.limits.body_read_timeout,
         keep_alive_timeout: settings.limits.keep_alive_timeout,
         per_address: settings.limits.per_address,
+        metrics_route: settings.metrics == MetricsSettings::WithMcp,
         ..HttpOptions::default()
     };
+    if let Some(listener) = metrics_listener {
+        let (gateway, token) = (gateway.clone(), token.clone());
+        tokio::spawn(async move {
+            if let Err(e) = serve_metrics(listener, gateway, token).await {
+                tracing::warn!(error = %e, "the metrics listener failed");
+            }
+        });
+    }
     // Printed whatever the log level: scripts and users wait for this line
     // (with `--listen 127.0.0.1:0` it is the only way to learn the port).
     eprintln!("mcpyard listening on http://{addr}/mcp");

@@ -17,6 +17,7 @@ mod oauth;
 mod policy;
 mod redact;
 mod server;
+mod telemetry;
 mod toml_file;
 mod values;
 
@@ -35,6 +36,7 @@ pub(crate) use error::ConfigError;
 pub(crate) use limits::Limits;
 pub(crate) use oauth::{GrantKind, OAuthSettings, REDIRECT_PATH};
 use server::{Context, RawServer};
+pub(crate) use telemetry::{MetricsSettings, TelemetrySettings};
 use values::{parse_size, RawSize};
 
 /// Where the gateway listens unless told otherwise. Loopback only; the
@@ -92,6 +94,10 @@ pub(crate) struct Settings {
     pub(crate) governance: String,
     /// `[audit]`: the trail is opened when the gateway starts serving.
     pub(crate) audit: Option<mcpyard_gateway::AuditFile>,
+    /// `[metrics]`: where `GET /metrics` is served, if anywhere.
+    pub(crate) metrics: MetricsSettings,
+    /// `[telemetry]`: where traces go, if anywhere.
+    pub(crate) telemetry: TelemetrySettings,
 }
 
 impl Settings {
@@ -394,6 +400,8 @@ fn from_text(
     let rate_limiter = policy::build_rate_limits(&ctx, rate_limits)?;
     let access = policy::build_policy(&ctx, top.policy.as_ref())?;
     let governance = policy::summary(access.as_deref(), rate_limits.len(), limits.per_address);
+    let metrics = telemetry::metrics(&ctx, top.metrics.as_ref())?;
+    let telemetry = telemetry::telemetry(&ctx, top.telemetry.as_ref())?;
 
     let log_level = match &top.log_level {
         None => DEFAULT_LOG_LEVEL.to_owned(),
@@ -439,6 +447,8 @@ fn from_text(
         search_tools: top.search_tools.unwrap_or(defaults.search_tools),
         policy: access,
         rate_limiter,
+        metrics: (metrics != MetricsSettings::Off)
+            .then(|| std::sync::Arc::new(mcpyard_gateway::Metrics::new())),
         ..defaults
     };
     // Local models as tools: on by default (it only looks on loopback, and
@@ -524,6 +534,8 @@ fn from_text(
         token_dir,
         governance,
         audit,
+        metrics,
+        telemetry,
     })
 }
 

@@ -38,6 +38,8 @@ pub(crate) struct TomlFile {
     pub(crate) audit: Option<super::governance::RawAudit>,
     pub(crate) guardrails: Option<super::governance::RawGuardrails>,
     pub(crate) sizes: Option<super::governance::RawSizes>,
+    pub(crate) metrics: Option<super::telemetry::RawMetrics>,
+    pub(crate) telemetry: Option<super::telemetry::RawTelemetry>,
 }
 
 /// `[servers.NAME]`, as written.

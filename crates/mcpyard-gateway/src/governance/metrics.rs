@@ -1,0 +1,438 @@
+//! Prometheus metrics: a router layer counts every routed call (by source,
+//! tool and outcome), times it and tracks calls in flight; the gateway's
+//! state (upstream health, sessions by era) is read at each scrape.
+//!
+//! Label values come only from the configuration and the catalogue (source
+//! names, exposed tool names, protocol versions), never from a client's
+//! arguments or identity, so the number of series stays bounded.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use async_trait::async_trait;
+use mcpyard_proto::{methods, ErrorObject};
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+use serde_json::Value;
+
+use crate::downstream::Sessions;
+use crate::router::{Layer, Next, RouteFuture, RoutedCall, Router};
+use crate::source::{Sampler, SamplingUsage};
+use crate::{RouteError, SamplingRequest};
+
+/// The content type of [`Metrics::render`]'s text (OpenMetrics 1.0, which
+/// Prometheus scrapes natively).
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Latency buckets in seconds: a local tool answers in a millisecond, a
+/// model in tens of seconds.
+const LATENCY_BUCKETS: [f64; 14] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0, 60.0,
+];
+
+/// How a routed call ended, as the `outcome` label (and the audit) says it.
+#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq)]
+pub enum Outcome {
+    /// A result.
+    Ok,
+    /// A result with `isError: true`: the call went through, the tool failed.
+    ToolError,
+    /// A JSON-RPC error: the request, the source or the gateway failed.
+    Error,
+    /// The gateway's policy refused the call.
+    Refused,
+    /// A limit stopped the call (calls in flight, rate limits).
+    Limited,
+}
+
+impl Outcome {
+    /// The outcome of a routed call. Policy's and the rate limiter's
+    /// refusals map to `Refused` and `Limited` here as their error variants
+    /// join [`RouteError`].
+    pub fn of(result: &Result<Value, RouteError>) -> Self {
+        match result {
+            Ok(v) if v.get("isError") == Some(&Value::Bool(true)) => Self::ToolError,
+            Ok(_) => Self::Ok,
+            Err(RouteError::Busy { .. }) => Self::Limited,
+            Err(_) => Self::Error,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::ToolError => "isError",
+            Self::Error => "error",
+            Self::Refused => "refused",
+            Self::Limited => "limited",
+        }
+    }
+}
+
+impl EncodeLabelValue for Outcome {
+    fn encode(&self, encoder: &mut LabelValueEncoder) -> std::fmt::Result {
+        self.as_str().encode(encoder)
+    }
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CallLabels {
+    source: String,
+    method: &'static str,
+    /// The exposed tool name for `tools/call`; empty for other methods
+    /// (resource URIs are not bounded).
+    tool: String,
+    outcome: Outcome,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SourceMethod {
+    source: String,
+    method: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SourceLabel {
+    source: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MethodLabel {
+    method: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EraLabel {
+    era: String,
+}
+
+#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[allow(non_camel_case_types)] // the label values, as written
+enum Direction {
+    /// Prompt tokens.
+    input,
+    /// Completion tokens.
+    output,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TokenLabels {
+    /// The source whose tool used a model, or `sampling` for upstreams'
+    /// sampling requests answered locally.
+    source: String,
+    direction: Direction,
+}
+
+/// The gateway's metrics. One per process; give it to the gateway with
+/// [`GatewayConfig::metrics`](crate::GatewayConfig::metrics) and serve
+/// [`Gateway::metrics_text`](crate::Gateway::metrics_text).
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    calls: Family<CallLabels, Counter>,
+    latency: Family<SourceMethod, Histogram, fn() -> Histogram>,
+    in_flight: Family<SourceLabel, Gauge>,
+    unrouted: Family<MethodLabel, Counter>,
+    tokens: Family<TokenLabels, Counter>,
+    upstream_up: Family<SourceLabel, Gauge>,
+    upstream_restarts: Family<SourceLabel, Counter>,
+    sessions_live: Family<EraLabel, Gauge>,
+    sessions_started: Family<EraLabel, Counter>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("mcpyard");
+        let calls = Family::<CallLabels, Counter>::default();
+        registry.register(
+            "calls",
+            "Routed calls (tools/call, prompts/get, resources/read, completion/complete) by source, tool and outcome",
+            calls.clone(),
+        );
+        let latency: Family<SourceMethod, Histogram, fn() -> Histogram> =
+            Family::new_with_constructor(|| Histogram::new(LATENCY_BUCKETS));
+        registry.register(
+            "call_duration_seconds",
+            "Time from a routed call entering the gateway's layers to its outcome",
+            latency.clone(),
+        );
+        let in_flight = Family::<SourceLabel, Gauge>::default();
+        registry.register(
+            "calls_in_flight",
+            "Routed calls started and not yet ended, by source",
+            in_flight.clone(),
+        );
+        let unrouted = Family::<MethodLabel, Counter>::default();
+        registry.register(
+            "unrouted_calls",
+            "Calls naming a tool or prompt no source offers to the caller",
+            unrouted.clone(),
+        );
+        let tokens = Family::<TokenLabels, Counter>::default();
+        registry.register(
+            "model_tokens",
+            "Tokens local models read (input) and wrote (output), from their usage reports",
+            tokens.clone(),
+        );
+        let upstream_up = Family::<SourceLabel, Gauge>::default();
+        registry.register(
+            "upstream_up",
+            "1 when the upstream MCP server is connected and listed, else 0",
+            upstream_up.clone(),
+        );
+        let upstream_restarts = Family::<SourceLabel, Counter>::default();
+        registry.register(
+            "upstream_restarts",
+            "Times the upstream MCP server was reconnected or restarted",
+            upstream_restarts.clone(),
+        );
+        let sessions_live = Family::<EraLabel, Gauge>::default();
+        registry.register(
+            "sessions",
+            "Live client sessions by negotiated protocol version",
+            sessions_live.clone(),
+        );
+        let sessions_started = Family::<EraLabel, Counter>::default();
+        registry.register(
+            "sessions_started",
+            "Client sessions begun, by protocol version; every request of the stateless era (2026-07-28) is a session of its own",
+            sessions_started.clone(),
+        );
+        Self {
+            registry,
+            calls,
+            latency,
+            in_flight,
+            unrouted,
+            tokens,
+            upstream_up,
+            upstream_restarts,
+            sessions_live,
+            sessions_started,
+        }
+    }
+
+    /// Counts a session begun in protocol version `era`.
+    pub(crate) fn session_started(&self, era: &str) {
+        self.sessions_started
+            .get_or_create(&EraLabel { era: era.into() })
+            .inc();
+    }
+
+    /// Counts a call whose name no source offers (its name is not a label:
+    /// the client chose it).
+    pub(crate) fn unrouted(&self, method: &'static str) {
+        self.unrouted.get_or_create(&MethodLabel { method }).inc();
+    }
+
+    fn model_tokens(&self, source: &str, input: u64, output: u64) {
+        for (direction, n) in [(Direction::input, input), (Direction::output, output)] {
+            if n > 0 {
+                self.tokens
+                    .get_or_create(&TokenLabels {
+                        source: source.into(),
+                        direction,
+                    })
+                    .inc_by(n);
+            }
+        }
+    }
+
+    /// Wraps the sampler that answers upstreams' sampling requests, so the
+    /// tokens it uses are counted.
+    pub(crate) fn counting_sampler(self: &Arc<Self>, inner: Arc<dyn Sampler>) -> Arc<dyn Sampler> {
+        Arc::new(CountingSampler {
+            inner,
+            metrics: self.clone(),
+        })
+    }
+
+    /// The text a scrape gets: the gateway's state is read now.
+    pub(crate) fn render(&self, router: &Router, sessions: &Sessions) -> String {
+        self.observe(router, sessions);
+        let mut text = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
+        text
+    }
+
+    fn observe(&self, router: &Router, sessions: &Sessions) {
+        for upstream in router.upstreams() {
+            let status = upstream.status();
+            let label = SourceLabel {
+                source: upstream.spec.name.clone(),
+            };
+            let up = status["healthy"].as_bool().unwrap_or(false);
+            self.upstream_up.get_or_create(&label).set(i64::from(up));
+            let restarts = status["restarts"].as_u64().unwrap_or(0);
+            let counter = self.upstream_restarts.get_or_create(&label);
+            // The supervisor's own count is the truth; the counter follows it.
+            let seen = counter.get();
+            if restarts > seen {
+                counter.inc_by(restarts - seen);
+            }
+        }
+        let mut live: BTreeMap<String, i64> = BTreeMap::new();
+        for session in sessions.all() {
+            let version = session.protocol_version();
+            let era = if version.is_empty() {
+                "uninitialized".to_owned()
+            } else {
+                version
+            };
+            *live.entry(era).or_default() += 1;
+        }
+        // Eras with no session left read 0 rather than vanish.
+        self.sessions_live.clear();
+        for era in mcpyard_proto::SUPPORTED {
+            self.sessions_live
+                .get_or_create(&EraLabel {
+                    era: (*era).to_owned(),
+                })
+                .set(0);
+        }
+        for (era, n) in live {
+            self.sessions_live.get_or_create(&EraLabel { era }).set(n);
+        }
+    }
+
+    /// The router layer that counts and times each call.
+    pub(crate) fn layer(self: &Arc<Self>) -> Arc<dyn Layer> {
+        Arc::new(CallMetrics {
+            metrics: self.clone(),
+        })
+    }
+}
+
+/// The router layer: outermost of the configured layers, so that calls
+/// refused or limited by the layers inside it are counted too.
+#[derive(Debug)]
+struct CallMetrics {
+    metrics: Arc<Metrics>,
+}
+
+impl Layer for CallMetrics {
+    fn call<'a>(&'a self, call: RoutedCall, next: Next<'a>) -> RouteFuture<'a> {
+        let source = call.source().to_owned();
+        let method = call.request.method;
+        let tool = if method == methods::TOOLS_CALL {
+            call.target.clone()
+        } else {
+            String::new()
+        };
+        // Only the gateway's own sources (local models) report model usage
+        // the gateway can trust as its own; an MCP upstream's is its business.
+        let counts_tokens = call.slot.upstream.is_none();
+        let metrics = &*self.metrics;
+        Box::pin(async move {
+            let in_flight = metrics.in_flight.get_or_create_owned(&SourceLabel {
+                source: source.clone(),
+            });
+            in_flight.inc();
+            let started = Instant::now();
+            let outcome = next.run(call).await;
+            let elapsed = started.elapsed().as_secs_f64();
+            in_flight.dec();
+            metrics
+                .latency
+                .get_or_create(&SourceMethod {
+                    source: source.clone(),
+                    method,
+                })
+                .observe(elapsed);
+            if counts_tokens {
+                if let Ok(result) = &outcome {
+                    let usage = &result["structuredContent"]["usage"];
+                    let read = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
+                    metrics.model_tokens(&source, read("prompt_tokens"), read("completion_tokens"));
+                }
+            }
+            metrics
+                .calls
+                .get_or_create(&CallLabels {
+                    source,
+                    method,
+                    tool,
+                    outcome: Outcome::of(&outcome),
+                })
+                .inc();
+            outcome
+        })
+    }
+}
+
+/// Counts the tokens of sampling requests answered by a local model.
+#[derive(Debug)]
+struct CountingSampler {
+    inner: Arc<dyn Sampler>,
+    metrics: Arc<Metrics>,
+}
+
+#[async_trait]
+impl Sampler for CountingSampler {
+    async fn create_message(
+        &self,
+        request: &SamplingRequest,
+    ) -> Result<(Value, SamplingUsage), ErrorObject> {
+        let answered = self.inner.create_message(request).await;
+        if let Ok((_, usage)) = &answered {
+            self.metrics
+                .model_tokens("sampling", usage.prompt_tokens, usage.completion_tokens);
+        }
+        answered
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn outcomes_tell_results_tool_errors_and_limits_apart() {
+        assert_eq!(Outcome::of(&Ok(json!({"content": []}))), Outcome::Ok);
+        assert_eq!(
+            Outcome::of(&Ok(json!({"content": [], "isError": true}))),
+            Outcome::ToolError
+        );
+        let busy = RouteError::Busy {
+            server: "s".into(),
+            limit: 1,
+            waited: std::time::Duration::ZERO,
+        };
+        assert_eq!(Outcome::of(&Err(busy)), Outcome::Limited);
+        let failed = RouteError::Failed {
+            server: "s".into(),
+            kind: "x",
+        };
+        assert_eq!(Outcome::of(&Err(failed)), Outcome::Error);
+    }
+
+    #[test]
+    fn tokens_are_counted_per_direction_and_zero_makes_no_series() {
+        let metrics = Metrics::new();
+        metrics.model_tokens("local", 12, 0);
+        metrics.model_tokens("local", 3, 5);
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &metrics.registry).unwrap();
+        assert!(
+            text.contains(r#"mcpyard_model_tokens_total{source="local",direction="input"} 15"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"mcpyard_model_tokens_total{source="local",direction="output"} 5"#),
+            "{text}"
+        );
+    }
+}
