@@ -16,7 +16,7 @@ use crate::router::tasks::{self, TaskEvent, TaskLimits, TaskStore};
 use crate::router::{task_owner, Router, Slot};
 use crate::source::builtin::{self, Builtin};
 use crate::source::mcp::Upstream;
-use crate::source::{ClientHandle, Identity, Progress, Source, SourceEvents, SourceKind};
+use crate::source::{ClientHandle, Progress, Source, SourceEvents, SourceKind};
 use crate::{GatewayConfig, Outbound, Session};
 
 /// The running gateway. Cheap to clone.
@@ -344,7 +344,7 @@ impl Gateway {
                 session: session.clone(),
                 related: related.clone(),
             };
-            router.context(client, Identity::anonymous(), cancel.clone(), progress)
+            router.context(client, session.identity(), cancel.clone(), progress)
         };
         match method {
             methods::INITIALIZE => Ok(initialize(session, &params)),

@@ -36,5 +36,5 @@ pub use gateway::{Answer, Gateway};
 pub use router::{Layer, Next, RouteFuture, RoutedCall};
 pub use source::{
     CallContext, CallLimits, ClientHandle, Identity, IdentityKind, Progress, RouterHandle, Sampler,
-    SamplingUsage, Source, SourceEvents, SourceRequest, SourceSpec,
+    SamplingUsage, Source, SourceEvents, SourceRequest, SourceSpec, EVERY_GROUP,
 };

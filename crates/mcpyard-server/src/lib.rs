@@ -13,6 +13,7 @@
 //! - newline-delimited JSON on stdio, see [`serve_stdio`].
 
 mod accept;
+mod auth;
 mod batch;
 mod conn;
 mod legacy_sse;
@@ -26,8 +27,11 @@ mod stateless;
 mod stdio;
 mod streamable;
 
+pub use auth::{ApiKeySpec, AuthOptions, KeySecret, OAuthOptions, DEFAULT_ALGORITHMS};
 pub use batch::{BatchLimits, DEFAULT_MAX_BATCH_ENTRIES, DEFAULT_MAX_BATCH_IN_FLIGHT};
+/// The JWT signature algorithms [`OAuthOptions::algorithms`] names.
+pub use jsonwebtoken::Algorithm as JwtAlgorithm;
 pub use options::{HttpOptions, DEFAULT_MAX_BODY_BYTES};
 pub use router::router;
 pub use serve::{serve_http, serve_http_on};
-pub use stdio::{serve_stdio, serve_stdio_with, StdioOptions};
+pub use stdio::{local_user, serve_stdio, serve_stdio_with, StdioOptions};

@@ -24,7 +24,7 @@ pub(crate) use sessions::Sessions;
 
 use crate::router::Router;
 use crate::source::mcp::Upstream;
-use crate::source::{ClientHandle, Identity, Progress};
+use crate::source::{ClientHandle, Progress};
 use listen::{ListenFilter, Listener, SUBSCRIPTION_ID};
 use round_trips::RoundTrips;
 use sessions::AtCapacity;
@@ -160,9 +160,10 @@ impl Downstream {
             .ok_or_else(|| ErrorObject::invalid_params("`uri` must be a string"))?
             .to_owned();
         let session = client.session.clone();
+        let identity = session.identity();
         let context = self
             .router
-            .context(client, Identity::anonymous(), cancel, Progress::none());
+            .context(client, identity, cancel, Progress::none());
         let (targets, listed) = self.subscription_targets(&uri);
         let subscriptions = &self.sessions.subscriptions;
         let tracked = !session.is_stateless();

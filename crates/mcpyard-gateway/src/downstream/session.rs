@@ -12,6 +12,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::round_trips::{self, InputSink};
+use crate::source::Identity;
 
 /// Where messages for a client go: its session stream (GET stream, legacy
 /// SSE stream, stdout) or the response stream of one of its POSTs.
@@ -24,6 +25,10 @@ pub struct Session {
     /// Sessions of the stateless era live for one request and are never
     /// registered.
     stateless: bool,
+    /// Who opened the session, as the front door authenticated them. The
+    /// owner (kind and name) is fixed for the session's life; groups and
+    /// scopes follow the client's latest credentials (a refreshed token).
+    identity: Mutex<Identity>,
     negotiated: Mutex<Negotiated>,
     /// The stream for messages not tied to a request (GET / SSE / stdout).
     stream: Mutex<Option<Outbound>>,
@@ -57,14 +62,28 @@ pub struct Negotiated {
 }
 
 impl Session {
-    /// A new session with a fresh unguessable id.
+    /// A new session with a fresh unguessable id, for an anonymous client.
     pub fn new(stream: Option<Outbound>) -> Arc<Self> {
-        Arc::new(Self::build(false, stream))
+        Self::new_as(Identity::anonymous(), stream)
     }
 
-    /// A one-request session for the stateless era.
+    /// A new session for a client the front door authenticated as `identity`.
+    pub fn new_as(identity: Identity, stream: Option<Outbound>) -> Arc<Self> {
+        Arc::new(Self::build(false, identity, stream))
+    }
+
+    /// A one-request session for the stateless era, for an anonymous client.
     pub fn stateless(protocol_version: &str, capabilities: Value) -> Arc<Self> {
-        let s = Self::build(true, None);
+        Self::stateless_as(Identity::anonymous(), protocol_version, capabilities)
+    }
+
+    /// A one-request session for the stateless era, made as `identity`.
+    pub fn stateless_as(
+        identity: Identity,
+        protocol_version: &str,
+        capabilities: Value,
+    ) -> Arc<Self> {
+        let s = Self::build(true, identity, None);
         {
             let mut n = s.negotiated.lock().expect("session lock poisoned");
             n.protocol_version = protocol_version.to_owned();
@@ -78,7 +97,7 @@ impl Session {
     /// connection of `parent` (stdio, or a transport's own session): it
     /// writes to the parent's stream and ends when the parent does.
     pub(crate) fn for_request(parent: &Session, envelope: Envelope) -> Arc<Self> {
-        let mut s = Self::build(true, parent.stream());
+        let mut s = Self::build(true, parent.identity(), parent.stream());
         s.ended = parent.ended.child_token();
         let session = Arc::new(s);
         session.update(|n| {
@@ -89,10 +108,11 @@ impl Session {
         session
     }
 
-    fn build(stateless: bool, stream: Option<Outbound>) -> Self {
+    fn build(stateless: bool, identity: Identity, stream: Option<Outbound>) -> Self {
         Self {
             id: uuid::Uuid::new_v4().simple().to_string(),
             stateless,
+            identity: Mutex::new(identity),
             negotiated: Mutex::new(Negotiated::default()),
             stream: Mutex::new(stream),
             pending: Mutex::default(),
@@ -133,6 +153,27 @@ impl Session {
 
     pub fn is_stateless(&self) -> bool {
         self.stateless
+    }
+
+    /// Who the session belongs to, with the groups and scopes of their
+    /// latest request.
+    pub fn identity(&self) -> Identity {
+        self.identity.lock().expect("session lock poisoned").clone()
+    }
+
+    /// Lets `identity` use the session when it is the one that opened it
+    /// (same kind and name), taking on its current groups and scopes.
+    /// Returns false, changing nothing, for anyone else: a session id that
+    /// leaks does not lend its owner's rights.
+    pub fn admit(&self, identity: &Identity) -> bool {
+        let mut owner = self.identity.lock().expect("session lock poisoned");
+        if owner.kind != identity.kind || owner.name != identity.name {
+            return false;
+        }
+        if *owner != *identity {
+            owner.clone_from(identity);
+        }
+        true
     }
 
     pub fn negotiated(&self) -> Negotiated {

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 
 use anyhow::Context as _;
 use mcpyard_gateway::Gateway;
-use mcpyard_server::{serve_http_on, HttpOptions};
+use mcpyard_server::{serve_http_on, AuthOptions, HttpOptions};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -39,7 +39,9 @@ pub(super) async fn run(
 
     let options = HttpOptions {
         listen: addr,
-        api_key: api_key.map(|k| k.value),
+        auth: api_key
+            .map(|k| AuthOptions::single_key(k.value))
+            .unwrap_or_default(),
         allowed_hosts: settings.allowed_hosts,
         allowed_origins: settings.allowed_origins,
         max_body_bytes,
