@@ -27,7 +27,9 @@ mod stateless;
 mod stdio;
 mod streamable;
 
-pub use auth::{ApiKeySpec, AuthOptions, KeySecret, OAuthOptions, DEFAULT_ALGORITHMS};
+pub use auth::{
+    ApiKeySpec, AuthOptions, KeySecret, OAuthOptions, DEFAULT_ALGORITHMS, DEFAULT_KEY_NAME,
+};
 pub use batch::{BatchLimits, DEFAULT_MAX_BATCH_ENTRIES, DEFAULT_MAX_BATCH_IN_FLIGHT};
 /// The JWT signature algorithms [`OAuthOptions::algorithms`] names.
 pub use jsonwebtoken::Algorithm as JwtAlgorithm;

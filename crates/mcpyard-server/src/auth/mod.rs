@@ -36,13 +36,16 @@ pub struct AuthOptions {
     pub oauth: Option<OAuthOptions>,
 }
 
+/// The name of the one-key shorthand's key (see [`AuthOptions::single_key`]).
+pub const DEFAULT_KEY_NAME: &str = "default";
+
 impl AuthOptions {
-    /// One key, named `default`, in every group: the `MCPYARD_API_KEY`
-    /// shorthand.
+    /// One key, named [`DEFAULT_KEY_NAME`], in every group: the
+    /// `MCPYARD_API_KEY` shorthand.
     pub fn single_key(key: impl Into<String>) -> Self {
         Self {
             keys: vec![ApiKeySpec {
-                name: "default".into(),
+                name: DEFAULT_KEY_NAME.into(),
                 groups: vec![mcpyard_gateway::EVERY_GROUP.into()],
                 secret: KeySecret::Clear(key.into()),
             }],

@@ -32,6 +32,8 @@ pub(crate) struct TomlFile {
     #[serde(default)]
     pub(crate) apis: OrderedMap<super::api::RawApi>,
     pub(crate) limits: Option<super::limits::RawLimits>,
+    pub(crate) auth: Option<super::auth::RawAuth>,
+    pub(crate) http: Option<super::auth::RawHttp>,
 }
 
 /// `[servers.NAME]`, as written.
