@@ -4,6 +4,8 @@
 #   .tools/npm      official MCP servers, the conformance suite, MCP Inspector,
 #                   Prism (a mock HTTP server validating requests against an
 #                   OpenAPI / Swagger document)
+#   .tools/npm-issuer  oauth2-mock-server (a real OAuth 2 / OpenID issuer
+#                   signing JWTs from its JWKS, for the resource-server tests)
 #   .tools/venv     Python with the MCP SDK 2.x (real client, conformance fixture)
 #   .tools/venv1    Python with the MCP SDK 1.x (older real client)
 #   .tools/venv-time  Python with mcp-server-time (a real stdio upstream)
@@ -118,6 +120,20 @@ else
     have="$(npm_installed_version "$name" 2>/dev/null || true)"
     [ "$have" = "$want" ] || die "$name: wanted $want, found '${have:-nothing}'"
   done
+fi
+
+# --- OAuth issuer --------------------------------------------------------------
+# Its own prefix: it needs Node 22 at run time, and keeping it apart lets it
+# be updated without re-resolving the MCP peers' tree.
+ISSUER_PEER="oauth2-mock-server@9.3.0"
+issuer_have="$("$NODE" -e 'process.stdout.write(require(process.argv[1]).version)' \
+  "$TOOLS/npm-issuer/node_modules/oauth2-mock-server/package.json" 2>/dev/null || true)"
+if [ "$issuer_have" = "${ISSUER_PEER##*@}" ]; then
+  log "oauth2-mock-server already in .tools/npm-issuer"
+else
+  log "installing into .tools/npm-issuer: $ISSUER_PEER"
+  VERIFY=1
+  npm install --prefix "$TOOLS/npm-issuer" --save-exact --ignore-scripts "$ISSUER_PEER" >&2
 fi
 
 # --- Python venvs ------------------------------------------------------------
