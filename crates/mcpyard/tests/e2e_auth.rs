@@ -554,6 +554,51 @@ async fn access_tokens_are_checked_against_the_issuer() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_clients_token_never_reaches_an_upstream() {
+    let dir = scratch();
+    let issuer = Issuer::start(dir.path()).await;
+    let port = free_port();
+    let mut cmd = std::process::Command::new(tool("venv1/bin/python"));
+    cmd.arg(support_file("py_header_upstream.py"))
+        .arg(port.to_string());
+    let _upstream = Proc::spawn("header upstream", cmd, &dir.path().join("upstream.log"));
+    wait_port(port, Duration::from_secs(30)).await;
+    let config = format!(
+        "{QUIET}
+[servers.up]
+url = \"http://127.0.0.1:{port}/mcp\"
+headers = {{ Authorization = \"Bearer ${{UPSTREAM_TOKEN}}\" }}
+
+[auth.oauth]
+issuer = \"{}\"
+",
+        issuer.url
+    );
+    let gw = Gateway::start_with_env(
+        &config,
+        dir.path(),
+        &[("UPSTREAM_TOKEN", "upstream-own-credential")],
+    )
+    .await;
+    let token = issuer.token(json!({"sub": "alice", "aud": gw.url()})).await;
+    let client = connect(
+        TransportSpec::StreamableHttp {
+            url: gw.url(),
+            headers: vec![("Authorization".into(), format!("Bearer {token}"))],
+        },
+        Arc::new(Recorder::default()),
+        json!({}),
+    )
+    .await;
+    wait_for_tools(&client, &["up__authorization"], Duration::from_secs(30)).await;
+    let seen = text(&call(&client, "up__authorization", json!({})).await);
+    client.shutdown().await;
+    // The upstream sees the credential configured for it, never the client's.
+    assert_eq!(seen, "Bearer upstream-own-credential");
+    assert!(!seen.contains(&token));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_sdk_oauth_client_discovers_the_metadata_and_completes_a_flow() {
     let dir = scratch();
     let issuer = Issuer::start(dir.path()).await;
