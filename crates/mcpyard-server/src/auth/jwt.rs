@@ -325,6 +325,86 @@ fn now() -> u64 {
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    /// A JWKS endpoint on loopback that counts its fetches.
+    async fn counting_jwks() -> (String, Arc<AtomicUsize>) {
+        let fetches = Arc::new(AtomicUsize::new(0));
+        let counter = fetches.clone();
+        let app = axum::Router::new().route(
+            "/jwks",
+            axum::routing::get(move || {
+                counter.fetch_add(1, Ordering::SeqCst);
+                async { axum::Json(json!({"keys": []})) }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let url = format!("http://{}/jwks", listener.local_addr().expect("addr"));
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (url, fetches)
+    }
+
+    fn token_with_kid(kid: &str) -> String {
+        use base64::Engine;
+        let b64 = |v: Value| {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string().as_bytes())
+        };
+        format!(
+            "{}.{}.c2ln",
+            b64(json!({"alg": "RS256", "typ": "JWT", "kid": kid})),
+            b64(json!({"sub": "s"}))
+        )
+    }
+
+    #[tokio::test]
+    async fn unknown_key_ids_refetch_the_jwks_at_most_once_per_interval() {
+        let (url, fetches) = counting_jwks().await;
+        let mut opts = OAuthOptions::new("http://127.0.0.1:9");
+        opts.jwks_url = Some(url.clone());
+        opts.jwks_min_refresh = Duration::from_secs(60);
+        let verifier = JwtVerifier::new(opts.clone(), "http://127.0.0.1:1/mcp");
+        for kid in ["a", "b", "c", "d"] {
+            let refused = verifier.verify(&token_with_kid(kid)).await;
+            assert!(
+                matches!(&refused, Err(AuthFailure::Invalid(why)) if why.contains("key id")),
+                "{refused:?}"
+            );
+        }
+        assert_eq!(
+            fetches.load(Ordering::SeqCst),
+            1,
+            "made-up kids hammered the issuer"
+        );
+
+        opts.jwks_min_refresh = Duration::ZERO;
+        let eager = JwtVerifier::new(opts, "http://127.0.0.1:1/mcp");
+        for kid in ["a", "b", "c"] {
+            assert!(eager.verify(&token_with_kid(kid)).await.is_err());
+        }
+        // Without the limit, each unknown kid costs a fetch (the first
+        // one's is the fetch on first use).
+        assert_eq!(fetches.load(Ordering::SeqCst), 1 + 3);
+    }
+
+    #[tokio::test]
+    async fn algorithms_off_the_list_are_refused_before_any_fetch() {
+        let (url, fetches) = counting_jwks().await;
+        let mut opts = OAuthOptions::new("http://127.0.0.1:9");
+        opts.jwks_url = Some(url);
+        opts.algorithms = vec![Algorithm::ES256];
+        let verifier = JwtVerifier::new(opts, "http://127.0.0.1:1/mcp");
+        let refused = verifier.verify(&token_with_kid("a")).await;
+        assert!(
+            matches!(&refused, Err(AuthFailure::Invalid(why)) if why.contains("RS256")),
+            "{refused:?}"
+        );
+        let refused = verifier.verify("not.a.jwt").await;
+        assert!(matches!(refused, Err(AuthFailure::Invalid(_))));
+        assert_eq!(fetches.load(Ordering::SeqCst), 0);
+    }
 
     #[test]
     fn scopes_and_groups_read_from_strings_or_lists() {
