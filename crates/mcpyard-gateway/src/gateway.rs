@@ -306,9 +306,11 @@ impl Gateway {
         let params = params.unwrap_or_else(|| json!({}));
         let trips = &self.inner.downstream.round_trips;
         if params.get("requestState").is_some() {
-            return trips.resume(method, &params, client_gone).await;
+            return trips
+                .resume(method, &params, &session.identity(), client_gone)
+                .await;
         }
-        let identity = round_trips::request_identity(method, &params);
+        let identity = round_trips::request_identity(method, &params, &session.identity());
         let gateway = self.clone();
         let session = session.clone();
         let method = method.to_owned();
