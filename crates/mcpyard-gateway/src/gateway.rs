@@ -399,6 +399,7 @@ impl Gateway {
                 let own = &router.own_tasks;
                 if own.owns(task_id) {
                     let owner = task_owner(session);
+                    let owner = owner.as_deref();
                     return match method {
                         methods::TASKS_GET => own.get(task_id, owner).map_err(Into::into),
                         methods::TASKS_CANCEL => own.cancel(task_id, owner).map_err(Into::into),
@@ -446,7 +447,9 @@ impl Gateway {
     /// carries the tasks upstreams created.
     async fn list_tasks(&self, session: &Session, cursor: Option<&str>) -> Outcome {
         let router = &self.inner.router;
-        let mut page = router.own_tasks.list(task_owner(session), cursor)?;
+        let mut page = router
+            .own_tasks
+            .list(task_owner(session).as_deref(), cursor)?;
         if page.get("nextCursor").is_some() {
             return Ok(page);
         }
