@@ -219,6 +219,23 @@ fn oauth(ctx: &Context<'_>, raw: &RawOAuth) -> Result<OAuthOptions, ConfigError>
         .as_deref()
         .map(|u| url("resource", u))
         .transpose()?;
+    // The metadata document is served under the resource's path: keep it
+    // to characters a route can hold as they are.
+    if let Some(resource) = &opts.resource {
+        let path_ok = url::Url::parse(resource).is_ok_and(|u| {
+            u.query().is_none()
+                && u.fragment().is_none()
+                && u.path()
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '-' | '_' | '.'))
+        });
+        if !path_ok {
+            return Err(ctx.error(
+                "auth.oauth.resource",
+                "expected a URL without query or fragment whose path holds only letters, digits and / - _ .",
+            ));
+        }
+    }
     opts.audience = raw
         .audience
         .as_deref()
@@ -343,6 +360,10 @@ key = "in-clear"
         assert_eq!(o.groups_claim, "groups");
         for (text, needle) in [
             ("[auth.oauth]\nissuer = \"x\"", "auth.oauth.issuer"),
+            (
+                "[auth.oauth]\nissuer = \"http://i\"\nresource = \"http://gw/mcp/{id}\"",
+                "auth.oauth.resource",
+            ),
             (
                 "[auth.oauth]\nissuer = \"http://i\"\nalgorithms = [\"HS256\"]",
                 "symmetric",
