@@ -7,6 +7,8 @@
 #   .tools/npm-oauth  oidc-provider, a certified OpenID Provider: the real
 #                   authorization server of the OAuth tests (a tree of its own,
 #                   so its pins never move the MCP peers')
+#   .tools/npm-issuer  oauth2-mock-server (a real OAuth 2 / OpenID issuer
+#                   signing JWTs from its JWKS, for the resource-server tests)
 #   .tools/venv     Python with the MCP SDK 2.x (real client, conformance fixture),
 #                   the Prometheus client's metrics parser and the OpenTelemetry
 #                   protobufs (the telemetry tests parse scrapes and decode OTLP)
@@ -144,6 +146,20 @@ else
   log "installing into .tools/npm-oauth: ${oauth_missing[*]}"
   VERIFY=1
   npm install --prefix "$TOOLS/npm-oauth" --save-exact --ignore-scripts "${NPM_OAUTH_PEERS[@]}" >&2
+fi
+
+# --- OAuth issuer --------------------------------------------------------------
+# Its own prefix: it needs Node 22 at run time, and keeping it apart lets it
+# be updated without re-resolving the MCP peers' tree.
+ISSUER_PEER="oauth2-mock-server@9.3.0"
+issuer_have="$("$NODE" -e 'process.stdout.write(require(process.argv[1]).version)' \
+  "$TOOLS/npm-issuer/node_modules/oauth2-mock-server/package.json" 2>/dev/null || true)"
+if [ "$issuer_have" = "${ISSUER_PEER##*@}" ]; then
+  log "oauth2-mock-server already in .tools/npm-issuer"
+else
+  log "installing into .tools/npm-issuer: $ISSUER_PEER"
+  VERIFY=1
+  npm install --prefix "$TOOLS/npm-issuer" --save-exact --ignore-scripts "$ISSUER_PEER" >&2
 fi
 
 # --- Python venvs ------------------------------------------------------------

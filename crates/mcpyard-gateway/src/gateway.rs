@@ -366,9 +366,11 @@ impl Gateway {
         let params = params.unwrap_or_else(|| json!({}));
         let trips = &self.inner.downstream.round_trips;
         if params.get("requestState").is_some() {
-            return trips.resume(method, &params, client_gone).await;
+            return trips
+                .resume(method, &params, &session.identity(), client_gone)
+                .await;
         }
-        let identity = round_trips::request_identity(method, &params);
+        let identity = round_trips::request_identity(method, &params, &session.identity());
         let gateway = self.clone();
         let session = session.clone();
         let method = method.to_owned();
@@ -478,6 +480,7 @@ impl Gateway {
                 let own = &router.own_tasks;
                 if own.owns(task_id) {
                     let owner = task_owner(session);
+                    let owner = owner.as_deref();
                     return match method {
                         methods::TASKS_GET => own.get(task_id, owner).map_err(Into::into),
                         methods::TASKS_CANCEL => own.cancel(task_id, owner).map_err(Into::into),
@@ -539,7 +542,9 @@ impl Gateway {
     /// carries the tasks upstreams created.
     async fn list_tasks(&self, session: &Session, cursor: Option<&str>) -> Outcome {
         let router = &self.inner.router;
-        let mut page = router.own_tasks.list(task_owner(session), cursor)?;
+        let mut page = router
+            .own_tasks
+            .list(task_owner(session).as_deref(), cursor)?;
         if page.get("nextCursor").is_some() {
             return Ok(page);
         }

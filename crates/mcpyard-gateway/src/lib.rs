@@ -51,5 +51,5 @@ pub use mcpyard_client::sampling::{SamplingPolicy, SamplingRequest};
 pub use router::{Layer, Next, RouteFuture, RoutedCall};
 pub use source::{
     CallContext, CallLimits, ClientHandle, Identity, IdentityKind, Progress, RouterHandle, Sampler,
-    SamplingUsage, Source, SourceEvents, SourceRequest, SourceSpec,
+    SamplingUsage, Source, SourceEvents, SourceRequest, SourceSpec, EVERY_GROUP,
 };

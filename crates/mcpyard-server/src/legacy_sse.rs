@@ -5,12 +5,12 @@
 use std::collections::HashMap;
 use std::convert::Infallible;
 
-use axum::extract::{Query, State};
+use axum::extract::{Extension, Query, State};
 use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use http::{HeaderMap, StatusCode};
-use mcpyard_gateway::{Gateway, Session};
+use mcpyard_gateway::{Gateway, Identity, Session};
 use mcpyard_proto::{Body, Message};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
@@ -38,9 +38,12 @@ impl Drop for EndOnDrop {
 }
 
 /// `GET /sse`: creates and registers a session whose stream is this one.
-pub(crate) async fn open(State(state): State<AppState>) -> Response {
+pub(crate) async fn open(
+    State(state): State<AppState>,
+    Extension(identity): Extension<Identity>,
+) -> Response {
     let (tx, rx) = mpsc::channel(STREAM_CAPACITY);
-    let session = Session::new(Some(tx));
+    let session = Session::new_as(identity, Some(tx));
     if !state.gateway.register_session(session.clone()) {
         return crate::streamable::too_many_sessions();
     }
@@ -73,6 +76,7 @@ pub(crate) async fn open(State(state): State<AppState>) -> Response {
 /// `POST /messages?sessionId=ID`: accepted with 202, answered on the stream.
 pub(crate) async fn post(
     State(state): State<AppState>,
+    Extension(identity): Extension<Identity>,
     Query(query): Query<HashMap<String, String>>,
     headers: HeaderMap,
     body: axum::body::Body,
@@ -96,7 +100,8 @@ pub(crate) async fn post(
         Err(r) => return *r,
     };
     let session = match state.gateway.session(id) {
-        Some(s) if !s.is_ended() => s,
+        // Another identity's session is answered as one that does not exist.
+        Some(s) if !s.is_ended() && s.admit(&identity) => s,
         _ => {
             return rpc_error_response(
                 StatusCode::NOT_FOUND,

@@ -15,6 +15,7 @@
 //!   [`HttpOptions::metrics_route`] is set, or alone with [`serve_metrics`].
 
 mod accept;
+mod auth;
 mod batch;
 mod conn;
 mod flood;
@@ -30,10 +31,15 @@ mod stateless;
 mod stdio;
 mod streamable;
 
+pub use auth::{
+    ApiKeySpec, AuthOptions, KeySecret, OAuthOptions, DEFAULT_ALGORITHMS, DEFAULT_KEY_NAME,
+};
 pub use batch::{BatchLimits, DEFAULT_MAX_BATCH_ENTRIES, DEFAULT_MAX_BATCH_IN_FLIGHT};
 pub use flood::AddressRate;
+/// The JWT signature algorithms [`OAuthOptions::algorithms`] names.
+pub use jsonwebtoken::Algorithm as JwtAlgorithm;
 pub use metrics::serve_metrics;
 pub use options::{HttpOptions, DEFAULT_MAX_BODY_BYTES};
 pub use router::router;
 pub use serve::{serve_http, serve_http_on};
-pub use stdio::{serve_stdio, serve_stdio_with, StdioOptions};
+pub use stdio::{local_user, serve_stdio, serve_stdio_with, StdioOptions};

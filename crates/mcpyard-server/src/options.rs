@@ -3,6 +3,7 @@
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
+use crate::auth::AuthOptions;
 use crate::batch::BatchLimits;
 use crate::flood::AddressRate;
 
@@ -12,9 +13,10 @@ pub struct HttpOptions {
     /// Address to bind. Loopback by default: a gateway that reaches local
     /// processes must not be open to the network unless asked to be.
     pub listen: SocketAddr,
-    /// When set, every route except `GET /health` needs
-    /// `Authorization: Bearer <key>`.
-    pub api_key: Option<String>,
+    /// API keys and OAuth: when either is set, every route except
+    /// `GET /health` (and the OAuth metadata) needs
+    /// `Authorization: Bearer <key or access token>`.
+    pub auth: AuthOptions,
     /// Extra `Host` values accepted besides loopback names (`name` or
     /// `name:port`). When bound to a non-loopback address and this is empty,
     /// any `Host` is accepted.
@@ -29,7 +31,10 @@ pub struct HttpOptions {
     /// Interval of keep-alive comments on SSE streams, so proxies and
     /// clients with idle-read timeouts keep them open.
     pub sse_keep_alive: Duration,
-    /// Serve the 2024-11-05 HTTP+SSE transport on `/sse` and `/messages`.
+    /// Serve Streamable HTTP on `/mcp`; when off, `/mcp` answers 403.
+    pub streamable: bool,
+    /// Serve the 2024-11-05 HTTP+SSE transport on `/sse` and `/messages`;
+    /// when off, those answer 403.
     pub legacy_sse: bool,
     /// How long `serve_http` waits for open connections after shutdown is
     /// requested before it returns anyway.
@@ -62,12 +67,13 @@ impl Default for HttpOptions {
     fn default() -> Self {
         Self {
             listen: SocketAddr::from((Ipv4Addr::LOCALHOST, 8484)),
-            api_key: None,
+            auth: AuthOptions::default(),
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             batch: BatchLimits::default(),
             sse_keep_alive: Duration::from_secs(15),
+            streamable: true,
             legacy_sse: true,
             shutdown_grace: Duration::from_secs(5),
             max_connections: 1024,
@@ -80,17 +86,19 @@ impl Default for HttpOptions {
     }
 }
 
-// Written by hand so the API key never reaches a log line.
+// Written by hand to choose what a log line shows (`AuthOptions` prints no
+// key itself).
 impl std::fmt::Debug for HttpOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpOptions")
             .field("listen", &self.listen)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("auth", &self.auth)
             .field("allowed_hosts", &self.allowed_hosts)
             .field("allowed_origins", &self.allowed_origins)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("batch", &self.batch)
             .field("sse_keep_alive", &self.sse_keep_alive)
+            .field("streamable", &self.streamable)
             .field("legacy_sse", &self.legacy_sse)
             .field("shutdown_grace", &self.shutdown_grace)
             .field("max_connections", &self.max_connections)
@@ -110,12 +118,12 @@ mod tests {
     #[test]
     fn debug_never_shows_the_api_key() {
         let opts = HttpOptions {
-            api_key: Some("s3cret-key".into()),
+            auth: AuthOptions::single_key("s3cret-key"),
             ..HttpOptions::default()
         };
         let shown = format!("{opts:?}");
         assert!(!shown.contains("s3cret-key"));
-        assert!(shown.contains("<redacted>"));
+        assert!(shown.contains("<key>"));
     }
 
     #[test]
@@ -123,6 +131,6 @@ mod tests {
         let opts = HttpOptions::default();
         assert!(opts.listen.ip().is_loopback());
         assert_eq!(opts.max_body_bytes, 4 * 1024 * 1024);
-        assert!(opts.api_key.is_none());
+        assert!(!opts.auth.is_required());
     }
 }

@@ -3,14 +3,18 @@
 use std::sync::Arc;
 
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, post};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get, post};
 use axum::{Json, Router};
+use http::StatusCode;
 use mcpyard_gateway::Gateway;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use tower_http::limit::RequestBodyLimitLayer;
 
+use crate::auth::{self, Authenticator};
 use crate::options::HttpOptions;
+use crate::reply::rpc_error_response;
 use crate::{legacy_sse, metrics, security, streamable};
 
 /// What every handler can reach.
@@ -18,6 +22,10 @@ use crate::{legacy_sse, metrics, security, streamable};
 pub(crate) struct AppState {
     pub(crate) gateway: Gateway,
     pub(crate) opts: Arc<HttpOptions>,
+    pub(crate) auth: Arc<Authenticator>,
+    /// Where the OAuth metadata document is served (none without OAuth):
+    /// open to clients without credentials.
+    pub(crate) metadata_paths: Arc<[String]>,
     /// Cancelled when the server shuts down: long-lived streams end then.
     pub(crate) shutdown: CancellationToken,
 }
@@ -31,27 +39,48 @@ pub fn router(gateway: Gateway, opts: HttpOptions) -> Router {
 
 pub(crate) fn build(gateway: Gateway, opts: HttpOptions, shutdown: CancellationToken) -> Router {
     let max_body = opts.max_body_bytes;
-    let legacy = opts.legacy_sse;
+    let (streamable_on, legacy_on) = (opts.streamable, opts.legacy_sse);
+    let auth = Arc::new(Authenticator::new(
+        &opts.auth,
+        &format!("http://{}/mcp", opts.listen),
+    ));
+    let metadata_paths: Arc<[String]> = auth
+        .jwt()
+        .map(|jwt| auth::metadata_paths(jwt.resource()))
+        .unwrap_or_default()
+        .into();
     let state = AppState {
         gateway,
         opts: Arc::new(opts),
+        auth,
+        metadata_paths: metadata_paths.clone(),
         shutdown,
     };
-    let mut routes = Router::new()
-        .route(
+    let mut routes = Router::new().route("/health", get(health));
+    routes = if streamable_on {
+        routes.route(
             "/mcp",
             post(streamable::post)
                 .get(streamable::get)
                 .delete(streamable::delete),
         )
-        .route("/health", get(health));
+    } else {
+        routes.route("/mcp", any(front_door_off))
+    };
     if state.opts.metrics_route {
         routes = routes.merge(metrics::route());
     }
-    if legacy {
-        routes = routes
+    routes = if legacy_on {
+        routes
             .route("/sse", get(legacy_sse::open))
-            .route("/messages", post(legacy_sse::post));
+            .route("/messages", post(legacy_sse::post))
+    } else {
+        routes
+            .route("/sse", any(front_door_off))
+            .route("/messages", any(front_door_off))
+    };
+    for path in metadata_paths.iter() {
+        routes = routes.route(path, get(resource_metadata));
     }
     routes
         // Both caps agree: tower-http answers 413 up front from
@@ -59,7 +88,7 @@ pub(crate) fn build(gateway: Gateway, opts: HttpOptions, shutdown: CancellationT
         .layer(DefaultBodyLimit::max(max_body))
         .layer(RequestBodyLimitLayer::new(max_body))
         // Outermost, so nothing (not even the size check) answers a
-        // request that fails the origin, host or key checks.
+        // request that fails the origin, host or credential checks.
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             security::guard,
@@ -69,4 +98,23 @@ pub(crate) fn build(gateway: Gateway, opts: HttpOptions, shutdown: CancellationT
 
 async fn health() -> Json<serde_json::Value> {
     Json(json!({"status": "ok"}))
+}
+
+/// A front door the configuration switched off.
+async fn front_door_off() -> Response {
+    rpc_error_response(
+        StatusCode::FORBIDDEN,
+        mcpyard_proto::codes::INVALID_REQUEST,
+        "Forbidden: this transport is switched off in the gateway's configuration",
+    )
+}
+
+/// RFC 9728 protected-resource metadata.
+async fn resource_metadata(
+    axum::extract::State(state): axum::extract::State<AppState>,
+) -> Response {
+    match state.auth.jwt() {
+        Some(jwt) => Json(auth::metadata_document(jwt)).into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
 }

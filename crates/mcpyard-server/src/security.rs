@@ -1,78 +1,75 @@
 //! The checks every HTTP request passes before any MCP handling: `Host`
-//! and `Origin` against DNS rebinding, and the bearer API key.
+//! and `Origin` against DNS rebinding, then the credentials (see [`crate::auth`]).
 
 use std::net::IpAddr;
 
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use http::header::{AUTHORIZATION, HOST, ORIGIN, WWW_AUTHENTICATE};
+use http::header::{HOST, ORIGIN};
 use http::{HeaderMap, Method, StatusCode};
-use subtle::ConstantTimeEq;
+use mcpyard_gateway::Identity;
 
 use crate::options::HttpOptions;
 use crate::reply::rpc_error_response;
 use crate::router::AppState;
 
-/// Axum middleware applying [`check`] to every request.
-pub(crate) async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let health = req.method() == Method::GET && req.uri().path() == "/health";
+/// Axum middleware applying [`check`] to every request, then
+/// authentication to every route but `GET /health` and the OAuth metadata
+/// document; the identity found is put in the request's extensions.
+pub(crate) async fn guard(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
     let host = req
         .headers()
         .get(HOST)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned)
         .or_else(|| req.uri().authority().map(|a| a.as_str().to_owned()));
-    match check(&state.opts, req.headers(), host.as_deref(), health) {
-        Ok(()) => next.run(req).await,
-        Err(denied) => denied.into_response(),
+    if let Err(denied) = check(&state.opts, req.headers(), host.as_deref()) {
+        return denied.into_response();
     }
+    // A health probe and a client looking for where to get a token must
+    // get through without credentials.
+    let open = req.method() == Method::GET
+        && (req.uri().path() == "/health"
+            || state.metadata_paths.iter().any(|p| p == req.uri().path()));
+    let identity = if open {
+        Identity::anonymous()
+    } else {
+        match state.auth.authenticate(req.headers()).await {
+            Ok(identity) => identity,
+            Err(failure) => return state.auth.refuse(&failure),
+        }
+    };
+    req.extensions_mut().insert(identity);
+    next.run(req).await
 }
 
-/// Why a request was turned away.
+/// Why a request was turned away before authentication.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Denied {
     Origin,
     Host,
-    Unauthorized,
 }
 
 impl IntoResponse for Denied {
     fn into_response(self) -> Response {
-        match self {
-            Denied::Origin => rpc_error_response(
-                StatusCode::FORBIDDEN,
-                mcpyard_proto::codes::INVALID_REQUEST,
-                "Forbidden: Origin not allowed",
-            ),
-            Denied::Host => rpc_error_response(
-                StatusCode::FORBIDDEN,
-                mcpyard_proto::codes::INVALID_REQUEST,
-                "Forbidden: Host not allowed",
-            ),
-            Denied::Unauthorized => {
-                let mut r = rpc_error_response(
-                    StatusCode::UNAUTHORIZED,
-                    mcpyard_proto::codes::INVALID_REQUEST,
-                    "Unauthorized: send Authorization: Bearer <api key>",
-                );
-                r.headers_mut().insert(
-                    WWW_AUTHENTICATE,
-                    http::HeaderValue::from_static("Bearer realm=\"mcpyard\""),
-                );
-                r
-            }
-        }
+        let message = match self {
+            Denied::Origin => "Forbidden: Origin not allowed",
+            Denied::Host => "Forbidden: Host not allowed",
+        };
+        rpc_error_response(
+            StatusCode::FORBIDDEN,
+            mcpyard_proto::codes::INVALID_REQUEST,
+            message,
+        )
     }
 }
 
-/// Applies the origin, host and API key rules. `health` requests skip the
-/// API key only: a health probe must work without the secret.
+/// Applies the origin and host rules against DNS rebinding.
 pub(crate) fn check(
     opts: &HttpOptions,
     headers: &HeaderMap,
     host: Option<&str>,
-    health: bool,
 ) -> Result<(), Denied> {
     if let Some(origin) = headers.get(ORIGIN) {
         let origin = origin.to_str().map_err(|_| Denied::Origin)?;
@@ -83,28 +80,7 @@ pub(crate) fn check(
     if !host_allowed(opts, host) {
         return Err(Denied::Host);
     }
-    if let (Some(key), false) = (&opts.api_key, health) {
-        if !bearer_matches(headers, key) {
-            return Err(Denied::Unauthorized);
-        }
-    }
     Ok(())
-}
-
-fn bearer_matches(headers: &HeaderMap, key: &str) -> bool {
-    let Some(value) = headers.get(AUTHORIZATION) else {
-        return false;
-    };
-    let value = value.as_bytes();
-    let Some(token) = value
-        .get(..7)
-        .filter(|p| p.eq_ignore_ascii_case(b"bearer "))
-        .and(value.get(7..))
-    else {
-        return false;
-    };
-    // Constant time so the key cannot be guessed byte by byte from timings.
-    token.ct_eq(key.as_bytes()).into()
 }
 
 /// `localhost`, `127.0.0.0/8` and `::1`, with or without brackets.
@@ -166,16 +142,9 @@ fn host_allowed(opts: &HttpOptions, host: Option<&str>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use http::HeaderValue;
 
     fn opts() -> HttpOptions {
         HttpOptions::default()
-    }
-
-    fn with(name: http::HeaderName, value: &str) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        h.insert(name, HeaderValue::from_str(value).expect("test header"));
-        h
     }
 
     #[test]
@@ -232,29 +201,5 @@ mod tests {
             ..opts()
         };
         assert!(host_allowed(&o, Some("anything.example")));
-    }
-
-    #[test]
-    fn api_key_needs_exact_bearer_except_for_health() {
-        let o = HttpOptions {
-            api_key: Some("k3y".into()),
-            ..opts()
-        };
-        let good = with(AUTHORIZATION, "Bearer k3y");
-        assert_eq!(check(&o, &good, Some("localhost"), false), Ok(()));
-        let lower = with(AUTHORIZATION, "bearer k3y");
-        assert_eq!(check(&o, &lower, Some("localhost"), false), Ok(()));
-        for bad in ["Bearer k3", "Bearer k3yy", "Basic k3y", "k3y", "Bearer "] {
-            let h = with(AUTHORIZATION, bad);
-            assert_eq!(
-                check(&o, &h, Some("localhost"), false),
-                Err(Denied::Unauthorized),
-                "{bad}"
-            );
-        }
-        assert_eq!(
-            check(&o, &HeaderMap::new(), Some("localhost"), true),
-            Ok(())
-        );
     }
 }

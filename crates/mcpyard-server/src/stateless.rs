@@ -40,7 +40,7 @@
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use http::{HeaderMap, StatusCode};
-use mcpyard_gateway::Session;
+use mcpyard_gateway::{Identity, Session};
 use mcpyard_proto::envelope::{self, Envelope, PROTOCOL_VERSION_KEY};
 pub(crate) use mcpyard_proto::envelope::{
     is_stateless_version, HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY,
@@ -169,6 +169,7 @@ pub(crate) fn status_of(answer: &Value) -> StatusCode {
 /// Answers one POST of this era.
 pub(crate) async fn post(
     state: &AppState,
+    identity: Identity,
     headers: &HeaderMap,
     accepts: Accepts,
     msg: Message,
@@ -183,7 +184,7 @@ pub(crate) async fn post(
                 Ok(e) => e,
                 Err(rejection) => return rejection.into_response(Some(id)),
             };
-            let session = Session::stateless(&envelope.version, envelope.capabilities);
+            let session = Session::stateless_as(identity, &envelope.version, envelope.capabilities);
             let gateway = state.gateway.clone();
             let plan = Plan {
                 accepts,

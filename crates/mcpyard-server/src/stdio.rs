@@ -5,7 +5,7 @@
 use std::io;
 use std::time::Duration;
 
-use mcpyard_gateway::{Gateway, Session};
+use mcpyard_gateway::{Gateway, Identity, IdentityKind, Session, EVERY_GROUP};
 use mcpyard_proto::{allows_batches, Body, ErrorObject, Message, ParseError};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
@@ -25,6 +25,19 @@ pub struct StdioOptions {
     pub drain_grace: Duration,
     /// Caps on JSON-RPC batches, the same as the HTTP door's.
     pub batch: BatchLimits,
+    /// Who the one client is: whoever could start the process, so by
+    /// default the local user, in every group.
+    pub identity: Identity,
+}
+
+/// The user running the process (`$USER`, else `$LOGNAME`, else `local`),
+/// as a [`IdentityKind::Local`] identity in every group.
+pub fn local_user() -> Identity {
+    let name = ["USER", "LOGNAME"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|n| !n.is_empty()))
+        .unwrap_or_else(|| "local".to_owned());
+    Identity::named(IdentityKind::Local, name, vec![EVERY_GROUP.to_owned()])
 }
 
 impl Default for StdioOptions {
@@ -33,6 +46,7 @@ impl Default for StdioOptions {
             max_line_bytes: 16 * 1024 * 1024,
             drain_grace: Duration::from_secs(10),
             batch: BatchLimits::default(),
+            identity: local_user(),
         }
     }
 }
@@ -69,7 +83,7 @@ where
 {
     let (tx, rx) = mpsc::channel(OUT_CAPACITY);
     let writer = tokio::spawn(write_lines(stdout, rx));
-    let session = Session::new(Some(tx.clone()));
+    let session = Session::new_as(opts.identity.clone(), Some(tx.clone()));
     if !gateway.register_session(session.clone()) {
         return Err(io::Error::other(
             "the gateway refused the session: too many sessions",

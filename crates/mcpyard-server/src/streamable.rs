@@ -6,12 +6,12 @@
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{Extension, State};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use http::header::ALLOW;
 use http::{HeaderMap, HeaderValue, StatusCode};
-use mcpyard_gateway::{Gateway, Session};
+use mcpyard_gateway::{Gateway, Identity, Session};
 use mcpyard_proto::{
     allows_batches, codes, is_supported, methods, Body, ErrorObject, Message, ParseError,
     RequestId, SUPPORTED,
@@ -103,16 +103,18 @@ fn check_version_header(headers: &HeaderMap) -> Result<Option<&str>, Box<Respons
     }
 }
 
-/// The live session named by the request, or the error to answer.
-fn lookup(gateway: &Gateway, id: &str) -> Result<Arc<Session>, Box<Response>> {
+/// The live session named by the request, or the error to answer. A
+/// session of another identity is answered as one that does not exist.
+fn lookup(gateway: &Gateway, id: &str, identity: &Identity) -> Result<Arc<Session>, Box<Response>> {
     match gateway.session(id) {
-        Some(s) if !s.is_ended() => Ok(s),
+        Some(s) if !s.is_ended() && s.admit(identity) => Ok(s),
         _ => Err(Box::new(session_not_found())),
     }
 }
 
 pub(crate) async fn post(
     State(state): State<AppState>,
+    Extension(identity): Extension<Identity>,
     headers: HeaderMap,
     body: axum::body::Body,
 ) -> Response {
@@ -141,13 +143,13 @@ pub(crate) async fn post(
     };
     match header_str(&headers, SESSION_HEADER) {
         Err(()) => bad_request("Mcp-Session-Id is not valid text"),
-        Ok(Some(id)) => match lookup(&state.gateway, id) {
+        Ok(Some(id)) => match lookup(&state.gateway, id, &identity) {
             Ok(session) => post_in_session(&state, session, accepts, body).await,
             Err(r) => *r,
         },
         Ok(None) => {
             let stateless_hint = version.is_some_and(stateless::is_stateless_version);
-            post_without_session(&state, &headers, accepts, body, stateless_hint).await
+            post_without_session(&state, identity, &headers, accepts, body, stateless_hint).await
         }
     }
 }
@@ -244,6 +246,7 @@ fn unreadable(e: &axum::Error, limit: usize) -> Box<Response> {
 
 async fn post_without_session(
     state: &AppState,
+    identity: Identity,
     headers: &HeaderMap,
     accepts: Accepts,
     body: Bytes,
@@ -262,12 +265,12 @@ async fn post_without_session(
     match parsed {
         Err(e) | Ok(Body::Single(Err(e))) => parse_failure(&e, error_status),
         Ok(Body::Single(Ok(msg))) if stateless_hint || stateless::has_envelope(&msg) => {
-            stateless::post(state, headers, accepts, msg).await
+            stateless::post(state, identity, headers, accepts, msg).await
         }
         Ok(Body::Single(Ok(Message::Request { id, method, params })))
             if method == methods::INITIALIZE =>
         {
-            initialize(state, accepts, id, params).await
+            initialize(state, identity, accepts, id, params).await
         }
         Ok(Body::Batch(_)) if stateless_hint => stateless::batch_rejected(),
         Ok(Body::Batch(items))
@@ -295,11 +298,12 @@ async fn post_without_session(
 /// `Mcp-Session-Id` when the gateway accepts the handshake.
 async fn initialize(
     state: &AppState,
+    identity: Identity,
     accepts: Accepts,
     id: RequestId,
     params: Option<Value>,
 ) -> Response {
-    let session = Session::new(None);
+    let session = Session::new_as(identity, None);
     let answer = state
         .gateway
         .request(&session, id, methods::INITIALIZE, params, None)
@@ -404,7 +408,11 @@ async fn post_batch(
 }
 
 /// `GET /mcp`: the session stream for messages not tied to a request.
-pub(crate) async fn get(State(state): State<AppState>, headers: HeaderMap) -> Response {
+pub(crate) async fn get(
+    State(state): State<AppState>,
+    Extension(identity): Extension<Identity>,
+    headers: HeaderMap,
+) -> Response {
     if !Accepts::from_headers(&headers).sse {
         return method_not_allowed();
     }
@@ -416,7 +424,7 @@ pub(crate) async fn get(State(state): State<AppState>, headers: HeaderMap) -> Re
     if let Err(r) = check_version_header(&headers) {
         return *r;
     }
-    let session = match lookup(&state.gateway, id) {
+    let session = match lookup(&state.gateway, id, &identity) {
         Ok(s) => s,
         Err(r) => return *r,
     };
@@ -443,13 +451,20 @@ pub(crate) async fn get(State(state): State<AppState>, headers: HeaderMap) -> Re
 }
 
 /// `DELETE /mcp`: the client ends its session.
-pub(crate) async fn delete(State(state): State<AppState>, headers: HeaderMap) -> Response {
+pub(crate) async fn delete(
+    State(state): State<AppState>,
+    Extension(identity): Extension<Identity>,
+    headers: HeaderMap,
+) -> Response {
     let id = match header_str(&headers, SESSION_HEADER) {
         Ok(Some(id)) => id,
         Ok(None) => return bad_request("Bad Request: Mcp-Session-Id header is required"),
         Err(()) => return bad_request("Mcp-Session-Id is not valid text"),
     };
     if let Err(r) = check_version_header(&headers) {
+        return *r;
+    }
+    if let Err(r) = lookup(&state.gateway, id, &identity) {
         return *r;
     }
     if state.gateway.end_session(id) {

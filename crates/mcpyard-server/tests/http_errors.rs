@@ -5,7 +5,7 @@ use axum::body::Body;
 use axum::Router;
 use http::{HeaderMap, Method, Request, StatusCode};
 use mcpyard_gateway::{Gateway, GatewayConfig};
-use mcpyard_server::{router, HttpOptions};
+use mcpyard_server::{router, AuthOptions, HttpOptions};
 use serde_json::{json, Value};
 use tower::ServiceExt;
 
@@ -456,7 +456,7 @@ async fn a_new_session_is_503_while_every_session_is_in_use() {
 #[tokio::test]
 async fn api_key_is_required_except_for_health() {
     let c = Client::new(HttpOptions {
-        api_key: Some("sekrit-123".into()),
+        auth: AuthOptions::single_key("sekrit-123"),
         ..HttpOptions::default()
     })
     .await;

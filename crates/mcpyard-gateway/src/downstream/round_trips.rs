@@ -29,6 +29,8 @@ use sha2::Sha256;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use crate::source::Identity;
+
 type Outcome = Result<Value, ErrorObject>;
 
 /// Calls waiting for a client's retry at most at once: each holds an
@@ -57,14 +59,20 @@ pub(crate) fn supports_input(method: &str) -> bool {
     )
 }
 
-/// What a retry must repeat of the first request: its method and target.
-pub(crate) fn request_identity(method: &str, params: &Value) -> String {
+/// What a retry must repeat of the first request: its method and target,
+/// and who made it (so a `requestState` that leaks resumes nothing for
+/// another identity).
+pub(crate) fn request_identity(method: &str, params: &Value, caller: &Identity) -> String {
     let target = params
         .get("name")
         .or_else(|| params.get("uri"))
         .and_then(Value::as_str)
         .unwrap_or_default();
-    format!("{method}\n{target}")
+    format!(
+        "{method}\n{target}\n{}\n{}",
+        caller.kind.as_str(),
+        caller.name
+    )
 }
 
 /// One call in the background, between two legs of the client's.
@@ -166,6 +174,7 @@ impl RoundTrips {
         &self,
         method: &str,
         params: &Value,
+        caller: &Identity,
         client_gone: &CancellationToken,
     ) -> Outcome {
         let state = params
@@ -173,7 +182,7 @@ impl RoundTrips {
             .and_then(Value::as_str)
             .ok_or_else(|| ErrorObject::invalid_params("`requestState` must be a string"))?;
         let (id, generation, tag) = parse_state(state).ok_or_else(forged)?;
-        let identity = request_identity(method, params);
+        let identity = request_identity(method, params, caller);
         let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| forged())?;
         self.mac(id, generation, &identity)
             .verify_slice(&tag)
@@ -329,6 +338,7 @@ pub(crate) async fn ask(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::source::IdentityKind;
 
     fn call_params() -> Value {
         json!({"name": "every__trigger-sampling-request", "arguments": {}})
@@ -350,7 +360,7 @@ mod tests {
     async fn first_leg_of_asking_call(trips: &RoundTrips, gone: &CancellationToken) -> Value {
         trips
             .first_leg(
-                request_identity("tools/call", &call_params()),
+                request_identity("tools/call", &call_params(), &Identity::anonymous()),
                 asking_call,
                 gone,
             )
@@ -375,14 +385,14 @@ mod tests {
         retry["requestState"] = first["requestState"].clone();
         retry["inputResponses"] = json!({ key: {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m"} });
         let done = trips
-            .resume("tools/call", &retry, &gone)
+            .resume("tools/call", &retry, &Identity::anonymous(), &gone)
             .await
             .expect("second leg");
         assert_eq!(done["content"][0]["text"], "hi");
         assert_eq!(trips.suspended_count(), 0);
         // The same state again: used up.
         let again = trips
-            .resume("tools/call", &retry, &gone)
+            .resume("tools/call", &retry, &Identity::anonymous(), &gone)
             .await
             .expect_err("used");
         assert!(
@@ -399,7 +409,7 @@ mod tests {
         let state = first["requestState"].as_str().expect("state").to_owned();
         let mut other_tool = json!({"name": "every__echo", "requestState": state});
         let err = trips
-            .resume("tools/call", &other_tool, &gone)
+            .resume("tools/call", &other_tool, &Identity::anonymous(), &gone)
             .await
             .expect_err("other tool");
         assert!(err.message.contains("not issued"), "{err:?}");
@@ -407,12 +417,23 @@ mod tests {
         tampered.replace_range(tampered.len() - 2.., "00");
         other_tool = json!({"name": "every__trigger-sampling-request", "requestState": tampered});
         let err = trips
-            .resume("tools/call", &other_tool, &gone)
+            .resume("tools/call", &other_tool, &Identity::anonymous(), &gone)
             .await
             .expect_err("tampered");
         assert!(err.message.contains("not issued"), "{err:?}");
         let garbage = json!({"name": "x", "requestState": "no dots"});
-        assert!(trips.resume("tools/call", &garbage, &gone).await.is_err());
+        assert!(trips
+            .resume("tools/call", &garbage, &Identity::anonymous(), &gone)
+            .await
+            .is_err());
+        // The right tool and state, but another caller.
+        let stolen = json!({"name": "every__trigger-sampling-request", "requestState": state});
+        let someone_else = Identity::named(IdentityKind::ApiKey, "mallory", vec![]);
+        let err = trips
+            .resume("tools/call", &stolen, &someone_else, &gone)
+            .await
+            .expect_err("another caller");
+        assert!(err.message.contains("not issued"), "{err:?}");
         assert_eq!(trips.suspended_count(), 1, "the real call still waits");
     }
 
@@ -423,7 +444,7 @@ mod tests {
         let (cancelled_tx, cancelled_rx) = oneshot::channel();
         let first = trips
             .first_leg(
-                request_identity("tools/call", &call_params()),
+                request_identity("tools/call", &call_params(), &Identity::anonymous()),
                 |sink, cancel| async move {
                     let asked = tokio::spawn(async move {
                         ask(&sink, "roots/list", None, Duration::from_secs(3600)).await
@@ -445,7 +466,7 @@ mod tests {
         let mut retry = call_params();
         retry["requestState"] = first["requestState"].clone();
         let err = trips
-            .resume("tools/call", &retry, &gone)
+            .resume("tools/call", &retry, &Identity::anonymous(), &gone)
             .await
             .expect_err("expired");
         assert!(err.message.contains("expired"), "{err:?}");

@@ -341,7 +341,9 @@ impl Router {
             p.remove("task");
         }
         let owner = task_owner(&context.client.session);
-        let (created, handle) = self.own_tasks.create(owner, task.ttl, &self.stop)?;
+        let (created, handle) = self
+            .own_tasks
+            .create(owner.as_deref(), task.ttl, &self.stop)?;
         // No `related` stream: the request that created the task has been
         // answered; progress goes to the session stream, and requests for
         // the client to the stream of its `tasks/result`.
@@ -443,10 +445,17 @@ impl Router {
     }
 }
 
-/// Whose tasks a request sees: its session's; none (unbound) in the
-/// stateless era, where every request is a session of its own.
-pub(crate) fn task_owner(session: &crate::Session) -> Option<&str> {
-    (!session.is_stateless()).then(|| session.id())
+/// Whose tasks a request sees: its session's; in the stateless era, where
+/// every request is a session of its own, its authenticated identity's, or
+/// none (unbound) for an anonymous client.
+pub(crate) fn task_owner(session: &crate::Session) -> Option<String> {
+    if !session.is_stateless() {
+        return Some(session.id().to_owned());
+    }
+    let identity = session.identity();
+    // Session ids are hex: an owner of this form can never equal one.
+    (identity.kind != crate::IdentityKind::Anonymous)
+        .then(|| format!("{}:{}", identity.kind.as_str(), identity.name))
 }
 
 fn string_param(params: &Value, key: &str) -> Result<String, RouteError> {
@@ -460,5 +469,23 @@ fn string_param(params: &Value, key: &str) -> Result<String, RouteError> {
 fn not_found(uri: &str) -> RouteError {
     RouteError::ResourceNotFound {
         uri: uri.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::IdentityKind;
+    use serde_json::json;
+
+    #[test]
+    fn stateless_tasks_belong_to_the_callers_identity_and_anonymous_ones_to_nobody() {
+        let anonymous = crate::Session::stateless("2026-07-28", json!({}));
+        assert_eq!(task_owner(&anonymous), None);
+        let alice = Identity::named(IdentityKind::ApiKey, "alice", vec![]);
+        let stateless = crate::Session::stateless_as(alice.clone(), "2026-07-28", json!({}));
+        assert_eq!(task_owner(&stateless).as_deref(), Some("api_key:alice"));
+        let session = crate::Session::new_as(alice, None);
+        assert_eq!(task_owner(&session).as_deref(), Some(session.id()));
     }
 }

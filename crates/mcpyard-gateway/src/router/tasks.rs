@@ -10,7 +10,8 @@
 //! Binding: a task belongs to the session that created it. For any other
 //! session it does not exist (`tasks/get`, `tasks/result`, `tasks/cancel`
 //! answer "not found", `tasks/list` leaves it out). Requests of the stateless
-//! era have no session: their tasks are *unbound* (owner `None`) and reachable
+//! era have no session: an authenticated client's tasks belong to its
+//! identity; an anonymous client's are *unbound* (owner `None`) and reachable
 //! by every unbound request, never by a session. That is the spec's "no
 //! context binding" case, so task ids are random v4 UUIDs (122 bits from the
 //! operating system's generator) that cannot be guessed.

@@ -205,11 +205,15 @@ pub struct Identity {
     pub name: String,
     pub kind: IdentityKind,
     /// Groups the identity belongs to (from the key's configuration or the
-    /// token's groups claim).
+    /// token's groups claim). [`EVERY_GROUP`] stands for all of them.
     pub groups: Vec<String>,
     /// OAuth scopes the token carries (empty for API keys).
     pub scopes: Vec<String>,
 }
+
+/// The group that stands for every group: the `MCPYARD_API_KEY` shorthand
+/// and the local user of the stdio door are in it.
+pub const EVERY_GROUP: &str = "*";
 
 /// How an [`Identity`] was established.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -223,6 +227,18 @@ pub enum IdentityKind {
     Token,
     /// The stdio front door: the user who started the process.
     Local,
+}
+
+impl IdentityKind {
+    /// The kind's name in status output and logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IdentityKind::Anonymous => "anonymous",
+            IdentityKind::ApiKey => "api_key",
+            IdentityKind::Token => "token",
+            IdentityKind::Local => "local",
+        }
+    }
 }
 
 impl Identity {
@@ -241,9 +257,9 @@ impl Identity {
         }
     }
 
-    /// Whether the identity is in `group`.
+    /// Whether the identity is in `group` (always, when in [`EVERY_GROUP`]).
     pub fn in_group(&self, group: &str) -> bool {
-        self.groups.iter().any(|g| g == group)
+        self.groups.iter().any(|g| g == group || g == EVERY_GROUP)
     }
 }
 

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 
 use anyhow::Context as _;
 use mcpyard_gateway::Gateway;
-use mcpyard_server::{serve_http_on, serve_metrics, HttpOptions};
+use mcpyard_server::{serve_http_on, serve_metrics, AuthOptions, HttpOptions};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -29,7 +29,13 @@ pub(super) async fn run(
         .local_addr()
         .context("cannot read the bound address")?;
 
-    log_authentication(api_key.as_ref(), addr);
+    let mut auth = api_key
+        .as_ref()
+        .map(|k| AuthOptions::single_key(k.value.clone()))
+        .unwrap_or_default();
+    auth.keys.extend(settings.auth.keys);
+    auth.oauth = settings.auth.oauth;
+    log_authentication(&auth, api_key.as_ref(), addr);
     let metrics_listener = match settings.metrics {
         MetricsSettings::Apart(at) => Some(
             TcpListener::bind(at)
@@ -47,7 +53,9 @@ pub(super) async fn run(
 
     let options = HttpOptions {
         listen: addr,
-        api_key: api_key.map(|k| k.value),
+        auth,
+        streamable: settings.front_doors.streamable,
+        legacy_sse: settings.front_doors.legacy_sse,
         allowed_hosts: settings.allowed_hosts,
         allowed_origins: settings.allowed_origins,
         max_body_bytes,
@@ -77,19 +85,24 @@ pub(super) async fn run(
     served.context("the HTTP server failed")
 }
 
-/// Says whether clients must authenticate, and by which setting (never the
+/// Says whether clients must authenticate, and by which setting (never a
 /// key itself).
-fn log_authentication(api_key: Option<&ApiKey>, addr: SocketAddr) {
-    match api_key {
-        Some(k) => tracing::info!(
-            "authentication on: every route but GET /health needs `Authorization: Bearer <key>` (key set by {})",
-            k.source
-        ),
-        None if addr.ip().is_loopback() => tracing::info!(
-            "authentication off: no API key is set (--api-key, `api_key` or {API_KEY_VAR})"
-        ),
-        None => tracing::warn!(
-            "authentication off on a non-loopback address: anyone who can reach {addr} can use every upstream; set an API key (--api-key, `api_key` or {API_KEY_VAR})"
-        ),
+fn log_authentication(auth: &AuthOptions, shorthand: Option<&ApiKey>, addr: SocketAddr) {
+    if auth.is_required() {
+        let names: Vec<&str> = auth.keys.iter().map(|k| k.name.as_str()).collect();
+        tracing::info!(
+            keys = %names.join(", "),
+            shorthand_key_set_by = shorthand.map(|k| k.source.to_string()),
+            oauth_issuer = auth.oauth.as_ref().map(|o| o.issuer.as_str()),
+            "authentication on: every route but GET /health needs `Authorization: Bearer <key or access token>`"
+        );
+    } else if addr.ip().is_loopback() {
+        tracing::info!(
+            "authentication off: no API key is set (--api-key, `api_key`, {API_KEY_VAR} or [[auth.keys]]) and no [auth.oauth]"
+        );
+    } else {
+        tracing::warn!(
+            "authentication off on a non-loopback address: anyone who can reach {addr} can use every upstream; set an API key (--api-key, `api_key`, {API_KEY_VAR} or [[auth.keys]]) or [auth.oauth]"
+        );
     }
 }

@@ -38,6 +38,7 @@ pub(super) async fn run(settings: Settings) -> anyhow::Result<()> {
     tracing::info!("mcpyard serving MCP on stdin/stdout");
     let options = StdioOptions {
         batch: settings.limits.batch,
+        identity: settings.auth.stdio.clone(),
         ..StdioOptions::default()
     };
     let served = serve_stdio_with(

@@ -6,6 +6,7 @@
 //! everything, so every error can name the file and the key.
 
 mod api;
+mod auth;
 mod error;
 mod expand;
 mod expose;
@@ -32,6 +33,7 @@ use mcpyard_gateway::{
 };
 
 pub(crate) use api::ApiSummary;
+pub(crate) use auth::{Auth, FrontDoors};
 pub(crate) use error::ConfigError;
 pub(crate) use limits::Limits;
 pub(crate) use oauth::{GrantKind, OAuthSettings, REDIRECT_PATH};
@@ -68,8 +70,13 @@ pub(crate) struct Settings {
     /// Every server in the file, enabled or not, in file order.
     pub(crate) servers: Vec<ServerSummary>,
     pub(crate) listen: SocketAddr,
-    /// Bearer token clients must send; `None` means no authentication.
+    /// The one-key shorthand (`api_key`, `MCPYARD_API_KEY`): a key named
+    /// `default` in every group, besides `auth.keys`.
     pub(crate) api_key: Option<ApiKey>,
+    /// `[auth]`: named keys, OAuth, the stdio identity.
+    pub(crate) auth: Auth,
+    /// `[http]`: which HTTP front doors are on.
+    pub(crate) front_doors: FrontDoors,
     /// `Origin` values accepted besides loopback ones (DNS rebinding guard).
     pub(crate) allowed_origins: Vec<String>,
     /// `Host` values accepted besides loopback ones.
@@ -104,7 +111,8 @@ impl Settings {
     /// Said by `check`, which sees the file alone: `serve` says the same at
     /// start, knowing its `--listen` and `--api-key`.
     pub(crate) fn exposure_warning(&self) -> Option<String> {
-        (!self.listen.ip().is_loopback() && self.api_key.is_none()).then(|| {
+        let open = self.api_key.is_none() && self.auth.keys.is_empty() && self.auth.oauth.is_none();
+        (!self.listen.ip().is_loopback() && open).then(|| {
             format!(
                 "{}: `listen` is not a loopback address and no API key is set (`api_key` or {API_KEY_VAR}): anyone who can reach {} can use every upstream",
                 self.source, self.listen
@@ -402,6 +410,8 @@ fn from_text(
     let governance = policy::summary(access.as_deref(), rate_limits.len(), limits.per_address);
     let metrics = telemetry::metrics(&ctx, top.metrics.as_ref())?;
     let telemetry = telemetry::telemetry(&ctx, top.telemetry.as_ref())?;
+    let auth = auth::build(&ctx, top.auth.as_ref(), &mut warnings)?;
+    let front_doors = auth::front_doors(top.http.as_ref());
 
     let log_level = match &top.log_level {
         None => DEFAULT_LOG_LEVEL.to_owned(),
@@ -522,6 +532,8 @@ fn from_text(
         servers: summaries,
         listen,
         api_key,
+        auth,
+        front_doors,
         allowed_origins,
         allowed_hosts,
         max_body_bytes,

@@ -40,6 +40,8 @@ pub(crate) struct TomlFile {
     pub(crate) sizes: Option<super::governance::RawSizes>,
     pub(crate) metrics: Option<super::telemetry::RawMetrics>,
     pub(crate) telemetry: Option<super::telemetry::RawTelemetry>,
+    pub(crate) auth: Option<super::auth::RawAuth>,
+    pub(crate) http: Option<super::auth::RawHttp>,
 }
 
 /// `[servers.NAME]`, as written.

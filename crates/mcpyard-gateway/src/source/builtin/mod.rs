@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use crate::catalog::{ListKind, SourceLists};
 use crate::downstream::Sessions;
 use crate::router::Router;
-use crate::source::{Source, SourceEvents, SourceRequest};
+use crate::source::{Identity, IdentityKind, Source, SourceEvents, SourceRequest};
 use crate::RouteError;
 
 /// The name of the built-in source and its prefix.
@@ -166,7 +166,10 @@ impl Source for Builtin {
                 .unwrap_or_default()
         };
         match request.name() {
-            Some("status") => Ok(self.gateway_status().await),
+            Some("status") => Ok(with_caller(
+                self.gateway_status().await,
+                &request.context.identity,
+            )),
             Some("docs") => Ok(docs(&arguments)),
             Some(search::LIST_TOOLS) if self.search_tools => {
                 Ok(search::list_tools(&hidden(), page_size, &arguments))
@@ -211,6 +214,34 @@ pub(crate) fn tools() -> Vec<Value> {
             "annotations": {"readOnlyHint": true, "openWorldHint": false},
         }),
     ]
+}
+
+/// Adds who is asking to a `status` result, so a client can see which
+/// identity the gateway took it for.
+fn with_caller(mut status: Value, identity: &Identity) -> Value {
+    let line = match identity.kind {
+        IdentityKind::Anonymous => "caller: anonymous (no authentication)".to_owned(),
+        kind => format!(
+            "caller: {} ({}), groups [{}], scopes [{}]",
+            identity.name,
+            kind.as_str(),
+            identity.groups.join(", "),
+            identity.scopes.join(" ")
+        ),
+    };
+    if let Some(Value::String(text)) = status.pointer_mut("/content/0/text") {
+        text.push('\n');
+        text.push_str(&line);
+    }
+    if let Some(structured) = status.get_mut("structuredContent") {
+        structured["caller"] = json!({
+            "name": identity.name,
+            "kind": identity.kind.as_str(),
+            "groups": identity.groups,
+            "scopes": identity.scopes,
+        });
+    }
+    status
 }
 
 /// A successful tool result with text and structured content.
