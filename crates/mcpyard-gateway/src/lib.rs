@@ -42,9 +42,7 @@ pub use governance::guard::{
     builtin_detectors, glob_match, DenyRule, Guard, GuardConfig, GuardError, PatternError,
     WebhookConfig,
 };
-pub use governance::metrics::{
-    Metrics, Outcome as MetricsOutcome, CONTENT_TYPE as METRICS_CONTENT_TYPE,
-};
+pub use governance::metrics::{Metrics, CONTENT_TYPE as METRICS_CONTENT_TYPE};
 pub use governance::size::{SizeLimits, ToolSizes};
 pub use governance::trace::{TARGET as TRACE_TARGET, TRACEPARENT};
 pub use mcpyard_client::sampling::{SamplingPolicy, SamplingRequest};

@@ -52,7 +52,7 @@ impl AuditFile {
 }
 
 /// How a call ended, as the audit records it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, Serialize)]
 pub enum Outcome {
     #[serde(rename = "ok")]
     Ok,
@@ -68,6 +68,32 @@ pub enum Outcome {
     /// A rate limit stopped the call.
     #[serde(rename = "limited")]
     Limited,
+}
+
+impl Outcome {
+    /// The outcome of a routed call, from its result alone (a guardrail's
+    /// refusal, answered as an `isError` result, is told apart by the
+    /// audit layer itself).
+    pub fn of(result: &Result<Value, RouteError>) -> Self {
+        match result {
+            Ok(v) if v.get("isError") == Some(&Value::Bool(true)) => Self::IsError,
+            Ok(_) => Self::Ok,
+            Err(RouteError::Denied { .. }) => Self::Refused,
+            Err(RouteError::Limited { .. } | RouteError::Busy { .. }) => Self::Limited,
+            Err(_) => Self::Error,
+        }
+    }
+
+    /// The name records, labels and filters use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::IsError => "isError",
+            Self::Error => "error",
+            Self::Refused => "refused",
+            Self::Limited => "limited",
+        }
+    }
 }
 
 /// One line of the trail. Nothing in it may carry a secret: arguments are
@@ -301,7 +327,18 @@ impl Layer for AuditLayer {
 fn error_outcome(error: &RouteError, refusal: Option<String>) -> (Outcome, Option<String>) {
     match refusal {
         Some(rule) => (Outcome::Refused, Some(rule)),
-        None => (Outcome::Error, Some(error.fault().as_str().to_owned())),
+        None => match error {
+            RouteError::Denied { rule, .. } => (
+                Outcome::Refused,
+                Some(match rule {
+                    Some(index) => format!("policy.rules[{index}]"),
+                    None => "policy default".to_owned(),
+                }),
+            ),
+            RouteError::Limited { limit, .. } => (Outcome::Limited, Some(limit.clone())),
+            RouteError::Busy { .. } => (Outcome::Limited, Some("max_in_flight".to_owned())),
+            _ => (Outcome::Error, Some(error.fault().as_str().to_owned())),
+        },
     }
 }
 

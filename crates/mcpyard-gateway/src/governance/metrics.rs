@@ -21,9 +21,10 @@ use prometheus_client::registry::Registry;
 use serde_json::Value;
 
 use crate::downstream::Sessions;
+use crate::governance::audit::Outcome;
 use crate::router::{Layer, Next, RouteFuture, RoutedCall, Router};
 use crate::source::{Sampler, SamplingUsage};
-use crate::{RouteError, SamplingRequest};
+use crate::SamplingRequest;
 
 /// The content type of [`Metrics::render`]'s text (OpenMetrics 1.0, which
 /// Prometheus scrapes natively).
@@ -34,45 +35,6 @@ pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; cha
 const LATENCY_BUCKETS: [f64; 14] = [
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0, 60.0,
 ];
-
-/// How a routed call ended, as the `outcome` label (and the audit) says it.
-#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq)]
-pub enum Outcome {
-    /// A result.
-    Ok,
-    /// A result with `isError: true`: the call went through, the tool failed.
-    ToolError,
-    /// A JSON-RPC error: the request, the source or the gateway failed.
-    Error,
-    /// The gateway's policy refused the call.
-    Refused,
-    /// A limit stopped the call (calls in flight, rate limits).
-    Limited,
-}
-
-impl Outcome {
-    /// The outcome of a routed call. Policy's and the rate limiter's
-    /// refusals map to `Refused` and `Limited` here as their error variants
-    /// join [`RouteError`].
-    pub fn of(result: &Result<Value, RouteError>) -> Self {
-        match result {
-            Ok(v) if v.get("isError") == Some(&Value::Bool(true)) => Self::ToolError,
-            Ok(_) => Self::Ok,
-            Err(RouteError::Busy { .. }) => Self::Limited,
-            Err(_) => Self::Error,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Ok => "ok",
-            Self::ToolError => "isError",
-            Self::Error => "error",
-            Self::Refused => "refused",
-            Self::Limited => "limited",
-        }
-    }
-}
 
 impl EncodeLabelValue for Outcome {
     fn encode(&self, encoder: &mut LabelValueEncoder) -> std::fmt::Result {
@@ -397,6 +359,7 @@ impl Sampler for CountingSampler {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::RouteError;
     use serde_json::json;
 
     #[test]
@@ -404,7 +367,7 @@ mod tests {
         assert_eq!(Outcome::of(&Ok(json!({"content": []}))), Outcome::Ok);
         assert_eq!(
             Outcome::of(&Ok(json!({"content": [], "isError": true}))),
-            Outcome::ToolError
+            Outcome::IsError
         );
         let busy = RouteError::Busy {
             server: "s".into(),

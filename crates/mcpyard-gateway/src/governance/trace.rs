@@ -98,7 +98,7 @@ impl Layer for CallSpans {
         }
         Box::pin(async move {
             let outcome = next.run(call).instrument(span.clone()).await;
-            let said = super::metrics::Outcome::of(&outcome);
+            let said = super::audit::Outcome::of(&outcome);
             span.record("mcp.outcome", said.as_str());
             if outcome.is_err() {
                 span.record("otel.status_code", "ERROR");
