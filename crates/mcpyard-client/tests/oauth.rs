@@ -250,6 +250,7 @@ fn debug_output_hides_secrets() {
             access_token: Secret::new("s3cret-access"),
             refresh_token: Some(Secret::new("s3cret-refresh")),
             expires_at: None,
+            obtained_at: None,
             scopes: vec!["read".into()],
         }),
         client: Some(RegisteredClient {

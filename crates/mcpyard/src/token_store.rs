@@ -159,6 +159,7 @@ mod tests {
                 access_token: Secret::new(access),
                 refresh_token: Some(Secret::new(refresh)),
                 expires_at: Some(1_900_000_000),
+                obtained_at: None,
                 scopes: vec!["mcp:tools".into()],
             }),
             client: None,

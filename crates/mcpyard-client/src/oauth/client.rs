@@ -20,6 +20,16 @@ use crate::{ClientError, HttpAuth, Refusal};
 
 /// A token this close to its expiry is refreshed before use.
 const EXPIRY_MARGIN_SECS: u64 = 30;
+/// How early a token expiring at `at` is refreshed: the usual margin, or a
+/// quarter of its life when that is shorter, so a token issued for less
+/// than the margin is still used instead of fetched again for every request.
+fn expiry_margin(at: u64, obtained_at: Option<u64>) -> u64 {
+    match obtained_at {
+        Some(obtained) => EXPIRY_MARGIN_SECS.min(at.saturating_sub(obtained) / 4),
+        None => EXPIRY_MARGIN_SECS,
+    }
+}
+
 const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
 const ID_JAG: &str = "urn:ietf:params:oauth:token-type:id-jag";
@@ -272,7 +282,7 @@ impl OAuthClient {
         };
         let fresh = tokens
             .expires_at
-            .is_none_or(|at| at > now_secs() + EXPIRY_MARGIN_SECS);
+            .is_none_or(|at| at > now_secs() + expiry_margin(at, tokens.obtained_at));
         if fresh {
             return Ok(Some(tokens.access_token.clone()));
         }
@@ -1053,5 +1063,16 @@ mod tests {
             ClientAuthMethod::PrivateKeyJwt
         );
         assert_eq!(choose_method(false, false, None), ClientAuthMethod::None);
+    }
+
+    #[test]
+    fn a_short_lived_token_is_used_for_most_of_its_life() {
+        // Issued for 8 s: refreshed 2 s early, not 30 s early (at once).
+        assert_eq!(super::expiry_margin(1_008, Some(1_000)), 2);
+        assert_eq!(
+            super::expiry_margin(4_600, Some(1_000)),
+            super::EXPIRY_MARGIN_SECS
+        );
+        assert_eq!(super::expiry_margin(4_600, None), super::EXPIRY_MARGIN_SECS);
     }
 }

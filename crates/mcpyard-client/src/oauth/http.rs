@@ -209,10 +209,12 @@ impl RawToken {
                 )));
             }
         }
+        let now = now_secs();
         Ok(TokenSet {
             access_token: self.access_token,
             refresh_token: self.refresh_token.or(previous_refresh),
-            expires_at: self.expires_in.map(|s| now_secs() + s),
+            expires_at: self.expires_in.map(|s| now + s),
+            obtained_at: Some(now),
             scopes: match self.scope {
                 Some(s) => s.split_whitespace().map(str::to_owned).collect(),
                 None => asked.to_vec(),

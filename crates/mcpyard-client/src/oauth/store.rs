@@ -42,6 +42,11 @@ pub struct TokenSet {
     /// When the access token expires, in seconds since the Unix epoch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<u64>,
+    /// When the token endpoint issued it, in seconds since the Unix epoch:
+    /// a short-lived token is refreshed a quarter of its life early, not
+    /// the usual 30 s early.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub obtained_at: Option<u64>,
     /// The scopes granted (or, when the server did not say, asked for).
     #[serde(default)]
     pub scopes: Vec<String>,
