@@ -112,6 +112,20 @@ key_env = \"ALICE_KEY\"
 name = \"bob\"
 groups = [\"writers\", \"ops\"]
 key_sha256 = \"{}\"
+
+# readers get the status tool only; writers (and the shorthand key, in
+# every group) get everything.
+[policy]
+default = \"deny\"
+
+[[policy.rules]]
+action = \"allow\"
+groups = [\"writers\"]
+
+[[policy.rules]]
+action = \"allow\"
+groups = [\"readers\"]
+tools = [\"mcpyard__status\"]
 ",
         sha256_hex(BOB_KEY)
     );
@@ -128,21 +142,37 @@ async fn two_api_keys_with_different_groups_reach_the_gateway_as_two_identities(
     let dir = scratch();
     let gw = gateway_with_two_keys(dir.path()).await;
 
-    let alice = python_check(&gw.url(), &["key", ALICE_KEY]);
+    let alice = python_check(&gw.url(), &["key", ALICE_KEY, "mcpyard__docs"]);
     assert_eq!(
         alice["caller"],
         json!({"name": "alice", "kind": "api_key", "groups": ["readers"], "scopes": []}),
         "{alice}"
     );
-    let bob = python_check(&gw.url(), &["key", BOB_KEY]);
+    let bob = python_check(&gw.url(), &["key", BOB_KEY, "mcpyard__docs"]);
     assert_eq!(
         bob["caller"],
         json!({"name": "bob", "kind": "api_key", "groups": ["writers", "ops"], "scopes": []}),
         "{bob}"
     );
-    assert!(bob["tools"]
-        .as_array()
-        .is_some_and(|t| t.contains(&json!("mcpyard__status"))));
+    // The policy: alice (readers) lists and reaches the status tool only,
+    // and `mcpyard__docs` is unknown to her; bob (writers) has both.
+    assert_eq!(alice["tools"], json!(["mcpyard__status"]), "{alice}");
+    assert_eq!(alice["tried"]["ok"], json!(false), "{alice}");
+    assert!(
+        alice["tried"]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("Unknown tool")),
+        "{alice}"
+    );
+    for tool in ["mcpyard__status", "mcpyard__docs"] {
+        assert!(
+            bob["tools"]
+                .as_array()
+                .is_some_and(|t| t.contains(&json!(tool))),
+            "{bob}"
+        );
+    }
+    assert_eq!(bob["tried"], json!({"ok": true, "error": null}), "{bob}");
     // MCPYARD_API_KEY stays the one-key shorthand: `default`, every group.
     let shorthand = python_check(&gw.url(), &["key", SHORTHAND_KEY]);
     assert_eq!(shorthand["caller"]["name"], json!("default"));

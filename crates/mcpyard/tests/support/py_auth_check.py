@@ -2,7 +2,7 @@
 gateway's `status` tool, and prints a JSON summary: who the gateway took
 the client for, and the tools it listed.
 
-    py_auth_check.py URL key KEY          # Authorization: Bearer KEY
+    py_auth_check.py URL key KEY [TOOL]   # Authorization: Bearer KEY; also call TOOL
     py_auth_check.py URL oauth            # the SDK's OAuth client, from the 401 on
 
 In `oauth` mode the SDK does everything a real client does: reads
@@ -76,7 +76,15 @@ def oauth_provider(url: str, fetched: list) -> OAuthClientProvider:
     )
 
 
-async def main(url: str, mode: str, key: str | None) -> None:
+async def try_call(client, name: str) -> dict:
+    try:
+        result = await client.call_tool(name, {})
+    except Exception as error:  # the gateway's JSON-RPC error, as the SDK raises it
+        return {"ok": False, "error": str(error)}
+    return {"ok": not result.is_error, "error": None}
+
+
+async def main(url: str, mode: str, key: str | None, extra: str | None) -> None:
     fetched = []
 
     async def log_request(request):
@@ -92,6 +100,7 @@ async def main(url: str, mode: str, key: str | None) -> None:
         async with Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
             tools = await client.list_tools()
             status = await client.call_tool("mcpyard__status", {})
+            tried = await try_call(client, extra) if extra else None
     structured = status.structured_content or {}
     print(
         json.dumps(
@@ -99,10 +108,12 @@ async def main(url: str, mode: str, key: str | None) -> None:
                 "caller": structured.get("caller"),
                 "tools": sorted(t.name for t in tools.tools),
                 "fetched": fetched,
+                "tried": tried,
             }
         )
     )
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None))
+    args = sys.argv[1:] + [None, None]
+    asyncio.run(main(args[0], args[1], args[2], args[3]))
