@@ -13,12 +13,9 @@ mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::State;
-use axum::routing::{get, post};
-use axum::Json;
 use mcpyard_client::{RequestOptions, TransportSpec};
 use serde_json::{json, Value};
 use support::*;
@@ -403,50 +400,11 @@ async fn a_failing_check_lets_calls_pass_when_told_to_fail_open() {
         .contains("the call passes (fail = \"open\")"));
 }
 
-/// A scripted OpenAI-compatible model: each chat request gets the next
-/// message of the script; the requests are kept.
-async fn model_fixture(replies: Vec<Value>) -> (String, Arc<Mutex<Vec<Value>>>) {
-    type Shared = (Mutex<Vec<Value>>, Arc<Mutex<Vec<Value>>>);
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let state: Arc<Shared> = Arc::new((Mutex::new(replies), seen.clone()));
-    async fn chat(State(state): State<Arc<Shared>>, Json(request): Json<Value>) -> Json<Value> {
-        state.1.lock().unwrap().push(request);
-        let message = {
-            let mut replies = state.0.lock().unwrap();
-            if replies.is_empty() {
-                json!({"role": "assistant", "content": "out of script"})
-            } else {
-                replies.remove(0)
-            }
-        };
-        Json(json!({
-            "id": "c", "object": "chat.completion", "model": "scripted-chat",
-            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10}
-        }))
-    }
-    let app = axum::Router::new()
-        .route(
-            "/v1/models",
-            get(|| async {
-                Json(
-                    json!({"object": "list", "data": [{"id": "scripted-chat", "object": "model"}]}),
-                )
-            }),
-        )
-        .route("/v1/chat/completions", post(chat))
-        .with_state(state);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (url, seen)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_stdio_door_and_the_agents_inner_calls_meet_the_same_layers() {
     let dir = scratch();
     let arguments = json!({"message": secret_message()}).to_string();
-    let (model, seen) = model_fixture(vec![
+    let (model, seen) = scripted_model(vec![
         json!({"role": "assistant", "content": null, "tool_calls": [
             {"id": "t1", "type": "function", "function": {"name": "every__echo", "arguments": arguments}}
         ]}),

@@ -22,9 +22,6 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::extract::State;
-use axum::routing::{get, post};
-use axum::Json;
 use mcpyard_gateway::governance::{Condition, Effect, Policy, Rule};
 use mcpyard_gateway::testing::InProcessClient;
 use mcpyard_gateway::{
@@ -88,42 +85,6 @@ impl Layer for Reached {
             .or_default() += 1;
         next.run(call)
     }
-}
-
-/// A scripted OpenAI-compatible server: each chat request gets the next
-/// assistant message of the script.
-async fn model_fixture(replies: Vec<Value>) -> String {
-    let replies = Arc::new(Mutex::new(replies));
-    async fn chat(State(replies): State<Arc<Mutex<Vec<Value>>>>) -> Json<Value> {
-        let message = {
-            let mut replies = replies.lock().unwrap();
-            if replies.is_empty() {
-                json!({"role": "assistant", "content": "out of script"})
-            } else {
-                replies.remove(0)
-            }
-        };
-        Json(json!({
-            "id": "c", "object": "chat.completion", "model": "scripted-chat",
-            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10}
-        }))
-    }
-    let app = axum::Router::new()
-        .route(
-            "/v1/models",
-            get(|| async {
-                Json(
-                    json!({"object": "list", "data": [{"id": "scripted-chat", "object": "model"}]}),
-                )
-            }),
-        )
-        .route("/v1/chat/completions", post(chat))
-        .with_state(replies);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    url
 }
 
 fn everything() -> SourceSpec {
@@ -225,14 +186,15 @@ async fn wait_for_lists(client: &InProcessClient) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_identities_see_and_reach_different_things_on_every_path() {
-    let model = model_fixture(vec![
+    let model = support::scripted_model(vec![
         // The intern's agent run: the model asks for a tool it may not use.
         json!({"role": "assistant", "content": null, "tool_calls": [
             {"id": "t1", "type": "function", "function": {"name": "every__get-sum", "arguments": "{\"a\": 1, \"b\": 2}"}}
         ]}),
         json!({"role": "assistant", "content": "could not add"}),
     ])
-    .await;
+    .await
+    .0;
     let inference = InferenceSource::new(InferenceConfig {
         backends: vec![BackendSpec {
             name: "scripted".into(),

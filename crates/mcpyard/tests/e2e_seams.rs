@@ -13,9 +13,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use axum::extract::State;
-use axum::routing::{get, post};
-use axum::Json;
 use mcpyard_gateway::{
     CallLimits, Gateway, GatewayConfig, Layer, Next, RouteError, RouteFuture, RoutedCall, Source,
     SourceEvents, SourceLists, SourceRequest, SourceSpec, UpstreamSpec,
@@ -102,42 +99,6 @@ impl Layer for Counting {
             .or_default() += 1;
         next.run(call)
     }
-}
-
-/// A scripted OpenAI-compatible server: each chat request gets the next
-/// assistant message of the script.
-async fn model_fixture(replies: Vec<Value>) -> String {
-    let replies = Arc::new(Mutex::new(replies));
-    async fn chat(State(replies): State<Arc<Mutex<Vec<Value>>>>) -> Json<Value> {
-        let message = {
-            let mut replies = replies.lock().unwrap();
-            if replies.is_empty() {
-                json!({"role": "assistant", "content": "out of script"})
-            } else {
-                replies.remove(0)
-            }
-        };
-        Json(json!({
-            "id": "c", "object": "chat.completion", "model": "scripted-chat",
-            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10}
-        }))
-    }
-    let app = axum::Router::new()
-        .route(
-            "/v1/models",
-            get(|| async {
-                Json(
-                    json!({"object": "list", "data": [{"id": "scripted-chat", "object": "model"}]}),
-                )
-            }),
-        )
-        .route("/v1/chat/completions", post(chat))
-        .with_state(replies);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    url
 }
 
 fn everything() -> UpstreamSpec {
@@ -253,13 +214,14 @@ fn error_message(answer: &Value) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_kind_of_source_and_an_mcp_upstream_pass_the_same_layers() {
-    let model = model_fixture(vec![
+    let model = support::scripted_model(vec![
         json!({"role": "assistant", "content": null, "tool_calls": [
             {"id": "t1", "type": "function", "function": {"name": "clock__now", "arguments": "{}"}}
         ]}),
         json!({"role": "assistant", "content": "it is tick o'clock"}),
     ])
-    .await;
+    .await
+    .0;
     let inference = InferenceSource::new(InferenceConfig {
         backends: vec![BackendSpec {
             name: "scripted".into(),

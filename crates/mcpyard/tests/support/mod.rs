@@ -618,3 +618,45 @@ pub async fn wait_for_log(proc: &Proc, needle: &str, timeout: Duration) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// A scripted OpenAI-compatible model: each chat request gets the next
+/// message of the script; the requests are kept.
+pub async fn scripted_model(replies: Vec<Value>) -> (String, Arc<Mutex<Vec<Value>>>) {
+    type Shared = (Mutex<Vec<Value>>, Arc<Mutex<Vec<Value>>>);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let state: Arc<Shared> = Arc::new((Mutex::new(replies), seen.clone()));
+    async fn chat(
+        axum::extract::State(state): axum::extract::State<Arc<Shared>>,
+        axum::Json(request): axum::Json<Value>,
+    ) -> axum::Json<Value> {
+        state.1.lock().unwrap().push(request);
+        let message = {
+            let mut replies = state.0.lock().unwrap();
+            if replies.is_empty() {
+                json!({"role": "assistant", "content": "out of script"})
+            } else {
+                replies.remove(0)
+            }
+        };
+        axum::Json(json!({
+            "id": "c", "object": "chat.completion", "model": "scripted-chat",
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10}
+        }))
+    }
+    let app = axum::Router::new()
+        .route(
+            "/v1/models",
+            axum::routing::get(|| async {
+                axum::Json(
+                    json!({"object": "list", "data": [{"id": "scripted-chat", "object": "model"}]}),
+                )
+            }),
+        )
+        .route("/v1/chat/completions", axum::routing::post(chat))
+        .with_state(state);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, seen)
+}
