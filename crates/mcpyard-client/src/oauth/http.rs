@@ -26,15 +26,7 @@ pub(crate) fn build() -> Result<reqwest::Client, OAuthError> {
 
 /// A `reqwest` error without its URL (the query may carry a code).
 pub(crate) fn http_error(e: reqwest::Error) -> OAuthError {
-    let e = e.without_url();
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(&e);
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    OAuthError::Http(text)
+    OAuthError::Http(crate::transport::error_text(e))
 }
 
 async fn read_body(mut resp: reqwest::Response) -> Result<Vec<u8>, OAuthError> {

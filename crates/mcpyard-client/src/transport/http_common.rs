@@ -143,6 +143,12 @@ pub(crate) fn parse_url(url: &str) -> Result<reqwest::Url, ClientError> {
 /// A `reqwest` error as a [`ClientError`], without the URL (its query may
 /// carry a key).
 pub(crate) fn transport_error(e: reqwest::Error) -> ClientError {
+    ClientError::Transport(error_text(e))
+}
+
+/// A `reqwest` error's text with its causes, without the URL (its query may
+/// carry a key or an authorization code).
+pub(crate) fn error_text(e: reqwest::Error) -> String {
     let e = e.without_url();
     let mut text = e.to_string();
     let mut source = std::error::Error::source(&e);
@@ -151,7 +157,7 @@ pub(crate) fn transport_error(e: reqwest::Error) -> ClientError {
         text.push_str(&s.to_string());
         source = s.source();
     }
-    ClientError::Transport(text)
+    text
 }
 
 /// What a response body holds.

@@ -17,6 +17,8 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub use auth::{HttpAuth, Refusal};
+#[cfg(feature = "oauth")]
+pub(crate) use http_common::error_text;
 pub use stdio::kill_stdio_process_groups;
 
 use crate::link::Link;
