@@ -177,6 +177,32 @@ fn connected_report(status: &Value) -> (String, bool) {
 
 /// The human summary: settings, then one line per server. Never shows a
 /// value that came from the environment (targets are shown as written).
+/// The named keys (names and groups, never a key or its digest), the token
+/// issuer, the stdio identity and the HTTP doors that are off.
+fn auth_summary(s: &Settings) -> String {
+    let mut parts = Vec::new();
+    if !s.auth.keys.is_empty() {
+        let keys: Vec<String> = s
+            .auth
+            .keys
+            .iter()
+            .map(|k| format!("{} [{}]", k.name, k.groups.join(", ")))
+            .collect();
+        parts.push(format!("keys {}", keys.join("; ")));
+    }
+    if let Some(oauth) = &s.auth.oauth {
+        parts.push(format!("access tokens from {}", oauth.issuer));
+    }
+    parts.push(format!("stdio as {}", s.auth.stdio.name));
+    if !s.front_doors.streamable {
+        parts.push("/mcp off".to_owned());
+    }
+    if !s.front_doors.legacy_sse {
+        parts.push("/sse off".to_owned());
+    }
+    parts.join(", ")
+}
+
 fn summary(s: &Settings) -> String {
     let enabled = s.servers.iter().filter(|x| x.enabled).count();
     let disabled = s.servers.len() - enabled;
@@ -186,9 +212,13 @@ fn summary(s: &Settings) -> String {
         "  api_key        {}\n",
         match &s.api_key {
             Some(k) => format!("set (by {})", k.source),
-            None => "not set (no authentication)".to_owned(),
+            None if s.auth.keys.is_empty() && s.auth.oauth.is_none() => {
+                "not set (no authentication)".to_owned()
+            }
+            None => "not set (see auth)".to_owned(),
         }
     );
+    out += &format!("  auth           {}\n", auth_summary(s));
     out += &format!("  max_body_size  {} bytes\n", s.max_body_bytes);
     out += &format!("  log_level      {}\n", s.log_level);
     out += &format!("  inference      {}\n", s.inference);
