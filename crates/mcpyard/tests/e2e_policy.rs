@@ -305,6 +305,17 @@ async fn two_identities_see_and_reach_different_things_on_every_path() {
         text(&unknown).replace("every__no-such-tool", "X"),
         "a refused tool must read as an unknown one"
     );
+    // ...while the layers outside the policy (the audit, the metrics) see
+    // the refusal, and the source never sees the call.
+    assert!(
+        outcomes
+            .of("every__get-tiny-image")
+            .last()
+            .is_some_and(|o| o.starts_with("refused by")),
+        "{:?}",
+        outcomes.of("every__get-tiny-image")
+    );
+    assert_eq!(reached.count("every__get-tiny-image"), 1, "only ops' call");
 
     // A direct call: the same JSON-RPC error as an unknown tool; the outer
     // layers see the refusal and its rule, the source never sees the call.

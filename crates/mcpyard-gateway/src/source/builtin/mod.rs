@@ -86,7 +86,19 @@ impl Builtin {
         };
         let view = router.catalog.view_for(&request.context.identity);
         let Some(tool) = view.hidden().get(name) else {
-            return Ok(search::refusal(&view, name));
+            let refusal = search::refusal(&view, name);
+            drop(view);
+            // A hidden tool the policy keeps from this identity still goes
+            // to the router, so that its layers (audit, metrics) record the
+            // refusal; the caller is answered as for an unknown name.
+            if router.catalog.view().hidden().get(name).is_some() {
+                let params = json!({"name": name, "arguments": tool_arguments});
+                match router.call_tool(request.context, params).await {
+                    Err(RouteError::Denied { .. }) => {}
+                    other => return other,
+                }
+            }
+            return Ok(refusal);
         };
         if let Some(refused) = search::invalid_arguments(tool, &tool_arguments) {
             return Ok(refused);
