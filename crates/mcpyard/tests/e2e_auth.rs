@@ -593,8 +593,13 @@ async fn the_clients_token_never_reaches_an_upstream() {
         .arg(port.to_string());
     let _upstream = Proc::spawn("header upstream", cmd, &dir.path().join("upstream.log"));
     wait_port(port, Duration::from_secs(30)).await;
+    // The upstream reports the header it got; the guardrails would redact
+    // it as a bearer token, which is their job, not what is looked at here.
     let config = format!(
         "{QUIET}
+[guardrails]
+redact = false
+
 [servers.up]
 url = \"http://127.0.0.1:{port}/mcp\"
 headers = {{ Authorization = \"Bearer ${{UPSTREAM_TOKEN}}\" }}
