@@ -103,9 +103,9 @@ fi
 
 printf '\n==== summary\n'
 for i in "${!STEP_NAMES[@]}"; do
-  printf '  %-18s %-16s %5ss  %s\n' "${STEP_NAMES[$i]}" "${STEP_STATUS[$i]}" "${STEP_SECS[$i]}" "${STEP_NOTES[$i]}"
+  printf '  %-26s %-16s %5ss  %s\n' "${STEP_NAMES[$i]}" "${STEP_STATUS[$i]}" "${STEP_SECS[$i]}" "${STEP_NOTES[$i]}"
 done
-[ "$CONFORMANCE_MODE" = off ] && printf '  %-18s skipped (MCPYARD_CONFORMANCE=off)\n' conformance conformance-client
+[ "$CONFORMANCE_MODE" = off ] && printf '  %-26s skipped (MCPYARD_CONFORMANCE=off)\n' conformance conformance-client
 if [ "$failed_any" -eq 0 ]; then echo "  all steps passed"; else echo "  SOME STEPS FAILED"; fi
 # Unit and end-to-end tests plus conformance gates, in one closing line.
 echo "tests: $TOTAL_PASSED passed, $TOTAL_FAILED failed"
