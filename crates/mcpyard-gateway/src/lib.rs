@@ -31,6 +31,7 @@ mod source;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+pub use catalog::matches as glob_match;
 pub use catalog::{Exposure, Hit, IndexedTool, ListKind, Listing, SourceLists, ToolIndex};
 pub use config::{ConfigError, GatewayConfig, UpstreamSampling, UpstreamSpec};
 pub use downstream::{Negotiated, Outbound, Session};
@@ -39,8 +40,7 @@ pub use files::{FileError, Sandbox, SandboxKeys};
 pub use gateway::{Answer, Gateway};
 pub use governance::audit::{AuditFile, AuditRecord, AuditTrail, Outcome};
 pub use governance::guard::{
-    builtin_detectors, glob_match, DenyRule, Guard, GuardConfig, GuardError, PatternError,
-    WebhookConfig,
+    builtin_detectors, DenyRule, Guard, GuardConfig, GuardError, PatternError, WebhookConfig,
 };
 pub use governance::metrics::{Metrics, CONTENT_TYPE as METRICS_CONTENT_TYPE};
 pub use governance::size::{SizeLimits, ToolSizes};

@@ -148,8 +148,10 @@ impl Exposure {
     }
 }
 
-/// Matches a name against a name or glob (`*`, `?`).
-pub(crate) fn matches(pattern: &str, name: &str) -> bool {
+/// Matches a name against a name or glob (`*` any run of characters, `?`
+/// any one): the one glob of exposure, policy, limits, guardrails and
+/// `mcpyard audit`.
+pub fn matches(pattern: &str, name: &str) -> bool {
     if pattern.contains(['*', '?']) {
         super::search::glob_matches(pattern, name)
     } else {

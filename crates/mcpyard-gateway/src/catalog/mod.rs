@@ -20,7 +20,7 @@ use mcpyard_proto::{methods, ErrorObject};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-pub(crate) use exposure::matches;
+pub use exposure::matches;
 use exposure::Decision;
 pub use exposure::{Exposure, Listing};
 pub use search::{Hit, IndexedTool, ToolIndex};

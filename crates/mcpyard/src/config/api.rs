@@ -326,7 +326,7 @@ fn check_listing(
         if !document
             .operations
             .iter()
-            .any(|op| glob_matches(pattern, &op.name))
+            .any(|op| mcpyard_gateway::glob_match(pattern, &op.name))
         {
             return Err(ctx.error(
                 &format!("{key}[{i}]"),
@@ -340,33 +340,18 @@ fn check_listing(
     Ok(())
 }
 
-/// `*` matches any run of characters, `?` one character.
-fn glob_matches(pattern: &str, name: &str) -> bool {
-    fn go(p: &[char], n: &[char]) -> bool {
-        match p.split_first() {
-            None => n.is_empty(),
-            Some(('*', rest)) => (0..=n.len()).any(|i| go(rest, &n[i..])),
-            Some(('?', rest)) => !n.is_empty() && go(rest, &n[1..]),
-            Some((c, rest)) => n.first() == Some(c) && go(rest, &n[1..]),
-        }
-    }
-    let p: Vec<char> = pattern.chars().collect();
-    let n: Vec<char> = name.chars().collect();
-    go(&p, &n)
-}
-
 fn describe(document: &ApiDocument, listing: &Listing) -> DocumentSummary {
     let names = document.operations.iter().map(|op| op.name.as_str());
     let exposed = match listing {
         Listing::All => document.operations.len(),
         Listing::None => 0,
         Listing::Only(patterns) => names
-            .filter(|n| patterns.iter().any(|p| glob_matches(p, n)))
+            .filter(|n| patterns.iter().any(|p| mcpyard_gateway::glob_match(p, n)))
             .count(),
         Listing::Default => match mcpyard_openapi::default_listing(document) {
             None => document.operations.len(),
             Some(patterns) => names
-                .filter(|n| patterns.iter().any(|p| glob_matches(p, n)))
+                .filter(|n| patterns.iter().any(|p| mcpyard_gateway::glob_match(p, n)))
                 .count(),
         },
     };
@@ -386,12 +371,12 @@ mod tests {
 
     #[test]
     fn globs_match_like_the_catalog() {
-        assert!(glob_matches("list_*", "list_models"));
-        assert!(glob_matches("*_models", "list_models"));
-        assert!(glob_matches("get_?", "get_a"));
-        assert!(!glob_matches("get_?", "get_ab"));
-        assert!(glob_matches("exact", "exact"));
-        assert!(!glob_matches("exact", "exactly"));
+        assert!(mcpyard_gateway::glob_match("list_*", "list_models"));
+        assert!(mcpyard_gateway::glob_match("*_models", "list_models"));
+        assert!(mcpyard_gateway::glob_match("get_?", "get_a"));
+        assert!(!mcpyard_gateway::glob_match("get_?", "get_ab"));
+        assert!(mcpyard_gateway::glob_match("exact", "exact"));
+        assert!(!mcpyard_gateway::glob_match("exact", "exactly"));
     }
 
     const DOCUMENT: &str = r#"{"openapi": "3.1.0", "info": {"title": "Pets", "version": "1"},

@@ -15,6 +15,7 @@ use serde_json::{json, Value};
 pub use detect::{builtin_detectors, PatternError};
 pub use webhook::WebhookConfig;
 
+use crate::catalog::matches;
 use crate::governance::audit::note_refusal;
 use crate::router::{Layer, Next, RouteFuture, RoutedCall};
 use crate::RouteError;
@@ -112,7 +113,7 @@ impl Guard {
         self.deny
             .iter()
             .find(|d| {
-                (d.rule.tools.is_empty() || d.rule.tools.iter().any(|g| glob_match(g, tool)))
+                (d.rule.tools.is_empty() || d.rule.tools.iter().any(|g| matches(g, tool)))
                     && match d.rule.arguments.is_empty() {
                         true => any_string(arguments, &|s| d.regex.is_match(s)),
                         false => d.rule.arguments.iter().any(|name| {
@@ -263,29 +264,6 @@ fn any_string(value: &Value, test: &dyn Fn(&str) -> bool) -> bool {
     }
 }
 
-/// `*` matches any run of characters, `?` any one character.
-pub fn glob_match(pattern: &str, name: &str) -> bool {
-    let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
-    let (mut pi, mut ni) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while ni < n.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == n[ni]) {
-            pi += 1;
-            ni += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some((pi, ni));
-            pi += 1;
-        } else if let Some((sp, sn)) = star {
-            pi = sp + 1;
-            ni = sn + 1;
-            star = Some((sp, sn + 1));
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|c| *c == '*')
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -302,12 +280,12 @@ mod tests {
 
     #[test]
     fn globs_match_whole_names() {
-        assert!(glob_match("*", "anything"));
-        assert!(glob_match("fs__*", "fs__read_file"));
-        assert!(glob_match("*__exec?", "box__exec1"));
-        assert!(!glob_match("fs__*", "everything__echo"));
-        assert!(!glob_match("echo", "everything__echo"));
-        assert!(glob_match("*echo", "everything__echo"));
+        assert!(crate::catalog::matches("*", "anything"));
+        assert!(crate::catalog::matches("fs__*", "fs__read_file"));
+        assert!(crate::catalog::matches("*__exec?", "box__exec1"));
+        assert!(!crate::catalog::matches("fs__*", "everything__echo"));
+        assert!(!crate::catalog::matches("echo", "everything__echo"));
+        assert!(crate::catalog::matches("*echo", "everything__echo"));
     }
 
     #[test]
