@@ -28,7 +28,6 @@ use mcpyard_gateway::{
     Exposure, GatewayConfig, Identity, IdentityKind, Layer, Listing, Next, RouteError, RouteFuture,
     RoutedCall, SourceSpec, UpstreamSpec,
 };
-use mcpyard_inference::{BackendKind, BackendSpec, InferenceConfig, InferenceSource};
 use serde_json::{json, Value};
 use support::*;
 
@@ -195,18 +194,7 @@ async fn two_identities_see_and_reach_different_things_on_every_path() {
     ])
     .await
     .0;
-    let inference = InferenceSource::new(InferenceConfig {
-        backends: vec![BackendSpec {
-            name: "scripted".into(),
-            kind: BackendKind::Openai,
-            url: model,
-            api_key_env: None,
-        }],
-        discover: Some(false),
-        discover_ports: vec![],
-        ..InferenceConfig::default()
-    })
-    .expect("inference settings");
+    let inference = support::scripted_inference(model);
     let outcomes = Arc::new(Outcomes::default());
     let reached = Arc::new(Reached::default());
     let ops = InProcessClient::start_with(

@@ -17,7 +17,6 @@ use mcpyard_gateway::{
     CallLimits, Gateway, GatewayConfig, Layer, Next, RouteError, RouteFuture, RoutedCall, Source,
     SourceEvents, SourceLists, SourceRequest, SourceSpec, UpstreamSpec,
 };
-use mcpyard_inference::{BackendKind, BackendSpec, InferenceConfig, InferenceSource};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, WriteHalf};
 use tokio::sync::oneshot;
@@ -222,18 +221,7 @@ async fn a_new_kind_of_source_and_an_mcp_upstream_pass_the_same_layers() {
     ])
     .await
     .0;
-    let inference = InferenceSource::new(InferenceConfig {
-        backends: vec![BackendSpec {
-            name: "scripted".into(),
-            kind: BackendKind::Openai,
-            url: model,
-            api_key_env: None,
-        }],
-        discover: Some(false),
-        discover_ports: vec![],
-        ..InferenceConfig::default()
-    })
-    .expect("inference settings");
+    let inference = support::scripted_inference(model);
     let clock = Arc::new(Clock::default());
     let counting = Arc::new(Counting::default());
     let limits = CallLimits {

@@ -660,3 +660,21 @@ pub async fn scripted_model(replies: Vec<Value>) -> (String, Arc<Mutex<Vec<Value
     tokio::spawn(async move { axum::serve(listener, app).await });
     (url, seen)
 }
+
+/// The local-model source on one OpenAI-compatible backend at `url` (a
+/// [`scripted_model`]), with discovery off.
+pub fn scripted_inference(url: String) -> mcpyard_inference::InferenceSource {
+    use mcpyard_inference::{BackendKind, BackendSpec, InferenceConfig, InferenceSource};
+    InferenceSource::new(InferenceConfig {
+        backends: vec![BackendSpec {
+            name: "scripted".into(),
+            kind: BackendKind::Openai,
+            url,
+            api_key_env: None,
+        }],
+        discover: Some(false),
+        discover_ports: vec![],
+        ..InferenceConfig::default()
+    })
+    .expect("inference settings")
+}
