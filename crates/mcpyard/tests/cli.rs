@@ -618,8 +618,13 @@ impl Served {
         let deadline = Instant::now() + Duration::from_secs(30);
         let url = loop {
             let text = stderr.lock().map(|s| s.clone()).unwrap_or_default();
-            if let Some(rest) = text.split("mcpyard listening on ").nth(1) {
-                break rest.lines().next().unwrap_or_default().trim().to_owned();
+            // Only a whole line: stderr may arrive mid-line.
+            if let Some((line, _)) = text
+                .split("mcpyard listening on ")
+                .nth(1)
+                .and_then(|rest| rest.split_once('\n'))
+            {
+                break line.trim().to_owned();
             }
             if Instant::now() > deadline || matches!(child.try_wait(), Ok(Some(_))) {
                 kill_group(&mut child);
