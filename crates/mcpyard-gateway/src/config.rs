@@ -25,6 +25,11 @@ pub struct GatewayConfig {
     /// Layers for the calls the policy and the rate limits let through
     /// (guardrails...), outermost first.
     pub layers: Vec<Arc<dyn Layer>>,
+    /// The guardrails: the innermost of the configured layers on every
+    /// routed call, and the redaction of every message a source sends a
+    /// client outside a result (progress, logs, elicitation and sampling
+    /// requests, resource updates).
+    pub guard: Option<Arc<crate::Guard>>,
     /// Who may use which tool, prompt and resource: applied to the lists
     /// each identity sees and to every call.
     pub policy: Option<Arc<Policy>>,
@@ -47,6 +52,10 @@ pub struct GatewayConfig {
     /// Live sessions at most; past it the least recently active idle one
     /// makes room, and a new session is refused when none is idle.
     pub max_sessions: usize,
+    /// Live sessions of one identity at most: past it that identity's own
+    /// least recently active idle session makes room, so that one key
+    /// cannot push every other identity's sessions out.
+    pub max_sessions_per_identity: usize,
     /// Whether, while some tool is hidden (see [`Listing`](crate::Listing)),
     /// `tools/list` also shows the search tools (`mcpyard__list_tools`,
     /// `mcpyard__search_tools`, `mcpyard__call_tool`). Off: hidden tools
@@ -64,6 +73,7 @@ impl Default for GatewayConfig {
             sources: Vec::new(),
             outer_layers: Vec::new(),
             layers: Vec::new(),
+            guard: None,
             policy: None,
             rate_limiter: None,
             client_request_timeout: Duration::from_secs(300),
@@ -72,6 +82,7 @@ impl Default for GatewayConfig {
             audit: None,
             session_idle_timeout: Duration::from_secs(60 * 60),
             max_sessions: 10_000,
+            max_sessions_per_identity: 1_000,
             search_tools: true,
             metrics: None,
         }

@@ -10,15 +10,15 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::catalog::{Catalog, ListKind};
+use crate::catalog::{resource_uri, Catalog, ListKind};
 use crate::config::ConfigError;
-use crate::downstream::{era, is_log_level, round_trips, Downstream, Sessions};
+use crate::downstream::{era, is_log_level, round_trips, Downstream, SessionCaps, Sessions};
 use crate::governance::trace::{self, CallSpans};
 use crate::governance::{ItemKind, PolicyLayer, RateLimitLayer};
 use crate::router::tasks::{self, TaskEvent, TaskLimits, TaskStore};
 use crate::router::{task_owner, Router, Slot};
 use crate::source::builtin::{self, Builtin};
-use crate::source::mcp::Upstream;
+use crate::source::mcp::{Relaying, Upstream};
 use crate::source::{ClientHandle, Progress, Source, SourceEvents, SourceKind};
 use crate::{GatewayConfig, Metrics, Outbound, RouteError, Session};
 
@@ -93,6 +93,12 @@ impl Gateway {
             (Some(metrics), Some(sampler)) => Some(metrics.counting_sampler(sampler)),
             (_, sampler) => sampler,
         };
+        let relaying = Relaying {
+            client_timeout: config.client_request_timeout,
+            sampler,
+            audit: config.audit.clone(),
+            redactor: config.guard.as_ref().and_then(|g| g.redactor()),
+        };
         let builtin = Arc::new(Builtin::new(sessions.clone(), config.search_tools));
         let mut entries = vec![(
             builtin::SOURCE_NAME.to_owned(),
@@ -119,9 +125,7 @@ impl Gateway {
                         index,
                         *upstream_spec,
                         sessions.clone(),
-                        config.client_request_timeout,
-                        sampler.clone(),
-                        config.audit.clone(),
+                        relaying.clone(),
                         stop.child_token(),
                     );
                     (upstream.clone(), Some(upstream))
@@ -149,6 +153,7 @@ impl Gateway {
             layers.push(Arc::new(RateLimitLayer::new(limiter)));
         }
         layers.extend(config.layers);
+        layers.extend(config.guard.map(|g| g as Arc<dyn crate::router::Layer>));
         let own_tasks = TaskStore::new(TaskLimits::default(), {
             let sessions = sessions.clone();
             move |event: TaskEvent| {
@@ -182,7 +187,10 @@ impl Gateway {
             router.clone(),
             config.client_request_timeout,
             config.session_idle_timeout,
-            config.max_sessions,
+            SessionCaps {
+                total: config.max_sessions,
+                per_identity: config.max_sessions_per_identity,
+            },
             stop.clone(),
         );
         Ok(Self {
@@ -442,14 +450,18 @@ impl Gateway {
                 .route(context(&params), methods::COMPLETION_COMPLETE, params)
                 .await?),
             methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
-                // No updates about a resource the identity may not read.
+                // No updates about a resource the identity may not read,
+                // under any spelling of its URI.
                 let uri = params
                     .get("uri")
                     .and_then(Value::as_str)
-                    .unwrap_or_default();
-                if let Some(refused) = catalog.refusal(&identity, ItemKind::Resource, uri) {
+                    .ok_or_else(|| ErrorObject::invalid_params("`uri` must be a string"))?;
+                let uri = resource_uri::normalize(uri)?;
+                if let Some(refused) = catalog.refusal(&identity, ItemKind::Resource, &uri) {
                     return Err(refused.into());
                 }
+                let mut params = params;
+                params["uri"] = Value::String(uri);
                 let client = ClientHandle {
                     session: session.clone(),
                     related,
@@ -490,9 +502,16 @@ impl Gateway {
                         },
                     };
                 }
-                let upstream = router.task_upstream(task_id).ok_or_else(|| {
-                    ErrorObject::invalid_params(format!("Unknown task: {task_id}"))
-                })?;
+                // Another requestor's task gets the answer of one never made.
+                let owner = task_owner(session);
+                let upstream =
+                    router
+                        .task_upstream(task_id, owner.as_deref())
+                        .ok_or_else(|| {
+                            ErrorObject::from(tasks::TaskError::NotFound {
+                                task_id: task_id.to_owned(),
+                            })
+                        })?;
                 let timeout = Some(upstream.spec.timeout);
                 Ok(upstream
                     .forward(method, params.clone(), &context(&params), timeout)
@@ -548,11 +567,21 @@ impl Gateway {
         if page.get("nextCursor").is_some() {
             return Ok(page);
         }
+        // An upstream lists every task it runs: keep the requestor's only.
         let mut all = Vec::new();
-        for upstream in router.task_upstreams() {
+        for (upstream, ids) in router.task_upstreams(task_owner(session).as_deref()) {
             if let Ok(r) = upstream.request(methods::TASKS_LIST, json!({})).await {
                 if let Some(items) = r.get("tasks").and_then(Value::as_array) {
-                    all.extend(items.iter().cloned());
+                    all.extend(
+                        items
+                            .iter()
+                            .filter(|t| {
+                                t.get("taskId")
+                                    .and_then(Value::as_str)
+                                    .is_some_and(|id| ids.iter().any(|i| i == id))
+                            })
+                            .cloned(),
+                    );
                 }
             }
         }

@@ -132,7 +132,7 @@ impl Harness {
         };
         let config = GatewayConfig {
             sources: vec![SourceSpec::new(vault.clone()).with_limits(limits)],
-            layers: vec![Arc::new(guard)],
+            guard: Some(Arc::new(guard)),
             audit: Some(AuditTrail::open(audit.clone()).expect("audit file opens")),
             ..GatewayConfig::default()
         };

@@ -660,3 +660,82 @@ async fn the_python_sdk_oauth_client_discovers_the_metadata_and_completes_a_flow
         .as_array()
         .is_some_and(|s| s.contains(&json!(SCOPE))));
 }
+
+/// A tools/call of `name` as `bearer` in a new session: the JSON-RPC answer.
+async fn call_as(gw: &Gateway, bearer: &str, name: &str) -> Value {
+    let session = open_session(gw, bearer).await;
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": name, "arguments": {}}});
+    let r = post(gw, Some(bearer), Some(&session), &body.to_string()).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    r.json().await.expect("JSON answer")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tokens_claims_never_borrow_what_a_key_was_given() {
+    let dir = scratch();
+    let issuer = Issuer::start(dir.path()).await;
+    let config = format!(
+        "{QUIET}
+[[auth.keys]]
+name = \"bob\"
+groups = [\"ops\"]
+key_sha256 = \"{}\"
+
+[auth.oauth]
+issuer = \"{}\"
+required_scopes = [\"{SCOPE}\"]
+
+[policy]
+default = \"deny\"
+
+[[policy.rules]]                  # the key named bob: everything
+action = \"allow\"
+identities = [\"bob\"]
+
+[[policy.rules]]                  # a token whose subject is bob: the status only
+action = \"allow\"
+identities = [\"token:bob\"]
+tools = [\"mcpyard__status\"]
+
+[[policy.rules]]                  # the ops group: the docs
+action = \"allow\"
+groups = [\"ops\"]
+tools = [\"mcpyard__docs\"]
+
+[[limits.rate]]
+name = \"per-identity\"
+rate = \"2/min\"
+",
+        sha256_hex(BOB_KEY),
+        issuer.url
+    );
+    let gw = Gateway::start(&config, dir.path()).await;
+    let resource = gw.url();
+    let token = |sub: &str, groups: Value| json!({"sub": sub, "aud": resource, "scope": SCOPE, "groups": groups});
+    let token_bob = issuer.token(token("bob", json!([]))).await;
+    let everyone = issuer.token(token("eve", json!(["*"]))).await;
+    let ops = issuer.token(token("olga", json!(["ops"]))).await;
+
+    let refused = |answer: &Value| answer["error"]["code"] == json!(-32602);
+    // The key's grants are the key's: a token named like it has its own.
+    assert!(!refused(&call_as(&gw, BOB_KEY, "mcpyard__docs").await));
+    let docs = call_as(&gw, &token_bob, "mcpyard__docs").await;
+    assert!(refused(&docs), "a token borrowed the key's grant: {docs}");
+    // `*` in a token's groups is a group of that name, not every group.
+    let docs = call_as(&gw, &everyone, "mcpyard__docs").await;
+    assert!(refused(&docs), "a token's `*` joined every group: {docs}");
+    assert!(!refused(&call_as(&gw, &ops, "mcpyard__docs").await));
+
+    // Each has its own rate bucket: the token's calls leave the key's.
+    for _ in 0..2 {
+        let status = call_as(&gw, &token_bob, "mcpyard__status").await;
+        assert!(status["result"].is_object(), "{status}");
+    }
+    let status = call_as(&gw, BOB_KEY, "mcpyard__status").await;
+    assert!(
+        status["result"].is_object(),
+        "the key's bucket was used up by the token: {status}"
+    );
+    let limited = call_as(&gw, &token_bob, "mcpyard__status").await;
+    assert_eq!(limited["error"]["code"], json!(-32029), "{limited}");
+}

@@ -10,6 +10,7 @@
 //! (`search.rs`) with each new view.
 
 mod exposure;
+pub(crate) mod resource_uri;
 mod search;
 
 use std::collections::{HashMap, HashSet};
@@ -144,13 +145,13 @@ pub(crate) struct View {
     tools: HashMap<String, Route>,
     prompts: HashMap<String, Route>,
     resources: HashMap<String, usize>,
-    /// (the fixed part of a URI template before its first `{`, source)
+    /// (URI template, source)
     templates: Vec<(String, usize)>,
     /// Names offered by more than one source; the first source keeps them.
     pub(crate) collisions: Vec<String>,
     /// Tool and prompt names of sources that are down, so a call to one
     /// fails naming its server instead of as an unknown name.
-    unavailable: HashMap<String, usize>,
+    unavailable: HashMap<String, (usize, ItemKind)>,
     /// The tools offered but not listed, indexed for search.
     hidden: Arc<ToolIndex>,
     /// Per source (by index), what its exposure made of its tools.
@@ -173,7 +174,7 @@ impl View {
 
     /// The source of a tool or prompt name whose source is down.
     pub(crate) fn unavailable(&self, name: &str) -> Option<usize> {
-        self.unavailable.get(name).copied()
+        self.unavailable.get(name).map(|(source, _)| *source)
     }
 
     pub(crate) fn prompt(&self, name: &str) -> Option<&Route> {
@@ -181,16 +182,52 @@ impl View {
     }
 
     /// The source that owns a resource URI: a listed resource, else the
-    /// template with the longest matching fixed prefix.
+    /// matching template that fixes most of the URI.
     pub(crate) fn resource_source(&self, uri: &str) -> Option<usize> {
         if let Some(s) = self.resources.get(uri) {
             return Some(*s);
         }
         self.templates
             .iter()
-            .filter(|(prefix, _)| uri.starts_with(prefix.as_str()))
-            .max_by_key(|(prefix, _)| prefix.len())
+            .filter(|(template, _)| resource_uri::template_matches(template, uri))
+            .max_by_key(|(template, _)| resource_uri::literal_prefix(template).len())
             .map(|(_, s)| *s)
+    }
+
+    /// The one source whose listed resources or templates share `uri`'s
+    /// scheme and authority: the owner of a URI nothing lists (a resource
+    /// made after the list was read). `None` when no source, or several,
+    /// could own it.
+    pub(crate) fn resource_owner(&self, uri: &str) -> Option<usize> {
+        let origin = |u: &str| -> Option<String> {
+            let (scheme, rest) = u.split_once("://")?;
+            let authority = rest.split(['/', '?', '#', '{']).next().unwrap_or_default();
+            Some(format!(
+                "{}://{}",
+                scheme.to_ascii_lowercase(),
+                authority.to_ascii_lowercase()
+            ))
+        };
+        let wanted = origin(uri)?;
+        let mut owners = self
+            .resources
+            .iter()
+            .map(|(u, s)| (u.as_str(), *s))
+            .chain(self.templates.iter().map(|(t, s)| (t.as_str(), *s)))
+            .filter(|(u, _)| origin(u).as_deref() == Some(wanted.as_str()))
+            .map(|(_, s)| s);
+        let first = owners.next()?;
+        owners.all(|s| s == first).then_some(first)
+    }
+
+    /// Whether this view offers anything of source `index`: a tool
+    /// (listed or hidden: both are routed), a prompt, a resource or a
+    /// resource template.
+    pub(crate) fn serves(&self, index: usize) -> bool {
+        self.tools.values().any(|r| r.source == index)
+            || self.prompts.values().any(|r| r.source == index)
+            || self.resources.values().any(|s| *s == index)
+            || self.templates.iter().any(|(_, s)| *s == index)
     }
 
     pub(crate) fn list(&self, kind: ListKind) -> &Arc<Vec<Value>> {
@@ -273,12 +310,12 @@ impl View {
             .filter(|t| allowed(ItemKind::Tool, &t.name, source_index(&t.source)))
             .map(|t| (t.source.clone(), t.tool.clone()))
             .collect::<Vec<_>>();
+        // Each name by its own kind: a rule about tools says nothing of a
+        // prompt, so a tool it denies must not slip through as one.
         let unavailable = self
             .unavailable
             .iter()
-            .filter(|(name, source)| {
-                allowed(ItemKind::Tool, name, **source) || allowed(ItemKind::Prompt, name, **source)
-            })
+            .filter(|(name, (source, kind))| allowed(*kind, name, *source))
             .map(|(n, s)| (n.clone(), *s))
             .collect();
         View {
@@ -568,8 +605,14 @@ fn build_view(entries: &[Entry]) -> View {
                         Decision::Denied => continue,
                         Decision::Listed(exposed) | Decision::Hidden(exposed) => exposed,
                     };
-                    view.unavailable
-                        .insert(exposed_name(kind, &entry.prefix, &exposed), source);
+                    let item_kind = match kind {
+                        ListKind::Prompts => ItemKind::Prompt,
+                        _ => ItemKind::Tool,
+                    };
+                    view.unavailable.insert(
+                        exposed_name(kind, &entry.prefix, &exposed),
+                        (source, item_kind),
+                    );
                 }
             }
             continue;
@@ -643,8 +686,7 @@ fn build_view(entries: &[Entry]) -> View {
             let Some(template) = item.get("uriTemplate").and_then(Value::as_str) else {
                 continue;
             };
-            let fixed = template.split('{').next().unwrap_or_default().to_owned();
-            view.templates.push((fixed, source));
+            view.templates.push((template.to_owned(), source));
             lists[ListKind::ResourceTemplates.index()].push(item.clone());
         }
     }
@@ -1063,6 +1105,32 @@ mod tests {
         assert_eq!(names(&second), ["a__echo", "a__more"]);
         let page = c.page(ListKind::Tools, None, &bob).unwrap();
         assert_eq!(page["tools"].as_array().map(Vec::len), Some(2));
+    }
+
+    #[test]
+    fn a_denied_tool_of_a_source_that_is_down_is_as_unknown_as_any() {
+        use crate::governance::{Effect, Rule};
+        use crate::source::IdentityKind;
+        let policy = Policy {
+            default: Effect::Allow,
+            rules: vec![Rule {
+                effect: Effect::Deny,
+                identities: vec!["bob".into()],
+                tools: vec!["a__secret".into()],
+                ..Rule::default()
+            }],
+        };
+        let c = Catalog::new(
+            vec![("a".into(), "a__".into(), Exposure::default())],
+            100,
+            Some(Arc::new(policy)),
+        );
+        c.set_lists(0, Some(lists(&["echo", "secret"])));
+        c.set_lists(0, None);
+        let bob = Identity::named(IdentityKind::ApiKey, "bob", vec![]);
+        assert_eq!(c.view_for(&bob).unavailable("a__echo"), Some(0));
+        assert_eq!(c.view_for(&bob).unavailable("a__secret"), None);
+        assert_eq!(c.view().unavailable("a__secret"), Some(0));
     }
 
     #[test]

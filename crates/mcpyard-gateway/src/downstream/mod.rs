@@ -38,8 +38,15 @@ pub(crate) struct Downstream {
     /// Stateless-era calls waiting for their client's input.
     pub(crate) round_trips: RoundTrips,
     idle_timeout: Duration,
-    max_sessions: usize,
+    caps: SessionCaps,
     stop: CancellationToken,
+}
+
+/// How many sessions may live at once, in all and per identity.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SessionCaps {
+    pub(crate) total: usize,
+    pub(crate) per_identity: usize,
 }
 
 impl Downstream {
@@ -48,7 +55,7 @@ impl Downstream {
         router: Arc<Router>,
         client_request_timeout: Duration,
         idle_timeout: Duration,
-        max_sessions: usize,
+        caps: SessionCaps,
         stop: CancellationToken,
     ) -> Arc<Self> {
         let downstream = Arc::new(Self {
@@ -56,7 +63,7 @@ impl Downstream {
             router,
             round_trips: RoundTrips::new(client_request_timeout),
             idle_timeout,
-            max_sessions,
+            caps,
             stop,
         });
         tokio::spawn(expire_idle_sessions(Arc::downgrade(&downstream)));
@@ -69,19 +76,20 @@ impl Downstream {
         let own_tasks = &self.router.own_tasks;
         match self
             .sessions
-            .insert_within(self.max_sessions, session, |id| own_tasks.has_tasks(id))
+            .insert_within(self.caps, session, |id| own_tasks.has_tasks(id))
         {
             Ok(None) => true,
             Ok(Some(oldest)) => {
                 // A session id is the client's credential for its session: never logged.
-                tracing::info!("ended the least recently used idle session: at the session limit");
+                tracing::info!("ended the least recently used idle session: at a session limit");
                 self.retire(&oldest);
                 true
             }
             Err(AtCapacity) => {
                 tracing::warn!(
-                    limit = self.max_sessions,
-                    "refused a new session: every session is in use"
+                    limit = self.caps.total,
+                    per_identity = self.caps.per_identity,
+                    "refused a new session: every session it could replace is in use"
                 );
                 false
             }
@@ -118,6 +126,7 @@ impl Downstream {
     fn retire(&self, session: &Session) {
         session.end();
         self.router.own_tasks.end_owner(session.id());
+        self.router.end_upstream_task_owner(session.id());
         self.unsubscribe_orphans(session.id());
     }
 
@@ -213,21 +222,17 @@ impl Downstream {
         }
     }
 
-    /// Where a subscription to `uri` goes: the upstream that lists it
-    /// (true), or, for a URI no source lists, every upstream that offers
-    /// subscriptions (false: not found unless one accepts).
+    /// Where a subscription to `uri` goes: the upstream that lists it or a
+    /// template of it, else the one whose resources share its origin
+    /// (true); none for a URI no source can own (false: not found).
     fn subscription_targets(&self, uri: &str) -> (Vec<Arc<Upstream>>, bool) {
-        let listed = self.router.catalog.view().resource_source(uri);
-        match listed.and_then(|s| self.router.upstream(s)) {
+        let view = self.router.catalog.view();
+        let owner = view
+            .resource_source(uri)
+            .or_else(|| view.resource_owner(uri));
+        match owner.and_then(|s| self.router.upstream(s)) {
             Some(upstream) => (vec![upstream.clone()], true),
-            None => (
-                self.router
-                    .upstreams()
-                    .filter(|u| u.has_capability("/resources/subscribe"))
-                    .cloned()
-                    .collect(),
-                false,
-            ),
+            None => (Vec::new(), false),
         }
     }
 

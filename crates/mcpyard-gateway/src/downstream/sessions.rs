@@ -9,6 +9,7 @@ use mcpyard_proto::Message;
 
 use super::listen::Listener;
 use super::subscriptions::Subscriptions;
+use super::SessionCaps;
 use crate::Session;
 
 /// Every session is in use and the registry is full.
@@ -25,32 +26,50 @@ pub(crate) struct Sessions {
 }
 
 impl Sessions {
-    /// Inserts `session` while fewer than `cap` are live. At `cap`, the idle
-    /// session unused for longest (and not `in_use` by the caller's own
-    /// measure) is removed to make room and returned, for the caller to end;
-    /// when none is idle nothing changes and the session is refused.
+    /// Inserts `session` while its identity has fewer than
+    /// `caps.per_identity` sessions and the registry fewer than
+    /// `caps.total`. At a cap an idle session (not `in_use` by the caller's
+    /// own measure) is removed to make room and returned, for the caller to
+    /// end: the identity's own least recently active one at its cap, else
+    /// one of the identity that holds most sessions, so that nobody's
+    /// sessions are pushed out by another's flood. When none is idle
+    /// nothing changes and the session is refused.
     ///
     /// Count, eviction and insertion happen under one write lock, so
-    /// concurrent calls can never take the registry past `cap`.
+    /// concurrent calls can never take the registry past a cap.
     pub(crate) fn insert_within(
         &self,
-        cap: usize,
+        caps: SessionCaps,
         session: Arc<Session>,
         in_use: impl Fn(&str) -> bool,
     ) -> Result<Option<Arc<Session>>, AtCapacity> {
         let mut map = self.map.write().expect("sessions lock poisoned");
-        let evicted = if map.len() >= cap {
-            let oldest = map
-                .values()
-                .filter(|s| !in_use(s.id()))
+        let identity = session.identity();
+        let oldest_idle = |of: &dyn Fn(&Session) -> bool| -> Option<String> {
+            map.values()
+                .filter(|s| of(s) && !in_use(s.id()))
                 .filter_map(|s| Some((s.idle_for()?, s)))
                 .max_by_key(|(idle, _)| *idle)
                 .map(|(_, s)| s.id().to_owned())
-                .ok_or(AtCapacity)?;
-            map.remove(&oldest)
+        };
+        let own = map.values().filter(|s| s.identity() == identity).count();
+        let victim = if own >= caps.per_identity {
+            Some(oldest_idle(&|s| s.identity() == identity).ok_or(AtCapacity)?)
+        } else if map.len() >= caps.total {
+            let mut counts: HashMap<crate::Identity, usize> = HashMap::new();
+            for s in map.values() {
+                *counts.entry(s.identity()).or_default() += 1;
+            }
+            let mut by_size: Vec<_> = counts.into_iter().collect();
+            by_size.sort_by_key(|(_, count)| std::cmp::Reverse(*count));
+            let victim = by_size
+                .iter()
+                .find_map(|(holder, _)| oldest_idle(&|s| &s.identity() == holder));
+            Some(victim.ok_or(AtCapacity)?)
         } else {
             None
         };
+        let evicted = victim.and_then(|id| map.remove(&id));
         map.insert(session.id().to_owned(), session);
         Ok(evicted)
     }
@@ -162,14 +181,20 @@ impl Sessions {
         }
     }
 
-    /// Sends a log notification to every session whose level admits it.
-    pub(crate) fn broadcast_log(&self, msg: &Message, level: &str) {
+    /// Sends a log notification to every session whose level admits it and
+    /// that `audience` accepts.
+    pub(crate) fn broadcast_log(
+        &self,
+        msg: &Message,
+        level: &str,
+        audience: impl Fn(&Session) -> bool,
+    ) {
         let sessions: Vec<_> = self
             .map
             .read()
             .expect("sessions lock poisoned")
             .values()
-            .filter(|s| s.wants_log(level))
+            .filter(|s| s.wants_log(level) && audience(s))
             .cloned()
             .collect();
         for s in sessions {
@@ -181,6 +206,14 @@ impl Sessions {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Identity, IdentityKind};
+
+    fn caps(total: usize) -> SessionCaps {
+        SessionCaps {
+            total,
+            per_identity: total,
+        }
+    }
 
     #[test]
     fn concurrent_inserts_never_pass_the_cap() {
@@ -191,7 +224,8 @@ mod tests {
                 let sessions = sessions.clone();
                 std::thread::spawn(move || {
                     for _ in 0..200 {
-                        let admitted = sessions.insert_within(CAP, Session::new(None), |_| false);
+                        let admitted =
+                            sessions.insert_within(caps(CAP), Session::new(None), |_| false);
                         assert!(admitted.is_ok(), "idle sessions can always make room");
                         assert!(sessions.len() <= CAP, "{} live", sessions.len());
                     }
@@ -209,21 +243,57 @@ mod tests {
         let sessions = Sessions::default();
         let kept = Session::new(None);
         assert!(matches!(
-            sessions.insert_within(1, kept.clone(), |_| false),
+            sessions.insert_within(caps(1), kept.clone(), |_| false),
             Ok(None)
         ));
-        let refused = sessions.insert_within(1, Session::new(None), |id| id == kept.id());
+        let refused = sessions.insert_within(caps(1), Session::new(None), |id| id == kept.id());
         assert_eq!(refused.err(), Some(AtCapacity));
         assert!(sessions.get(kept.id()).is_some());
         assert_eq!(sessions.len(), 1);
 
         let evicted = sessions
-            .insert_within(1, Session::new(None), |_| false)
+            .insert_within(caps(1), Session::new(None), |_| false)
             .expect("the idle one makes room");
         assert_eq!(
             evicted.map(|s| s.id().to_owned()),
             Some(kept.id().to_owned())
         );
         assert_eq!(sessions.len(), 1);
+    }
+
+    #[test]
+    fn one_identity_at_its_cap_makes_room_from_its_own_sessions_only() {
+        let sessions = Sessions::default();
+        let caps = SessionCaps {
+            total: 10,
+            per_identity: 3,
+        };
+        let as_key =
+            |name: &str| Session::new_as(Identity::named(IdentityKind::ApiKey, name, vec![]), None);
+        let alice = as_key("alice");
+        alice.touch();
+        sessions
+            .insert_within(caps, alice.clone(), |_| false)
+            .unwrap();
+        for _ in 0..20 {
+            let flood = as_key("mallory");
+            flood.touch();
+            sessions.insert_within(caps, flood, |_| false).unwrap();
+        }
+        assert!(
+            sessions.get(alice.id()).is_some(),
+            "alice's session survives"
+        );
+        assert_eq!(sessions.len(), 4);
+        // At the total cap, the identity holding most gives way.
+        let caps = SessionCaps {
+            total: 4,
+            per_identity: 4,
+        };
+        let bob = as_key("bob");
+        let evicted = sessions.insert_within(caps, bob, |_| false).unwrap();
+        let evicted = evicted.expect("room made");
+        assert_eq!(evicted.identity().name, "mallory");
+        assert!(sessions.get(alice.id()).is_some());
     }
 }

@@ -67,7 +67,11 @@ impl RateLimit {
     fn counts(&self, call: &Metered<'_>) -> bool {
         let any =
             |patterns: &[String], value: &str| patterns.iter().any(|p| glob_matches(p, value));
-        (self.identities.is_empty() || any(&self.identities, &call.identity.name))
+        (self.identities.is_empty()
+            || self
+                .identities
+                .iter()
+                .any(|p| super::names_identity(p, call.identity)))
             && (self.groups.is_empty() || self.groups.iter().any(|g| call.identity.in_group(g)))
             && (self.sources.is_empty() || any(&self.sources, call.source))
             && (self.tools.is_empty()
@@ -76,12 +80,14 @@ impl RateLimit {
 
     fn key(&self, call: &Metered<'_>) -> String {
         let mut key = String::new();
+        // Per kind and name: a token's subject never shares a key's bucket.
+        let identity = call.identity.qualified_name();
         for (i, dimension) in self.per.iter().enumerate() {
             if i > 0 {
                 key.push('\u{1f}');
             }
             key.push_str(match dimension {
-                Dimension::Identity => &call.identity.name,
+                Dimension::Identity => &identity,
                 Dimension::Tool => call.target,
                 Dimension::Source => call.source,
             });

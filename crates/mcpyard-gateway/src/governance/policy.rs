@@ -15,6 +15,7 @@ use mcpyard_proto::methods;
 use serde_json::{json, Value};
 
 use crate::catalog::matches as glob_matches;
+use crate::catalog::resource_uri;
 use crate::router::{Layer, Next, RouteFuture, RoutedCall};
 use crate::source::{Identity, IdentityKind};
 use crate::RouteError;
@@ -260,11 +261,21 @@ impl Rule {
         let names_match =
             if self.tools.is_empty() && self.prompts.is_empty() && self.resources.is_empty() {
                 true
+            } else if item.kind == ItemKind::Resource {
+                // A URI template names every URI it describes.
+                names.iter().any(|p| {
+                    glob_matches(p, item.name)
+                        || (p.contains('{') && resource_uri::template_matches(p, item.name))
+                })
             } else {
                 any(names, item.name)
             };
         names_match
-            && (self.identities.is_empty() || any(&self.identities, &identity.name))
+            && (self.identities.is_empty()
+                || self
+                    .identities
+                    .iter()
+                    .any(|p| super::names_identity(p, identity)))
             && (self.groups.is_empty() || self.groups.iter().any(|g| identity.in_group(g)))
             && (self.scopes.is_empty() || self.scopes.iter().any(|s| identity.scopes.contains(s)))
             && (self.sources.is_empty() || any(&self.sources, item.source))

@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use layers::{Layer, Next, RouteFuture, RoutedCall};
 
-use crate::catalog::{Catalog, ListKind, Route};
+use crate::catalog::{resource_uri, Catalog, ListKind, Route};
 use crate::governance::audit::AuditLayer;
 use crate::governance::size::SizeLayer;
 use crate::governance::ItemKind;
@@ -26,6 +26,14 @@ use crate::source::{
 };
 use crate::{AuditTrail, RouteError};
 use tasks::{TaskRequest, TaskStore};
+
+/// A task an upstream created: which slot runs it and whose it is, as
+/// [`task_owner`] names the requestor (`None`: nobody may reach it).
+#[derive(Debug, Clone)]
+struct UpstreamTask {
+    slot: usize,
+    owner: Option<String>,
+}
 
 /// One registered source as the router holds it.
 #[derive(Debug)]
@@ -66,8 +74,9 @@ pub(crate) struct Router {
     layers: Vec<Arc<dyn Layer>>,
     /// Tasks the gateway runs itself (tools/call with `task`).
     pub(crate) own_tasks: TaskStore,
-    /// Which upstream owns each task it created (tasks/* are routed by id).
-    upstream_tasks: Mutex<HashMap<String, usize>>,
+    /// The tasks upstreams created and ran themselves, by id: tasks/* are
+    /// routed by it, and only to the requestor that created the task.
+    upstream_tasks: Mutex<HashMap<String, UpstreamTask>>,
     stop: CancellationToken,
     me: Weak<Router>,
 }
@@ -183,10 +192,11 @@ impl Router {
         match task {
             Some(task) if !runs_tasks => self.start_task(slot, target, params, context, task),
             _ => {
+                let owner = task_owner(&context.client.session);
                 let result = self
                     .run(slot.clone(), target, methods::TOOLS_CALL, params, context)
                     .await?;
-                self.note_upstream_task(&slot, &result);
+                self.note_upstream_task(&slot, owner, &result);
                 Ok(result)
             }
         }
@@ -209,21 +219,10 @@ impl Router {
                 (route.source, name)
             }
             methods::RESOURCES_READ => {
-                let uri = string_param(&params, "uri")?;
-                match view.resource_source(&uri) {
-                    Some(source) => (source, uri),
-                    None => {
-                        drop(view);
-                        if let Some(route) =
-                            self.catalog
-                                .refused_route(&context.identity, ItemKind::Resource, &uri)
-                        {
-                            let slot = self.slots[route.source].clone();
-                            return self.run(slot, uri, method, params, context).await;
-                        }
-                        return self.read_unlisted_resource(context, params, uri).await;
-                    }
-                }
+                // Decided on, and sent as, the URI the upstream will read.
+                let uri = resource_uri::normalize(&string_param(&params, "uri")?)?;
+                params["uri"] = Value::String(uri.clone());
+                (self.resource_route(&context.identity, &uri)?, uri)
             }
             methods::COMPLETION_COMPLETE => {
                 let reference = params
@@ -272,37 +271,28 @@ impl Router {
         self.run(slot, target, method, params, context).await
     }
 
-    /// A URI no source lists (a resource that does not exist yet, or one a
-    /// template does not describe) is read from every upstream that offers
-    /// resources, and the first that has it answers.
-    async fn read_unlisted_resource(
+    /// The source a resource URI is read from: the identity's view, else
+    /// the policy's refusal (still through the layers, where the policy
+    /// refuses it), else the one source whose resources share its origin.
+    /// A URI no source can own is not found, never tried on every upstream.
+    pub(crate) fn resource_route(
         &self,
-        context: CallContext,
-        params: Value,
-        uri: String,
-    ) -> Result<Value, RouteError> {
-        for slot in &self.slots {
-            let offers = slot
-                .upstream
-                .as_ref()
-                .is_some_and(|u| u.has_capability("/resources"));
-            if !offers {
-                continue;
-            }
-            let outcome = self
-                .run(
-                    slot.clone(),
-                    uri.clone(),
-                    methods::RESOURCES_READ,
-                    params.clone(),
-                    context.clone(),
-                )
-                .await;
-            if outcome.is_ok() {
-                return outcome;
-            }
+        identity: &Identity,
+        uri: &str,
+    ) -> Result<usize, RouteError> {
+        if let Some(source) = self.catalog.view_for(identity).resource_source(uri) {
+            return Ok(source);
         }
-        Err(not_found(&uri))
+        if let Some(route) = self
+            .catalog
+            .refused_route(identity, ItemKind::Resource, uri)
+        {
+            return Ok(route.source);
+        }
+        self.catalog
+            .view()
+            .resource_owner(uri)
+            .ok_or_else(|| not_found(uri))
     }
 
     /// Sends a resolved request through the layers to its source.
@@ -368,8 +358,9 @@ impl Router {
         Ok(created)
     }
 
-    /// Remembers which upstream created a task, for the `tasks/*` that follow.
-    fn note_upstream_task(&self, slot: &Slot, result: &Value) {
+    /// Remembers which upstream created a task, and for whom, for the
+    /// `tasks/*` that follow.
+    fn note_upstream_task(&self, slot: &Slot, owner: Option<String>, result: &Value) {
         let Some(task_id) = result
             .get("task")
             .and_then(|t| t.get("taskId"))
@@ -381,35 +372,58 @@ impl Router {
             self.upstream_tasks
                 .lock()
                 .expect("tasks lock poisoned")
-                .insert(task_id.to_owned(), index);
+                .insert(task_id.to_owned(), UpstreamTask { slot: index, owner });
         }
     }
 
-    /// The upstream that created task `task_id`.
-    pub(crate) fn task_upstream(&self, task_id: &str) -> Option<&Arc<Upstream>> {
-        let index = *self
-            .upstream_tasks
-            .lock()
-            .expect("tasks lock poisoned")
-            .get(task_id)?;
+    /// The upstream that created task `task_id`, when `owner` created it:
+    /// another requestor's task is as unknown to it as one never created.
+    pub(crate) fn task_upstream(
+        &self,
+        task_id: &str,
+        owner: Option<&str>,
+    ) -> Option<&Arc<Upstream>> {
+        let index = {
+            let tasks = self.upstream_tasks.lock().expect("tasks lock poisoned");
+            let task = tasks.get(task_id)?;
+            if owner.is_none() || task.owner.as_deref() != owner {
+                return None;
+            }
+            task.slot
+        };
         self.upstream(index)
     }
 
-    /// The upstreams that have created tasks.
-    pub(crate) fn task_upstreams(&self) -> Vec<&Arc<Upstream>> {
-        let mut owners: Vec<usize> = self
+    /// The upstreams that created tasks for `owner`, each with the ids of
+    /// those tasks: what its `tasks/list` may show of theirs.
+    pub(crate) fn task_upstreams(&self, owner: Option<&str>) -> Vec<(&Arc<Upstream>, Vec<String>)> {
+        let Some(owner) = owner else {
+            return Vec::new();
+        };
+        let mut by_slot: std::collections::BTreeMap<usize, Vec<String>> = Default::default();
+        for (id, task) in self
             .upstream_tasks
             .lock()
             .expect("tasks lock poisoned")
-            .values()
-            .copied()
-            .collect();
-        owners.sort_unstable();
-        owners.dedup();
-        owners
+            .iter()
+        {
+            if task.owner.as_deref() == Some(owner) {
+                by_slot.entry(task.slot).or_default().push(id.clone());
+            }
+        }
+        by_slot
             .into_iter()
-            .filter_map(|i| self.upstream(i))
+            .filter_map(|(i, ids)| Some((self.upstream(i)?, ids)))
             .collect()
+    }
+
+    /// Forgets the upstream tasks of a session that ended: nobody can
+    /// reach them any more.
+    pub(crate) fn end_upstream_task_owner(&self, owner: &str) {
+        self.upstream_tasks
+            .lock()
+            .expect("tasks lock poisoned")
+            .retain(|_, task| task.owner.as_deref() != Some(owner));
     }
 
     /// The route of a tool or prompt name for `identity`, and whether the
@@ -454,8 +468,7 @@ pub(crate) fn task_owner(session: &crate::Session) -> Option<String> {
     }
     let identity = session.identity();
     // Session ids are hex: an owner of this form can never equal one.
-    (identity.kind != crate::IdentityKind::Anonymous)
-        .then(|| format!("{}:{}", identity.kind.as_str(), identity.name))
+    (identity.kind != crate::IdentityKind::Anonymous).then(|| identity.qualified_name())
 }
 
 fn string_param(params: &Value, key: &str) -> Result<String, RouteError> {

@@ -257,9 +257,20 @@ impl Identity {
         }
     }
 
-    /// Whether the identity is in `group` (always, when in [`EVERY_GROUP`]).
+    /// Whether the identity is in `group`: always when a configured key or
+    /// the local user is in [`EVERY_GROUP`]. A token's groups are what its
+    /// issuer wrote, so a `*` among them is only a group of that name.
     pub fn in_group(&self, group: &str) -> bool {
-        self.groups.iter().any(|g| g == group || g == EVERY_GROUP)
+        let every = self.kind != IdentityKind::Token;
+        self.groups
+            .iter()
+            .any(|g| g == group || (every && g == EVERY_GROUP))
+    }
+
+    /// `kind:name`, distinct across kinds of credential: what is owned and
+    /// counted per identity is keyed by it.
+    pub fn qualified_name(&self) -> String {
+        format!("{}:{}", self.kind.as_str(), self.name)
     }
 }
 
@@ -393,6 +404,8 @@ impl ClientHandle {
 #[derive(Debug, Clone)]
 pub struct Progress {
     target: Option<(Arc<Session>, Option<Outbound>, Value)>,
+    /// The guardrails' redaction, applied to every report's message.
+    redactor: Option<Arc<crate::governance::guard::Redactor>>,
 }
 
 impl Progress {
@@ -403,12 +416,23 @@ impl Progress {
             .cloned();
         Self {
             target: token.map(|t| (session.clone(), related, t)),
+            redactor: None,
+        }
+    }
+
+    /// Reports from now on are redacted by `redactor`.
+    pub(crate) fn redact_with(&mut self, redactor: Arc<crate::governance::guard::Redactor>) {
+        if self.target.is_some() {
+            self.redactor = Some(redactor);
         }
     }
 
     /// A reporter that reports nothing (tests, inner calls).
     pub fn none() -> Self {
-        Self { target: None }
+        Self {
+            target: None,
+            redactor: None,
+        }
     }
 
     /// Whether the client asked for progress.
@@ -428,10 +452,14 @@ impl Progress {
         if let Some(m) = message {
             params["message"] = json!(m);
         }
+        let mut params = Some(params);
+        if let Some(redactor) = &self.redactor {
+            redactor.redact_message(methods::NOTIFICATION_PROGRESS, &mut params);
+        }
         // Never waits: a client that stops reading must not hold up the
         // work (a model's stream) behind the progress.
         session.notify(
-            Message::notification(methods::NOTIFICATION_PROGRESS, Some(params)),
+            Message::notification(methods::NOTIFICATION_PROGRESS, params),
             related.as_ref(),
         );
     }

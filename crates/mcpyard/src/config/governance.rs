@@ -312,12 +312,12 @@ mod tests {
 
     #[test]
     fn redaction_is_on_unless_turned_off_with_nothing_else_to_do() {
-        assert_eq!(toml("").expect("valid").gateway.layers.len(), 1);
+        assert!(toml("").expect("valid").gateway.guard.is_some());
         let off = toml("[guardrails]\nredact = false\n").expect("valid");
-        assert!(off.gateway.layers.is_empty());
+        assert!(off.gateway.guard.is_none());
         let rule =
             "[guardrails]\nredact = false\n[[guardrails.deny]]\nname = \"x\"\npattern = \"y\"\n";
-        assert_eq!(toml(rule).expect("valid").gateway.layers.len(), 1);
+        assert!(toml(rule).expect("valid").gateway.guard.is_some());
     }
 
     #[test]

@@ -445,6 +445,13 @@ fn from_text(
         Some(0) => return Err(ctx.error("max_sessions", "must be at least 1")),
         Some(n) => usize::try_from(n).map_err(|_| ctx.error("max_sessions", "too large"))?,
     };
+    let max_sessions_per_identity = match top.max_sessions_per_identity {
+        None => defaults.max_sessions_per_identity.min(max_sessions),
+        Some(0) => return Err(ctx.error("max_sessions_per_identity", "must be at least 1")),
+        Some(n) => {
+            usize::try_from(n).map_err(|_| ctx.error("max_sessions_per_identity", "too large"))?
+        }
+    };
     // `..defaults`: fields the gateway adds later get their defaults
     // without a change here.
     #[allow(clippy::needless_update)]
@@ -454,6 +461,7 @@ fn from_text(
         page_size,
         session_idle_timeout,
         max_sessions,
+        max_sessions_per_identity,
         search_tools: top.search_tools.unwrap_or(defaults.search_tools),
         policy: access,
         rate_limiter,
@@ -509,7 +517,7 @@ fn from_text(
     governance::apply_sizes(&ctx, top.sizes.as_ref(), &mut gateway.sources)?;
     let guard = governance::guard(&ctx, top.guardrails.as_ref())?;
     if !guard.is_inert() {
-        gateway.layers.push(guard);
+        gateway.guard = Some(guard);
     }
     let audit = governance::audit(&ctx, top.audit.as_ref())?;
     // The gateway's own checks (reserved names, prefixes that would shadow

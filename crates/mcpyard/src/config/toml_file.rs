@@ -23,6 +23,7 @@ pub(crate) struct TomlFile {
     pub(crate) page_size: Option<u64>,
     pub(crate) session_idle_timeout: Option<RawDuration>,
     pub(crate) max_sessions: Option<u64>,
+    pub(crate) max_sessions_per_identity: Option<u64>,
     /// Whether the search tools are listed while some tool is hidden.
     pub(crate) search_tools: Option<bool>,
     #[serde(default)]

@@ -108,29 +108,85 @@ impl Redactor {
         Some(out)
     }
 
-    /// Redacts every string of `value` in place but the bytes of binary
-    /// content (`data` / `blob` beside a `mimeType`): base64 may look like
-    /// a token by chance, and a changed image is a broken one. Returns
-    /// how many strings changed.
+    /// Redacts every string of `value` in place, object keys included,
+    /// but the bytes of MCP binary content: `data` of an image or audio
+    /// block, `blob` of a resource's contents. Base64 may look like a token
+    /// by chance, and a changed image is a broken one. Inside
+    /// `structuredContent` nothing is binary: all of it is scanned.
+    /// Returns how many strings changed.
     pub(crate) fn redact_value(&self, value: &mut Value) -> usize {
+        self.redact_in(value, true)
+    }
+
+    /// Redacts a message's params, saying so in the log when it did.
+    pub(crate) fn redact_message(&self, method: &str, params: &mut Option<Value>) {
+        if let Some(params) = params.as_mut() {
+            let changed = self.redact_value(params);
+            if changed > 0 {
+                tracing::info!(
+                    method,
+                    strings = changed,
+                    "secrets redacted from a message to a client"
+                );
+            }
+        }
+    }
+
+    fn redact_in(&self, value: &mut Value, content_blocks: bool) -> usize {
         match value {
-            Value::String(s) => match self.redact_str(s) {
-                Some(r) => {
-                    *s = r;
-                    1
-                }
-                None => 0,
-            },
-            Value::Array(items) => items.iter_mut().map(|v| self.redact_value(v)).sum(),
+            Value::String(s) => self.redact_string(s),
+            Value::Array(items) => items
+                .iter_mut()
+                .map(|v| self.redact_in(v, content_blocks))
+                .sum(),
             Value::Object(map) => {
-                let binary = map.contains_key("mimeType");
-                map.iter_mut()
-                    .filter(|(k, _)| !(binary && matches!(k.as_str(), "data" | "blob")))
-                    .map(|(_, v)| self.redact_value(v))
-                    .sum()
+                let binary = if !content_blocks {
+                    None
+                } else {
+                    match map.get("type").and_then(Value::as_str) {
+                        Some("image" | "audio") => Some("data"),
+                        // Resource contents, alone or embedded in a block.
+                        _ if map.contains_key("uri") => Some("blob"),
+                        _ => None,
+                    }
+                };
+                let mut changed = self.redact_keys(map);
+                for (key, v) in map.iter_mut() {
+                    if Some(key.as_str()) == binary && v.is_string() {
+                        continue;
+                    }
+                    changed += self.redact_in(v, content_blocks && key != "structuredContent");
+                }
+                changed
             }
             _ => 0,
         }
+    }
+
+    fn redact_string(&self, s: &mut String) -> usize {
+        match self.redact_str(s) {
+            Some(r) => {
+                *s = r;
+                1
+            }
+            None => 0,
+        }
+    }
+
+    /// Keys are rewritten only when one holds a secret, keeping the order.
+    fn redact_keys(&self, map: &mut serde_json::Map<String, Value>) -> usize {
+        if !map.keys().any(|k| self.any.is_match(k)) {
+            return 0;
+        }
+        let mut changed = 0;
+        *map = std::mem::take(map)
+            .into_iter()
+            .map(|(mut k, v)| {
+                changed += self.redact_string(&mut k);
+                (k, v)
+            })
+            .collect();
+        changed
     }
 }
 
@@ -225,5 +281,24 @@ mod tests {
         assert_eq!(v["content"][1]["data"], token);
         assert!(!v["content"][0]["text"].as_str().unwrap().contains(token));
         assert!(!v["structuredContent"].to_string().contains(token));
+    }
+
+    #[test]
+    fn structured_content_and_keys_are_scanned_whatever_their_shape() {
+        let r = builtin();
+        let token = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
+        let mut v = json!({
+            "content": [
+                {"type": "resource", "resource": {"uri": "x://a", "mimeType": "application/octet-stream", "blob": token}},
+            ],
+            "structuredContent": {
+                "file": {"mimeType": "text/plain", "data": format!("key {token}")},
+                "image": {"type": "image", "mimeType": "image/png", "data": token},
+                token: "a secret as a key",
+            },
+        });
+        assert_eq!(r.redact_value(&mut v), 3, "{v}");
+        assert_eq!(v["content"][0]["resource"]["blob"], token, "binary kept");
+        assert!(!v["structuredContent"].to_string().contains(token), "{v}");
     }
 }

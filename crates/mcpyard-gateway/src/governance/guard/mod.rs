@@ -8,6 +8,8 @@
 mod detect;
 mod webhook;
 
+use std::sync::Arc;
+
 use mcpyard_proto::methods;
 use regex::Regex;
 use serde_json::{json, Value};
@@ -19,7 +21,7 @@ use crate::catalog::matches;
 use crate::governance::audit::note_refusal;
 use crate::router::{Layer, Next, RouteFuture, RoutedCall};
 use crate::RouteError;
-use detect::Redactor;
+pub(crate) use detect::Redactor;
 use webhook::{Checked, Verdict, Webhook};
 
 /// The guardrails' settings, as the configuration gives them.
@@ -68,14 +70,14 @@ struct CompiledDeny {
 /// The guardrail layer.
 #[derive(Debug)]
 pub struct Guard {
-    redactor: Option<Redactor>,
+    redactor: Option<Arc<Redactor>>,
     deny: Vec<CompiledDeny>,
     webhook: Option<Webhook>,
 }
 
 impl Guard {
     pub fn new(config: GuardConfig) -> Result<Self, GuardError> {
-        let redactor = Redactor::new(config.redact_builtin, &config.patterns)?;
+        let redactor = Redactor::new(config.redact_builtin, &config.patterns)?.map(Arc::new);
         let deny = config
             .deny
             .into_iter()
@@ -98,6 +100,12 @@ impl Guard {
     /// so it need not be in the stack.
     pub fn is_inert(&self) -> bool {
         self.redactor.is_none() && self.deny.is_empty() && self.webhook.is_none()
+    }
+
+    /// The redaction of every message a source sends a client outside a
+    /// call's result (progress, logs, requests, resource updates).
+    pub(crate) fn redactor(&self) -> Option<Arc<Redactor>> {
+        self.redactor.clone()
     }
 
     /// `text` with its secrets replaced, for anything the gateway logs.
@@ -157,6 +165,10 @@ impl Layer for Guard {
         let checks_arguments = matches!(method, methods::TOOLS_CALL | methods::PROMPTS_GET);
         if !checks_arguments && self.redactor.is_none() {
             return next.run(call);
+        }
+        // What the source reports while it works is scanned like its result.
+        if let Some(redactor) = &self.redactor {
+            call.request.context.progress.redact_with(redactor.clone());
         }
         Box::pin(async move {
             if checks_arguments {

@@ -88,10 +88,16 @@ impl Builtin {
         let Some(tool) = view.hidden().get(name) else {
             let refusal = search::refusal(&view, name);
             drop(view);
-            // A hidden tool the policy keeps from this identity still goes
-            // to the router, so that its layers (audit, metrics) record the
-            // refusal; the caller is answered as for an unknown name.
-            if router.catalog.view().hidden().get(name).is_some() {
+            // A tool the policy keeps from this identity (hidden, or listed
+            // to others) still goes to the router, so that its layers
+            // (audit, metrics) record the refusal with its rule; the caller
+            // is answered as for an unknown name.
+            let identity = &request.context.identity;
+            if router
+                .catalog
+                .refused_route(identity, crate::governance::ItemKind::Tool, name)
+                .is_some()
+            {
                 let params = json!({"name": name, "arguments": tool_arguments});
                 match router.call_tool(request.context, params).await {
                     Err(RouteError::Denied { .. }) => {}

@@ -102,24 +102,34 @@ const HEALTH_CHECK_TIMEOUT: Duration = Duration::from_secs(20);
 const BACKOFF_START: Duration = Duration::from_millis(500);
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
 
+/// What every upstream's relay to the clients shares.
+#[derive(Debug, Clone)]
+pub(crate) struct Relaying {
+    /// How long a client has to answer a relayed request.
+    pub(crate) client_timeout: Duration,
+    /// Answers sampling requests of upstreams that allow it.
+    pub(crate) sampler: Option<Arc<dyn crate::Sampler>>,
+    pub(crate) audit: Option<crate::AuditTrail>,
+    /// The guardrails' redaction of what is relayed.
+    pub(crate) redactor: Option<Arc<crate::governance::guard::Redactor>>,
+}
+
 impl Upstream {
     /// Creates the upstream; [`Source::start`] starts its supervisor.
     pub(crate) fn new(
         index: usize,
         spec: UpstreamSpec,
         sessions: Arc<Sessions>,
-        client_timeout: Duration,
-        sampler: Option<Arc<dyn crate::Sampler>>,
-        audit: Option<crate::AuditTrail>,
+        relaying: Relaying,
         stop: CancellationToken,
     ) -> Arc<Self> {
         let changes = Arc::new(Changes::default());
-        let local_sampling = match (&spec.sampling, sampler) {
+        let local_sampling = match (&spec.sampling, relaying.sampler) {
             (Some(sampling), Some(sampler)) => Some(LocalSampling {
                 sampler,
                 always: sampling.always,
                 policy: sampling.policy.clone(),
-                audit,
+                audit: relaying.audit,
             }),
             _ => None,
         };
@@ -129,7 +139,8 @@ impl Upstream {
             local_sampling,
             sessions.clone(),
             changes.clone(),
-            client_timeout,
+            relaying.client_timeout,
+            relaying.redactor,
         ));
         Arc::new_cyclic(|me| Self {
             index,
@@ -542,6 +553,7 @@ impl Source for Upstream {
     }
 
     fn start(&self, events: SourceEvents) {
+        self.relay.attach_catalog(events.catalog.clone());
         if let Some(me) = self.me.upgrade() {
             tokio::spawn(me.supervise(events));
         }

@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -20,8 +20,9 @@ use mcpyard_proto::{methods, ErrorObject, Message, RequestId};
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 
-use crate::catalog::ListKind;
+use crate::catalog::{Catalog, ListKind};
 use crate::downstream::Sessions;
+use crate::governance::guard::Redactor;
 use crate::router::tasks::{with_related_task, TaskSignal};
 use crate::source::CallContext;
 use crate::{Outbound, Session};
@@ -112,6 +113,10 @@ pub(crate) struct Relay {
     seq: AtomicU64,
     by_request: Mutex<HashMap<RequestId, Arc<InFlightCall>>>,
     by_token: Mutex<HashMap<String, Arc<InFlightCall>>>,
+    /// The guardrails' redaction of everything relayed to a client.
+    redactor: Option<Arc<Redactor>>,
+    /// Who may hear what belongs to no call: set when the source starts.
+    catalog: OnceLock<Arc<Catalog>>,
 }
 
 /// Removes a call's entries when the call ends, however it ends.
@@ -161,6 +166,7 @@ impl Relay {
         sessions: Arc<Sessions>,
         changes: Arc<Changes>,
         client_timeout: Duration,
+        redactor: Option<Arc<Redactor>>,
     ) -> Self {
         Self {
             server,
@@ -172,7 +178,44 @@ impl Relay {
             seq: AtomicU64::new(1),
             by_request: Mutex::default(),
             by_token: Mutex::default(),
+            redactor,
+            catalog: OnceLock::new(),
         }
+    }
+
+    /// The catalogue whose policy says which identities may use this source.
+    pub(crate) fn attach_catalog(&self, catalog: Arc<Catalog>) {
+        let _ = self.catalog.set(catalog);
+    }
+
+    fn redact(&self, method: &str, params: &mut Option<Value>) {
+        if let Some(redactor) = &self.redactor {
+            redactor.redact_message(method, params);
+        }
+    }
+
+    /// Whether `session`'s identity may use anything of this source: only
+    /// then does it hear what the source says outside any call.
+    fn may_hear(&self, session: &Session) -> bool {
+        self.catalog
+            .get()
+            .is_some_and(|c| c.view_for(&session.identity()).serves(self.source))
+    }
+
+    /// The call a log message belongs to: the one the transport names, else
+    /// (stdio cannot say) the latest call in flight when every call in
+    /// flight is one identity's. `None` when it cannot be told whose it is.
+    fn log_owner(&self, related: Option<&RequestId>) -> Option<Arc<InFlightCall>> {
+        let calls = self.by_request.lock().expect("relay lock poisoned");
+        if let Some(id) = related {
+            return calls.get(id).cloned();
+        }
+        let latest = calls.values().max_by_key(|c| c.seq)?;
+        let identity = latest.session.identity();
+        calls
+            .values()
+            .all(|c| c.session.identity() == identity)
+            .then(|| latest.clone())
     }
 
     /// Registers a call about to be sent. When the params carry a progress
@@ -361,6 +404,8 @@ impl ClientHandler for Relay {
         let Some(capability) = required_capability(method) else {
             return Err(ErrorObject::method_not_found(method));
         };
+        let mut params = params;
+        self.redact(method, &mut params);
         let ctx = self.context_for(related.as_ref(), Some(capability));
         if method == methods::SAMPLING_CREATE_MESSAGE {
             if let Some(local) = &self.local_sampling {
@@ -409,6 +454,8 @@ impl ClientHandler for Relay {
             self.changes.lists_changed(kinds);
             return;
         }
+        let mut params = params;
+        self.redact(method, &mut params);
         match method {
             methods::NOTIFICATION_PROGRESS => {
                 let Some(mut params) = params else { return };
@@ -435,12 +482,16 @@ impl ClientHandler for Relay {
                     .unwrap_or("info")
                     .to_owned();
                 let msg = Message::notification(method, params);
-                match related.and_then(|id| self.context_for(Some(&id), None)) {
+                // A log sent while serving a call is that caller's; one that
+                // belongs to no call, for those who may use this source.
+                match self.log_owner(related.as_ref()) {
                     Some(ctx) if ctx.session.wants_log(&level) => {
                         ctx.session.notify(msg, ctx.related.as_ref());
                     }
                     Some(_) => {}
-                    None => self.sessions.broadcast_log(&msg, &level),
+                    None => self
+                        .sessions
+                        .broadcast_log(&msg, &level, |s| self.may_hear(s)),
                 }
             }
             methods::NOTIFICATION_RESOURCES_UPDATED => {
