@@ -373,9 +373,17 @@ async fn what_a_source_says_during_a_call_reaches_its_caller_only_and_redacted()
     bobs.extend(drain(&mut bob_stream));
     let alices = drain(&mut alice_stream);
 
+    // server-everything's own logs outside any call may reach her (she may
+    // use that server); nothing of bob's call may.
+    assert!(
+        alices
+            .iter()
+            .all(|(_, p)| !p.to_string().contains("working on")),
+        "alice heard bob's call: {alices:?}"
+    );
     let logs: Vec<&Value> = bobs
         .iter()
-        .filter(|(m, _)| m == "notifications/message")
+        .filter(|(m, p)| m == "notifications/message" && p.to_string().contains("working on"))
         .map(|(_, p)| p)
         .collect();
     assert_eq!(logs.len(), 1, "bob hears his call's log: {bobs:?}");
@@ -390,10 +398,6 @@ async fn what_a_source_says_during_a_call_reaches_its_caller_only_and_redacted()
         assert!(!text.contains(AWS_KEY), "{what} not redacted: {text}");
         assert!(text.contains("[REDACTED:aws_access_key]"), "{what}: {text}");
     }
-    assert!(
-        alices.iter().all(|(m, _)| m != "notifications/message"),
-        "alice heard bob's call: {alices:?}"
-    );
     bob.gateway().shutdown().await;
 }
 
@@ -471,4 +475,196 @@ async fn an_elicitation_relayed_to_the_caller_is_redacted() {
         "{answer:?}"
     );
     bob.gateway().shutdown().await;
+}
+
+const ALICE_KEY: &str = "alice-key-4c1e98b2";
+const BOB_KEY: &str = "bob-key-77d0a5f3";
+
+/// The gateway binary's configuration of the same two identities and
+/// policy, for the Python SDK 2.x over HTTP and stdio.
+fn binary_config() -> String {
+    format!(
+        "[inference]
+enabled = false
+
+{}expose = \"*\"
+
+[servers.chatty]
+command = {}
+args = [{}]
+
+[[auth.keys]]
+name = \"bob\"
+groups = [\"staff\"]
+key_sha256 = \"{}\"
+
+[[auth.keys]]
+name = \"alice\"
+groups = [\"interns\"]
+key_sha256 = \"{}\"
+
+[auth.stdio]
+name = \"alice\"
+groups = [\"interns\"]
+
+[[policy.rules]]
+action = \"deny\"
+groups = [\"interns\"]
+resources = [\"demo://resource/static/document/architecture.md\", \"demo://resource/dynamic/text/{{resourceId}}\"]
+
+[[policy.rules]]
+action = \"deny\"
+groups = [\"interns\"]
+sources = [\"chatty\"]
+
+[[policy.rules]]
+action = \"deny\"
+groups = [\"interns\"]
+tools = [\"every__get-sum\"]
+",
+        everything_stdio("every"),
+        path_str(&tool("venv1/bin/python")),
+        path_str(&support_file("py_chatty_server.py")),
+        sha256_hex(BOB_KEY),
+        sha256_hex(ALICE_KEY),
+    )
+}
+
+fn sha256_hex(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn python_walk(args: &[String]) -> Value {
+    let mut all = vec![support_file("py_governance_check.py").display().to_string()];
+    all.extend(args.iter().cloned());
+    run_python(&tool("venv/bin/python"), &all, Duration::from_secs(120))
+}
+
+/// What the walk saw of one identity: bob may use everything, alice not
+/// what the policy keeps from her; secrets never come through.
+fn assert_walk(walk: &Value, may_use_everything: bool, modern: bool) {
+    let names = |key: &str| -> Vec<String> {
+        walk[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect()
+    };
+    let version = walk["protocolVersion"].as_str().unwrap_or_default();
+    assert_eq!(version == "2026-07-28", modern, "{walk}");
+    let tools = names("tools");
+    let templates = names("templates");
+    assert!(tools.iter().any(|t| t == "every__echo"), "{walk}");
+    let echo = walk["echo"]["text"].as_str().unwrap_or_default();
+    assert!(
+        !echo.contains(AWS_KEY) && echo.contains("[REDACTED:aws_access_key]"),
+        "{walk}"
+    );
+    let dynamic_text = "demo://resource/dynamic/text/{resourceId}";
+    if may_use_everything {
+        for t in ["every__get-sum", "chatty__chatty"] {
+            assert!(tools.iter().any(|n| n == t), "{t}: {walk}");
+        }
+        assert!(templates.iter().any(|t| t == dynamic_text), "{walk}");
+        assert_eq!(walk["sum"]["ok"], json!(true), "{walk}");
+        assert_eq!(walk["chatty"]["ok"], json!(true), "{walk}");
+        for message in walk["progress"].as_array().into_iter().flatten() {
+            let m = message.as_str().unwrap_or_default();
+            assert!(!m.contains(AWS_KEY), "progress not redacted: {walk}");
+        }
+        for (uri, read) in walk["reads"].as_object().expect("reads") {
+            assert_eq!(read["ok"], json!(true), "{uri}: {walk}");
+        }
+    } else {
+        for t in ["every__get-sum", "chatty__chatty"] {
+            assert!(!tools.iter().any(|n| n == t), "{t}: {walk}");
+        }
+        assert!(!templates.iter().any(|t| t == dynamic_text), "{walk}");
+        for refused in ["sum", "chatty"] {
+            let error = walk[refused]["error"].as_str().unwrap_or_default();
+            assert!(error.contains("Unknown tool"), "{refused}: {walk}");
+        }
+        for (uri, read) in walk["reads"].as_object().expect("reads") {
+            let error = read["error"].as_str().unwrap_or_default();
+            assert!(error.contains("Resource not found"), "{uri}: {walk}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdk_meets_the_same_governance_in_each_era_over_http_and_stdio() {
+    let dir = scratch();
+    let config = binary_config();
+    let gw = Gateway::start(&config, dir.path()).await;
+    let url = gw.url();
+    for (mode, modern) in [("auto", true), ("legacy", false)] {
+        for (key, everything) in [(BOB_KEY, true), (ALICE_KEY, false)] {
+            let walk = python_walk(&[mode.into(), "http".into(), url.clone(), key.into()]);
+            assert_walk(&walk, everything, modern);
+        }
+        // The stdio door, as the configured identity alice.
+        let cfg = dir.path().join("mcpyard.toml");
+        let walk = python_walk(&[
+            mode.into(),
+            "stdio".into(),
+            env!("CARGO_BIN_EXE_mcpyard").into(),
+            "stdio".into(),
+            "--config".into(),
+            cfg.display().to_string(),
+        ]);
+        assert_walk(&walk, false, modern);
+    }
+}
+
+/// Opens a session as `key`; its id.
+async fn open_session(http: &reqwest::Client, url: &str, key: &str) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let r = http
+        .post(url)
+        .bearer_auth(key)
+        .header("accept", "application/json, text/event-stream")
+        .json(&init)
+        .send()
+        .await
+        .expect("initialize");
+    assert_eq!(r.status(), 200);
+    r.headers()["mcp-session-id"]
+        .to_str()
+        .expect("session id")
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_key_opening_sessions_cannot_push_out_anothers() {
+    let dir = scratch();
+    let config = format!("max_sessions = 5\n{}", binary_config());
+    let gw = Gateway::start(&config, dir.path()).await;
+    let http = reqwest::Client::new();
+    let url = gw.url();
+    let alices = open_session(&http, &url, ALICE_KEY).await;
+    for _ in 0..20 {
+        open_session(&http, &url, BOB_KEY).await;
+    }
+    let ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping"});
+    let r = http
+        .post(&url)
+        .bearer_auth(ALICE_KEY)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &alices)
+        .header("mcp-protocol-version", "2025-06-18")
+        .json(&ping)
+        .send()
+        .await
+        .expect("ping");
+    assert_eq!(
+        r.status(),
+        200,
+        "alice's session was ended by bob's: {}",
+        r.text().await.unwrap_or_default()
+    );
 }
