@@ -156,6 +156,21 @@ async fn visions_request_is_served_with_its_context_size_and_streamed() {
     for field in ["requestId", "roomId", "event"] {
         assert!(notes.contains(field), "{notes}");
     }
+
+    // Without a progress token there is nowhere to stream to: one answer.
+    let r = h.call("analyze_image", visions_arguments()).await;
+    assert!(!is_error(&r), "{r}");
+    assert_eq!(
+        r["structuredContent"]["content"],
+        "A red square on a blue background."
+    );
+    assert_eq!(
+        r["structuredContent"]["usage"]["completion_tokens"], 9,
+        "{r}"
+    );
+    let sent = f.requests("POST", "/api/chat");
+    assert_eq!(sent[1].body["stream"], false);
+    assert_eq!(sent[1].body["options"]["num_ctx"], 16384);
     h.gateway().shutdown().await;
 }
 
