@@ -2,8 +2,8 @@
 //! machine (Ollama, llama.cpp's llama-server, LM Studio, Lemonade,
 //! LocalAI, vLLM, any OpenAI-compatible server) behind a gateway source
 //! named `local`, with tools `list_models`, `chat`, `embed`,
-//! `transcribe_audio`, `generate_image`, `speak`, `analyze_image` and
-//! `agent`; and the sampling bridge (`sampling`) that answers upstream
+//! `transcribe_audio`, `generate_image`, `speak`, `analyze_image`,
+//! `agent` and `omni`; and the sampling bridge (`sampling`) that answers upstream
 //! sampling requests with a local model.
 //!
 //! ```no_run

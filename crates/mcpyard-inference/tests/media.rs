@@ -142,7 +142,7 @@ async fn transcription_is_the_openai_multipart_upload() {
         )
         .await;
     assert!(!is_error(&r), "{r}");
-    assert_eq!(text(&r), "Hello world, this is a test.");
+    assert_eq!(r["content"][0]["text"], "Hello world, this is a test.");
     let sc = &r["structuredContent"];
     assert_eq!(sc["model"], "whisper-1", "a transcription model was chosen");
     assert_eq!(sc["response"]["text"], "Hello world, this is a test.");
@@ -218,7 +218,7 @@ async fn transcription_from_a_file_in_every_format() {
             json!({"audio_path": path, "response_format": "text"}),
         )
         .await;
-    assert_eq!(text(&r), "Hello world, this is a test.");
+    assert_eq!(r["content"][0]["text"], "Hello world, this is a test.");
     let formats: Vec<String> = env
         .fixture
         .requests("/v1/audio/transcriptions")
@@ -860,4 +860,47 @@ async fn a_large_photo_goes_through_every_variant() {
     let small = image::load_from_memory(&data_url_bytes(urls[3], "image/png")).expect("png");
     assert_eq!((small.width(), small.height()), (512, 341));
     assert_eq!(data_url_bytes(urls[0], "image/jpeg"), jpeg);
+}
+
+/// Lemonade's `lemonade_transcribe_audio` answers two text blocks, the
+/// transcript and the server's whole answer as JSON, which its clients
+/// parse for segments and timestamps.
+#[tokio::test]
+async fn transcription_returns_the_servers_answer_as_a_json_block() {
+    let env = Env::new(BackendKind::Localai, Mode::Normal).await;
+    let r = env
+        .call(
+            "transcribe_audio",
+            json!({"audio_base64": b64(&wav(4000)), "response_format": "verbose_json"}),
+        )
+        .await;
+    assert!(!is_error(&r), "{r}");
+    let blocks = r["content"].as_array().expect("content");
+    assert_eq!(blocks.len(), 2, "{r}");
+    assert_eq!(blocks[0]["text"], "Hello world, this is a test.");
+    let answer: Value = serde_json::from_str(blocks[1]["text"].as_str().expect("a text block"))
+        .expect("the second block is JSON");
+    assert_eq!(
+        answer["segments"][1]["text"], " this is a test.",
+        "{answer}"
+    );
+    assert_eq!(answer, r["structuredContent"]["response"]);
+
+    // A plain-text format still gives a JSON block of the OpenAI shape.
+    let r = env
+        .call(
+            "transcribe_audio",
+            json!({"audio_base64": b64(&wav(4000)), "response_format": "srt"}),
+        )
+        .await;
+    assert!(!is_error(&r), "{r}");
+    let answer: Value =
+        serde_json::from_str(r["content"][1]["text"].as_str().expect("a second block"))
+            .expect("JSON");
+    assert!(
+        answer["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("00:00:02,500")),
+        "{answer}"
+    );
 }

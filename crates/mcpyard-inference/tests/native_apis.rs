@@ -510,3 +510,95 @@ async fn a_port_nobody_listens_on_is_not_a_server() {
     assert_eq!(identify(&client, port).await, None);
     assert!(started.elapsed() < Duration::from_secs(3));
 }
+
+// ------------------------------------------- Lemonade's MCP clients' calls
+
+/// The JSON in the second text block of a result, which Lemonade's MCP
+/// clients parse.
+fn json_block(r: &Value) -> Value {
+    let block = r["content"][1]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no second text block: {r}"));
+    serde_json::from_str(block).unwrap_or_else(|e| panic!("not JSON ({e}): {block}"))
+}
+
+#[tokio::test]
+async fn lemonade_list_models_arguments_and_json_block() {
+    let (_f, port) = serve(lemonade).await;
+    let url = format!("http://127.0.0.1:{port}");
+    let h = Harness::new(config_with(BackendKind::Lemonade, &url)).await;
+    // lemonade_list_models' own call.
+    let r = h
+        .call(
+            "list_models",
+            json!({"include_available": true, "include_suggested": true}),
+        )
+        .await;
+    assert!(!is_error(&r), "{r}");
+    let listing = json_block(&r);
+    assert_eq!(
+        listing, r["structuredContent"],
+        "the block is the structured content"
+    );
+    assert_eq!(
+        listing["recommended_chat_model"], "Qwen3-0.6B-GGUF",
+        "{listing}"
+    );
+    assert_eq!(listing["loaded"][0]["model_name"], "Qwen3-0.6B-GGUF");
+    assert_eq!(listing["loaded"][0]["type"], "llm");
+    assert_eq!(listing["available"][0]["model_name"], "Whisper-Tiny");
+    assert_eq!(listing["available"][0]["type"], "transcription");
+    assert!(
+        listing["suggested_to_pull"]
+            .as_array()
+            .is_some_and(|s| s.iter().any(|m| m["model_name"] == "Gemma-3-4b-it-GGUF")),
+        "{listing}"
+    );
+    assert_eq!(listing["backends"][0]["kind"], "lemonade");
+
+    // Leaving out what is on disk and what could be pulled.
+    let r = h
+        .call(
+            "list_models",
+            json!({"include_available": false, "include_suggested": false}),
+        )
+        .await;
+    assert!(!is_error(&r), "{r}");
+    let listing = json_block(&r);
+    assert_eq!(listing["available"], json!([]), "{listing}");
+    assert_eq!(listing["suggested_to_pull"], json!([]), "{listing}");
+    assert_eq!(listing["backends"][0]["downloaded"], json!([]), "{listing}");
+    assert_eq!(listing["backends"][0]["suggested"], json!([]), "{listing}");
+    assert_eq!(listing["loaded"][0]["model_name"], "Qwen3-0.6B-GGUF");
+    assert!(!text(&r).contains("Whisper-Tiny"), "{}", text(&r));
+    h.gateway().shutdown().await;
+}
+
+#[tokio::test]
+async fn lemonade_chat_arguments_stream_and_penalties() {
+    let (f, port) = serve(lemonade).await;
+    let url = format!("http://127.0.0.1:{port}");
+    let h = Harness::new(config_with(BackendKind::Lemonade, &url)).await;
+    // lemonade_chat's call as its clients send it, with `stream`.
+    let call = |stream: bool| {
+        json!({"model": "Qwen3-0.6B-GGUF", "messages": [{"role": "user", "content": "hi"}],
+               "max_tokens": 16, "temperature": 0.2, "stream": stream,
+               "presence_penalty": 0.5, "frequency_penalty": 0.25})
+    };
+    let (r, notes) = h.call_with_progress("chat", call(true)).await;
+    assert!(!is_error(&r), "{r}");
+    assert_eq!(text(&r), "Hello from the fixture.");
+    assert_eq!(notes.len(), 2, "the tokens came as progress: {notes:?}");
+    let sent = f.requests("POST", "/v1/chat/completions");
+    assert_eq!(sent[0].body["stream"], true);
+    assert_eq!(sent[0].body["presence_penalty"], 0.5);
+    assert_eq!(sent[0].body["frequency_penalty"], 0.25);
+
+    // `stream: false`: one answer, even for a client that asked for progress.
+    let (r, notes) = h.call_with_progress("chat", call(false)).await;
+    assert!(!is_error(&r), "{r}");
+    assert!(notes.is_empty(), "{notes:?}");
+    let sent = f.requests("POST", "/v1/chat/completions");
+    assert_eq!(sent[1].body["stream"], false);
+    h.gateway().shutdown().await;
+}

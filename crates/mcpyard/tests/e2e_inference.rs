@@ -228,3 +228,121 @@ async fn a_task_augmented_analyze_image_is_polled_to_its_result_by_the_python_sd
     // The original and its grayscale variant reached the model.
     assert!(result_text.contains("fixture saw 2 image(s)"), "{summary}");
 }
+
+/// A client written for Lemonade's MCP endpoint, over HTTP, against a real
+/// llama.cpp server: `lemonade_list_models`' and `lemonade_chat`'s own
+/// arguments, and the JSON block such clients parse.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lemonade_clients_calls_work_against_a_real_llama_cpp_server() {
+    let dir = scratch();
+    let (_llama, port) = start_llama(dir.path()).await;
+    let config = format!(
+        "[inference]\nbackends = [{{ name = \"llama\", kind = \"openai\", url = \"http://127.0.0.1:{port}\" }}]\n"
+    );
+    let gw = Gateway::start(&config, dir.path()).await;
+    let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
+    wait_for_tools(
+        &client,
+        &["local__list_models", "local__chat"],
+        Duration::from_secs(60),
+    )
+    .await;
+
+    let r = call(
+        &client,
+        "local__list_models",
+        json!({"include_available": true, "include_suggested": true}),
+    )
+    .await;
+    assert_ne!(r["isError"], json!(true), "{r}");
+    let block = r["content"][1]["text"].as_str().unwrap_or_default();
+    let listing: Value = serde_json::from_str(block).unwrap_or_else(|e| panic!("{e}: {r}"));
+    let loaded: Vec<&str> = listing["loaded"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["model_name"].as_str())
+        .collect();
+    assert!(loaded.contains(&"tiny-chat"), "{listing}");
+    assert!(listing["recommended_chat_model"].is_string(), "{listing}");
+
+    let r = call(
+        &client,
+        "local__chat",
+        json!({"model": "tiny-chat", "messages": [{"role": "system", "content": "You are concise."},
+               {"role": "user", "content": "Summarize MCP in one line."}],
+               "max_tokens": 8, "temperature": 0.2, "stream": true,
+               "presence_penalty": 0.1, "frequency_penalty": 0.1}),
+    )
+    .await;
+    assert_ne!(r["isError"], json!(true), "{r}");
+    assert_eq!(r["structuredContent"]["model"], "tiny-chat", "{r}");
+    client.shutdown().await;
+}
+
+/// Visions' own `tools/call` of its analysis tool, sent by the Python SDK
+/// 1.x over HTTP with a progress callback: its argument object as Visions
+/// documents it, served by `analyze_image` with the CLAHE variant, the
+/// answer streamed as progress and the unused Socket.IO fields noted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn visions_own_request_is_served_for_the_python_sdk_with_progress() {
+    const CLIENT: &str = r#"
+import asyncio, json, sys
+from mcp import ClientSession
+from mcp.client.streamable_http import streamablehttp_client
+
+async def main(url, name, arguments):
+    progress = []
+    async def on_progress(value, total, message):
+        progress.append(message)
+    async with streamablehttp_client(url) as (read, write, _):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            result = await session.call_tool(name, json.loads(arguments), progress_callback=on_progress)
+            print(json.dumps({"result": result.model_dump(mode="json", by_alias=True, exclude_none=True), "progress": progress}))
+
+asyncio.run(main(*sys.argv[1:]))
+"#;
+    let dir = scratch();
+    let (_vision, port) = start_vision_fixture(dir.path()).await;
+    let config = format!(
+        "[inference]\nbackends = [{{ name = \"vision\", kind = \"openai\", url = \"http://127.0.0.1:{port}\" }}]\n"
+    );
+    let gw = Gateway::start(&config, dir.path()).await;
+    let arguments = json!({
+        "requestId": "abc-123", "model": "llava-vision-test", "task": "describe", "stream": true,
+        "roomId": "room-abc", "event": "vision", "numCtx": 16384,
+        "prompt": [{"role": "user", "content": "What do you see?"}],
+        "images": [{"data": PIXEL_PNG, "mimeType": "image/png", "name": "photo.png"}],
+        "preprocessing": {"enabled": true, "variants": {"grayscale": true, "clahe": true}}
+    });
+    let summary = run_python(
+        &tool("venv1/bin/python"),
+        &[
+            "-c".to_owned(),
+            CLIENT.to_owned(),
+            gw.url(),
+            "local__analyze_image".to_owned(),
+            arguments.to_string(),
+        ],
+        Duration::from_secs(120),
+    );
+    let result = &summary["result"];
+    assert_ne!(result["isError"], json!(true), "{summary}");
+    // The original, grayscale and CLAHE versions reached the model.
+    assert_eq!(
+        result["content"][0]["text"], "fixture saw 3 image(s)",
+        "{summary}"
+    );
+    assert!(
+        summary["progress"]
+            .as_array()
+            .is_some_and(|p| p.contains(&json!("fixture saw 3 image(s)"))),
+        "the answer came as progress: {summary}"
+    );
+    let notes = result["structuredContent"]["notes"].to_string();
+    assert!(
+        notes.contains("requestId") && notes.contains("numCtx"),
+        "{notes}"
+    );
+}

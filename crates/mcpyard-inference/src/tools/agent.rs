@@ -99,7 +99,7 @@ fn call<'a>(inf: &'a Inference, args: Args, call: &'a Call) -> ToolFuture<'a> {
 }
 
 /// A tool the model may call, under a name the chat API accepts.
-struct Offered {
+pub(super) struct Offered {
     exposed: String,
     definition: Value,
 }
@@ -110,7 +110,77 @@ fn stop_text(reason: &str) -> &'static str {
         "iterations" => "the iteration limit was reached",
         "time" => "the time limit was reached",
         "tokens" => "the token budget was used up",
+        "client_tools" => "the model called a tool of the client's",
         _ => "the model answered",
+    }
+}
+
+/// One run of the tool-calling loop: what it starts from and its bounds.
+pub(super) struct Run<'a> {
+    pub(super) messages: Vec<Value>,
+    /// Catalogue tools, run here through the gateway.
+    pub(super) offered: &'a [Offered],
+    /// The client's own function tools: a call to one ends the run and is
+    /// handed back, not run.
+    pub(super) client_tools: Vec<Value>,
+    /// Chat arguments sent with every turn (`model`, `temperature`, ...).
+    pub(super) chat: Map<String, Value>,
+    pub(super) max_iterations: u64,
+    pub(super) max_seconds: u64,
+    pub(super) max_tokens: u64,
+}
+
+/// How a run went.
+#[derive(Debug, Default)]
+pub(super) struct Outcome {
+    pub(super) model: String,
+    pub(super) answer: String,
+    /// `answered`, `iterations`, `time`, `tokens` or `client_tools`.
+    pub(super) stopped: &'static str,
+    /// The images and audio the tools produced, in order.
+    pub(super) media: Vec<Value>,
+    /// Each catalogue tool call: iteration, tool, isError.
+    pub(super) trace: Vec<Value>,
+    /// (prompt, completion) tokens.
+    pub(super) used: (u64, u64),
+    /// The calls of the client's own tools, when the run ended on them.
+    pub(super) client_tool_calls: Vec<Value>,
+}
+
+impl Outcome {
+    /// The final answer, or why there is none.
+    pub(super) fn shown_answer(&self) -> String {
+        if self.answer.trim().is_empty() && self.client_tool_calls.is_empty() {
+            format!("(no final answer: {})", stop_text(self.stopped))
+        } else {
+            self.answer.clone()
+        }
+    }
+
+    /// Model turns taken.
+    fn iterations(&self) -> u64 {
+        self.trace
+            .iter()
+            .filter_map(|t| t["iteration"].as_u64())
+            .max()
+            .unwrap_or(0)
+            .max(u64::from(matches!(
+                self.stopped,
+                "answered" | "client_tools"
+            )))
+    }
+
+    /// The structured content of a run's result, with the files written.
+    pub(super) fn structured(&self, files: &[String]) -> Value {
+        json!({
+            "model": self.model,
+            "answer": self.answer,
+            "stopped": self.stopped,
+            "iterations": self.iterations(),
+            "tool_calls": self.trace,
+            "usage": {"prompt_tokens": self.used.0, "completion_tokens": self.used.1},
+            "files": files,
+        })
     }
 }
 
@@ -120,8 +190,66 @@ async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolErro
     let max_seconds = bounded("max_seconds", args.max_seconds, MAX_SECONDS)?;
     let max_tokens = bounded("max_tokens", args.max_tokens, u64::MAX)?;
     let save_media = args.save_media;
-    let mut messages = initial_messages(&args)?;
+    let messages = initial_messages(&args)?;
     let offered = offered_tools(&args.tools, call)?;
+    let mut chat = Map::new();
+    if let Some(model) = &args.model {
+        chat.insert("model".into(), json!(model));
+    }
+    if args.allow_download {
+        chat.insert("allow_download".into(), json!(true));
+    }
+    let outcome = run_loop(
+        inf,
+        call,
+        Run {
+            messages,
+            offered: &offered,
+            client_tools: Vec::new(),
+            chat,
+            max_iterations,
+            max_seconds,
+            max_tokens,
+        },
+    )
+    .await?;
+
+    let mut content = vec![json!({"type": "text", "text": outcome.shown_answer()})];
+    let mut files = Vec::new();
+    for block in &outcome.media {
+        if save_media {
+            files.push(save(inf, block).await?);
+        } else {
+            content.push(block.clone());
+        }
+    }
+    if !files.is_empty() {
+        content
+            .push(json!({"type": "text", "text": format!("Files written: {}", files.join(", "))}));
+    }
+    Ok(json!({
+        "content": content,
+        "structuredContent": outcome.structured(&files),
+    }))
+}
+
+/// The loop: a model turn, then every catalogue tool it called (through
+/// the gateway, as the calling client), until it answers or a bound is
+/// reached.
+pub(super) async fn run_loop(
+    inf: &Inference,
+    call: &Call,
+    run: Run<'_>,
+) -> Result<Outcome, ToolError> {
+    let Run {
+        mut messages,
+        offered,
+        client_tools,
+        chat: chat_args,
+        max_iterations,
+        max_seconds,
+        max_tokens,
+    } = run;
     let by_api_name: HashMap<String, &Offered> = offered
         .iter()
         .map(|o| {
@@ -134,53 +262,68 @@ async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolErro
             )
         })
         .collect();
+    let client_names: Vec<&str> = client_tools
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    let tools: Vec<Value> = offered
+        .iter()
+        .map(|o| o.definition.clone())
+        .chain(client_tools.iter().cloned())
+        .collect();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(max_seconds);
 
-    let mut used = (0u64, 0u64); // (prompt, completion) tokens
-    let mut media: Vec<Value> = Vec::new();
-    let mut trace: Vec<Value> = Vec::new();
-    let mut model = String::new();
-    let mut answer = String::new();
-    let mut stopped = "iterations";
+    let mut out = Outcome {
+        stopped: "iterations",
+        ..Outcome::default()
+    };
     for iteration in 1..=max_iterations {
-        let left = max_tokens - used.1.min(max_tokens);
+        let left = max_tokens - out.used.1.min(max_tokens);
         if left == 0 {
-            stopped = "tokens";
+            out.stopped = "tokens";
             break;
         }
-        let mut turn = json!({"messages": messages, "max_tokens": left});
-        if !offered.is_empty() {
-            turn["tools"] = Value::Array(offered.iter().map(|o| o.definition.clone()).collect());
-            turn["tool_choice"] = json!("auto");
+        let mut turn = chat_args.clone();
+        turn.insert("messages".into(), json!(messages));
+        turn.insert("max_tokens".into(), json!(left));
+        if !tools.is_empty() {
+            turn.insert("tools".into(), json!(tools));
+            turn.entry("tool_choice").or_insert(json!("auto"));
         }
-        if let Some(model) = &args.model {
-            turn["model"] = json!(model);
-        }
-        if args.allow_download {
-            turn["allow_download"] = json!(true);
-        }
-        let reply =
-            match tokio::time::timeout_at(deadline, chat::run(inf, Args::new(turn)?, call)).await {
-                Ok(r) => r?,
-                Err(_) => {
-                    stopped = "time";
-                    break;
-                }
-            };
+        let reply = match tokio::time::timeout_at(
+            deadline,
+            chat::run(inf, Args::new(Value::Object(turn))?, call),
+        )
+        .await
+        {
+            Ok(r) => r?,
+            Err(_) => {
+                out.stopped = "time";
+                break;
+            }
+        };
         let reply = &reply["structuredContent"];
-        model = reply["model"].as_str().unwrap_or_default().to_owned();
-        used.0 += reply["usage"]["prompt_tokens"].as_u64().unwrap_or(0);
-        used.1 += reply["usage"]["completion_tokens"].as_u64().unwrap_or(0);
-        answer = reply["content"].as_str().unwrap_or_default().to_owned();
+        out.model = reply["model"].as_str().unwrap_or_default().to_owned();
+        out.used.0 += reply["usage"]["prompt_tokens"].as_u64().unwrap_or(0);
+        out.used.1 += reply["usage"]["completion_tokens"].as_u64().unwrap_or(0);
+        out.answer = reply["content"].as_str().unwrap_or_default().to_owned();
         let tool_calls = reply["tool_calls"].as_array().cloned().unwrap_or_default();
         if tool_calls.is_empty() {
-            stopped = "answered";
+            out.stopped = "answered";
             break;
         }
-        messages.push(
-            json!({"role": "assistant", "content": reply["content"], "tool_calls": tool_calls}),
-        );
-        for tc in &tool_calls {
+        // The client runs its own tools: hand those calls back.
+        let (for_client, here): (Vec<Value>, Vec<Value>) = tool_calls
+            .into_iter()
+            .partition(|tc| client_names.contains(&tc["function"]["name"].as_str().unwrap_or("")));
+        if !for_client.is_empty() {
+            out.client_tool_calls = for_client;
+            out.stopped = "client_tools";
+            break;
+        }
+        messages
+            .push(json!({"role": "assistant", "content": reply["content"], "tool_calls": here}));
+        for tc in &here {
             let id = tc["id"].as_str().unwrap_or_default().to_owned();
             let api_name = tc["function"]["name"].as_str().unwrap_or_default();
             let (text, is_error) = match by_api_name.get(api_name) {
@@ -201,53 +344,24 @@ async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolErro
                             .await;
                             match outcome {
                                 Err(_) => {
-                                    stopped = "time";
+                                    out.stopped = "time";
                                     ("The time limit was reached during this call.".into(), true)
                                 }
                                 Ok(Err(e)) => (format!("error: {}", e.message), true),
-                                Ok(Ok(result)) => digest(&result, &mut media),
+                                Ok(Ok(result)) => digest(&result, &mut out.media),
                             }
                         }
                     }
                 }
             };
-            trace.push(json!({"iteration": iteration, "tool": by_api_name.get(api_name).map(|t| t.exposed.as_str()).unwrap_or(api_name), "isError": is_error}));
+            out.trace.push(json!({"iteration": iteration, "tool": by_api_name.get(api_name).map(|t| t.exposed.as_str()).unwrap_or(api_name), "isError": is_error}));
             messages.push(json!({"role": "tool", "tool_call_id": id, "content": text}));
         }
-        if stopped == "time" {
+        if out.stopped == "time" {
             break;
         }
     }
-
-    let mut content = vec![json!({"type": "text", "text": if answer.trim().is_empty() {
-        format!("(no final answer: {})", stop_text(stopped))
-    } else {
-        answer.clone()
-    }})];
-    let mut files = Vec::new();
-    for block in media {
-        if save_media {
-            files.push(save(inf, &block).await?);
-        } else {
-            content.push(block);
-        }
-    }
-    if !files.is_empty() {
-        content
-            .push(json!({"type": "text", "text": format!("Files written: {}", files.join(", "))}));
-    }
-    Ok(json!({
-        "content": content,
-        "structuredContent": {
-            "model": model,
-            "answer": answer,
-            "stopped": stopped,
-            "iterations": trace.iter().filter_map(|t| t["iteration"].as_u64()).max().unwrap_or(0).max(u64::from(stopped == "answered")),
-            "tool_calls": trace,
-            "usage": {"prompt_tokens": used.0, "completion_tokens": used.1},
-            "files": files,
-        }
-    }))
+    Ok(out)
 }
 
 /// A limit the caller gave: at least 1, and no more than `max`.
@@ -277,9 +391,10 @@ fn initial_messages(args: &AgentArgs) -> Result<Vec<Value>, ToolError> {
     Ok(messages)
 }
 
-/// The catalogue tools the allow-list names, as chat API tools. The agent
-/// itself is never offered (no recursion).
-fn offered_tools(patterns: &[String], call: &Call) -> Result<Vec<Offered>, ToolError> {
+/// The catalogue tools the allow-list names, as chat API tools. The tools
+/// that run a loop themselves (agent, omni) are never offered (no
+/// recursion).
+pub(super) fn offered_tools(patterns: &[String], call: &Call) -> Result<Vec<Offered>, ToolError> {
     if patterns.is_empty() {
         return Ok(Vec::new());
     }
@@ -294,7 +409,7 @@ fn offered_tools(patterns: &[String], call: &Call) -> Result<Vec<Offered>, ToolE
         let Some(name) = tool["name"].as_str() else {
             continue;
         };
-        if !allowed(name) || name.ends_with("__agent") {
+        if !allowed(name) || name.ends_with("__agent") || name.ends_with("__omni") {
             continue;
         }
         // Chat APIs take [A-Za-z0-9_-]{1,64} as function names.
@@ -367,16 +482,8 @@ fn digest(result: &Value, media: &mut Vec<Value>) -> (String, bool) {
 }
 
 /// Writes an image or audio block to the output folder.
-async fn save(inf: &Inference, block: &Value) -> Result<String, ToolError> {
-    let mime = block["mimeType"]
-        .as_str()
-        .unwrap_or("application/octet-stream");
-    let ext = mime.rsplit('/').next().unwrap_or("bin");
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(block["data"].as_str().unwrap_or_default())
-        .map_err(|e| {
-            ToolError::InvalidArguments(format!("a tool returned undecodable media: {e}"))
-        })?;
+pub(super) async fn save(inf: &Inference, block: &Value) -> Result<String, ToolError> {
+    let (bytes, ext) = media_bytes(block)?;
     let stem = if block["type"] == "audio" {
         "agent-audio"
     } else {
@@ -384,6 +491,25 @@ async fn save(inf: &Inference, block: &Value) -> Result<String, ToolError> {
     };
     let path = inf.files().write_output(stem, ext, &bytes).await?;
     Ok(path.display().to_string())
+}
+
+/// The bytes of an image or audio block, and the file extension of its
+/// type.
+pub(super) fn media_bytes(block: &Value) -> Result<(Vec<u8>, &str), ToolError> {
+    let mime = block["mimeType"]
+        .as_str()
+        .unwrap_or("application/octet-stream");
+    let ext = match mime {
+        "audio/mpeg" => "mp3",
+        "image/jpeg" => "jpg",
+        other => other.rsplit('/').next().unwrap_or("bin"),
+    };
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(block["data"].as_str().unwrap_or_default())
+        .map_err(|e| {
+            ToolError::InvalidArguments(format!("a tool returned undecodable media: {e}"))
+        })?;
+    Ok((bytes, ext))
 }
 
 #[cfg(test)]

@@ -3,13 +3,16 @@
 //! input roots; optional preprocessing variants (grayscale, CLAHE
 //! contrast equalisation, downscaling) are each sent as their own image
 //! beside the original, in OpenAI's vision format (`image_url` content
-//! parts with `data:` URLs).
+//! parts with `data:` URLs). Visions' own call of its analysis tool is
+//! accepted as it is (see `visions`).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Number, Value};
 
-use super::media::{backend_call, decode_inline, image_url_part};
+use super::media::{decode_inline, image_url_part};
+use super::vision_chat::{self, Settings};
+use super::visions::{routing_note, Preprocessing, PromptArg};
 use super::{
     blank_is_none, input_schema, model_request, Args, Call, ToolDef, ToolFuture,
     ALLOW_DOWNLOAD_DOC, MODEL_DOC,
@@ -41,9 +44,8 @@ struct AnalyzeArgs {
     /// The images: inline {data (base64), mimeType, name} or local files {path} under [inference] input_roots. PNG, JPEG or WebP.
     #[schemars(length(min = 1, max = MAX_IMAGES))]
     images: Vec<ImageItem>,
-    /// The question or instruction about the images; a task-specific default when omitted.
-    #[serde(default, deserialize_with = "blank_is_none")]
-    prompt: Option<String>,
+    /// The question or instruction about the images (a task-specific default when omitted), or chat messages whose last user message is the instruction (Visions).
+    prompt: Option<PromptArg>,
     /// Extra chat messages ({role, content}), e.g. earlier conversation or a follow-up, placed before or after the turn with the images (see messages_position).
     #[serde(default)]
     messages: Vec<ExtraMessage>,
@@ -60,6 +62,22 @@ struct AnalyzeArgs {
     max_tokens: Option<u64>,
     #[schemars(range(min = 0))]
     temperature: Option<Number>,
+    /// The model's context size in tokens. Sent to Ollama (`options.num_ctx`); other servers set it when they load the model.
+    #[serde(rename = "numCtx")]
+    #[schemars(range(min = 1))]
+    num_ctx: Option<u64>,
+    /// false: one answer at the end. Otherwise the answer streams into progress notifications when the client asked for progress.
+    stream: Option<bool>,
+    /// Visions' preprocessing: {"enabled": true, "variants": {"grayscale": true, "clahe": true}}; `clahe` is the `equalize` variant. Use this or `preprocess`.
+    preprocessing: Option<Preprocessing>,
+    /// Visions' Socket.IO routing; not used here.
+    #[serde(rename = "requestId")]
+    request_id: Option<Value>,
+    /// Visions' Socket.IO routing; not used here.
+    #[serde(rename = "roomId")]
+    room_id: Option<Value>,
+    /// Visions' Socket.IO routing; not used here.
+    event: Option<Value>,
     #[serde(default, deserialize_with = "blank_is_none")]
     #[schemars(description = MODEL_DOC)]
     model: Option<String>,
@@ -127,6 +145,23 @@ struct ExtraMessage {
     #[serde(flatten)]
     #[schemars(skip)]
     other: Map<String, Value>,
+}
+
+impl ExtraMessage {
+    /// A message given as an object (a `prompt` array's); a missing or
+    /// non-string role is refused later by `check_messages`.
+    fn from_map(mut m: Map<String, Value>) -> Self {
+        let role = match m.remove("role") {
+            Some(Value::String(r)) => r,
+            _ => String::new(),
+        };
+        let content = m.remove("content");
+        Self {
+            role,
+            content,
+            other: m,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -226,9 +261,10 @@ fn definition() -> Value {
                     }
                 }},
                 "finish_reason": {"type": ["string", "null"]},
-                "usage": {"type": ["object", "null"]}
+                "usage": {"type": ["object", "null"]},
+                "notes": {"type": "array", "items": {"type": "string"}, "description": "Arguments that were accepted but not used, and why."}
             },
-            "required": ["model", "backend", "task", "content", "images"]
+            "required": ["model", "backend", "task", "content", "images", "notes"]
         },
         "annotations": {
             "title": "Analyze images with a local vision model",
@@ -278,16 +314,45 @@ async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolErro
         task,
         images: items,
         prompt,
-        messages,
+        mut messages,
         messages_position,
         preprocess,
-        keep_original,
+        mut keep_original,
         max_tokens,
         temperature,
+        num_ctx,
+        stream,
+        preprocessing,
+        request_id,
+        room_id,
+        event,
         model,
         allow_download,
     } = args.parse()?;
     let task = task.as_str();
+    let mut notes: Vec<String> = routing_note(&[
+        ("requestId", request_id.is_some()),
+        ("roomId", room_id.is_some()),
+        ("event", event.is_some()),
+    ])
+    .into_iter()
+    .collect();
+    let (prompt, prompt_messages) = prompt.map(PromptArg::split).unwrap_or_default();
+    messages.extend(prompt_messages.into_iter().map(ExtraMessage::from_map));
+    let variants = match preprocessing {
+        Some(_) if !preprocess.is_empty() => {
+            return Err(ToolError::InvalidArguments(
+                "pass `preprocess` or `preprocessing`, not both".into(),
+            ))
+        }
+        Some(p) => {
+            let mapped = p.map()?;
+            keep_original = mapped.keep_original;
+            notes.extend(mapped.notes);
+            mapped.variants
+        }
+        None => variants(preprocess)?,
+    };
     if items.is_empty() || items.len() > MAX_IMAGES {
         return Err(ToolError::InvalidArguments(format!(
             "`images` must be an array of 1 to {MAX_IMAGES} images: {{\"data\": base64, \"mimeType\": \"image/png\"}} or {{\"path\": \"/a/file.png\"}}"
@@ -298,7 +363,6 @@ async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolErro
             "`task: compare` needs at least two images in `images`".into(),
         ));
     }
-    let variants = variants(preprocess)?;
     if !keep_original && variants.is_empty() {
         return Err(ToolError::InvalidArguments(
             "`keep_original: false` needs at least one `preprocess` variant, or no image would be sent".into(),
@@ -348,6 +412,12 @@ async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolErro
         )
         .await?;
     let backend = &resolved.backend;
+    if num_ctx.is_some() && backend.kind() != crate::BackendKind::Ollama {
+        notes.push(format!(
+            "`numCtx` was not sent: {} sets the context size when it loads a model (only Ollama takes it per request)",
+            backend.kind().display_name()
+        ));
+    }
 
     let mut summary = Vec::with_capacity(prepared.len());
     let mut parts = vec![json!({"type": "text", "text": prompt})];
@@ -384,49 +454,33 @@ async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolErro
         messages.extend(extra);
         messages.push(user);
     }
-    let mut body = Map::new();
-    body.insert("model".into(), json!(resolved.model));
-    body.insert("messages".into(), Value::Array(messages));
-    body.insert("stream".into(), json!(false));
-    if let Some(m) = max_tokens {
-        body.insert("max_tokens".into(), json!(m));
-    }
-    if let Some(t) = temperature {
-        body.insert("temperature".into(), Value::Number(t));
-    }
-    let path = backend.v1("/chat/completions");
-    let answer = backend_call(inf, call, backend.post_json(&path, &Value::Object(body))).await?;
-    let choice = answer
-        .get("choices")
-        .and_then(|c| c.get(0))
-        .ok_or_else(|| backend.malformed(&path, "no `choices[0]` in the answer"))?;
-    let message = choice
-        .get("message")
-        .ok_or_else(|| backend.malformed(&path, "no `choices[0].message` in the answer"))?;
-    let content = match message.get("content") {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join(""),
-        _ => String::new(),
+    let settings = Settings {
+        max_tokens,
+        temperature,
+        num_ctx,
+        stream: stream != Some(false) && call.progress.is_active(),
     };
-    let shown = if content.trim().is_empty() {
+    let answer = vision_chat::send(inf, call, backend, &resolved.model, messages, settings).await?;
+    let shown = if answer.content.trim().is_empty() {
         "(the model returned no text)".to_owned()
     } else {
-        content.clone()
+        answer.content.clone()
     };
+    let mut content = vec![json!({"type": "text", "text": shown})];
+    if !notes.is_empty() {
+        content.push(json!({"type": "text", "text": format!("Note: {}.", notes.join("; "))}));
+    }
     Ok(json!({
-        "content": [{"type": "text", "text": shown}],
+        "content": content,
         "structuredContent": {
-            "model": answer.get("model").and_then(Value::as_str).unwrap_or(&resolved.model),
+            "model": answer.model.as_deref().unwrap_or(&resolved.model),
             "backend": backend.name(),
             "task": task,
-            "content": content,
+            "content": answer.content,
             "images": summary,
-            "finish_reason": choice.get("finish_reason").and_then(Value::as_str),
-            "usage": answer.get("usage").filter(|u| u.is_object()),
+            "finish_reason": answer.finish_reason,
+            "usage": answer.usage,
+            "notes": notes,
         }
     }))
 }

@@ -42,6 +42,12 @@ pub(crate) struct ChatArgs {
     top_p: Option<Number>,
     #[schemars(range(min = 1))]
     max_tokens: Option<u64>,
+    #[schemars(range(min = -2, max = 2))]
+    presence_penalty: Option<Number>,
+    #[schemars(range(min = -2, max = 2))]
+    frequency_penalty: Option<Number>,
+    /// false: one answer at the end. Otherwise the answer streams into progress notifications when the client asked for progress.
+    stream: Option<bool>,
     /// Passed to the chat template (e.g. {"enable_thinking": false}).
     chat_template_kwargs: Option<Map<String, Value>>,
     #[serde(default, deserialize_with = "blank_is_none")]
@@ -134,22 +140,24 @@ fn call<'a>(inf: &'a Inference, args: Args, call: &'a Call) -> ToolFuture<'a> {
 
 /// The assistant's answer, however it arrived.
 #[derive(Debug, Default)]
-struct Answer {
-    model: Option<String>,
-    content: String,
-    reasoning: String,
-    tool_calls: Vec<Value>,
-    finish_reason: Option<String>,
-    usage: Option<Value>,
+pub(crate) struct Answer {
+    pub(crate) model: Option<String>,
+    pub(crate) content: String,
+    pub(crate) reasoning: String,
+    pub(crate) tool_calls: Vec<Value>,
+    pub(crate) finish_reason: Option<String>,
+    pub(crate) usage: Option<Value>,
 }
 
 pub(crate) async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolError> {
     let args: ChatArgs = args.parse()?;
     let req = model_request(&args.model, args.allow_download);
+    // Tokens stream to progress notifications, so only a client that asked
+    // for progress gets them streamed, and only if it did not say no.
+    let stream = args.stream != Some(false) && call.progress.is_active();
     let mut body = request_body(args)?;
     let resolved = inf.resolve(&req, Capability::Chat, call).await?;
     body.insert("model".into(), json!(resolved.model));
-    let stream = call.progress.is_active();
     body.insert("stream".into(), json!(stream));
     let body = Value::Object(body);
     let backend = &resolved.backend;
@@ -200,6 +208,8 @@ fn request_body(args: ChatArgs) -> Result<Map<String, Value>, ToolError> {
     put(&mut body, "temperature", args.temperature);
     put(&mut body, "top_p", args.top_p);
     put(&mut body, "max_tokens", args.max_tokens);
+    put(&mut body, "presence_penalty", args.presence_penalty);
+    put(&mut body, "frequency_penalty", args.frequency_penalty);
     put(&mut body, "chat_template_kwargs", args.chat_template_kwargs);
     put(&mut body, "messages", Some(args.messages));
     Ok(body)
@@ -213,7 +223,8 @@ fn put<T: Serialize>(body: &mut Map<String, Value>, key: &str, value: Option<T>)
     }
 }
 
-fn text_of(v: Option<&Value>) -> String {
+/// The text of a message's `content`: a string, or the text of its parts.
+pub(crate) fn text_of(v: Option<&Value>) -> String {
     match v {
         Some(Value::String(s)) => s.clone(),
         // Some servers answer content as parts.
@@ -250,7 +261,8 @@ fn parse_completion(v: &Value) -> Option<Answer> {
     })
 }
 
-async fn streamed(
+/// A streamed completion, each piece of text passed on as progress.
+pub(crate) async fn streamed(
     backend: &crate::backend::Backend,
     path: &str,
     body: &Value,

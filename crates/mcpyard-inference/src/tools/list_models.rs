@@ -1,5 +1,9 @@
 //! `list_models`: what each inference server has loaded, downloaded and
-//! could download, with capabilities and a recommended chat model.
+//! could download, with capabilities and a recommended chat model. The
+//! result also carries the flat lists Lemonade's MCP endpoint returns
+//! (`loaded`, `available`, `suggested_to_pull`, `recommended_chat_model`),
+//! and a second text block with the structured content as JSON, which
+//! Lemonade's clients parse.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -9,7 +13,7 @@ use super::{input_schema, Args, Call, ToolDef, ToolFuture};
 use crate::backend::Origin;
 use crate::engine::{Inference, Listing};
 use crate::error::ToolError;
-use crate::vendors::{ModelInfo, ModelState};
+use crate::vendors::{BackendModels, Capability, ModelInfo, ModelState};
 
 pub(crate) const TOOL: ToolDef = ToolDef {
     name: "list_models",
@@ -24,9 +28,34 @@ struct ListModelsArgs {
     /// Probe again for servers started or stopped since the last call.
     #[serde(default)]
     refresh: bool,
+    /// List the models on disk that are not loaded (default true).
+    #[serde(default = "yes")]
+    include_available: bool,
+    /// List the models that could be downloaded (default true).
+    #[serde(default = "yes")]
+    include_suggested: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn definition() -> Value {
+    // One entry of the flat lists, in Lemonade's terms.
+    let flat = json!({
+        "type": "array",
+        "items": {
+            "type": "object",
+            "properties": {
+                "model_name": {"type": "string"},
+                "backend": {"type": "string"},
+                "type": {"type": "string"},
+                "labels": {"type": "array", "items": {"type": "string"}},
+                "size_gb": {"type": "number"}
+            },
+            "required": ["model_name", "backend", "type", "labels"]
+        }
+    });
     let model = json!({
         "type": "object",
         "properties": {
@@ -65,9 +94,13 @@ fn definition() -> Value {
                 "recommended_chat": {
                     "type": ["object", "null"],
                     "properties": {"backend": {"type": "string"}, "model": {"type": "string"}, "state": {"type": "string"}}
-                }
+                },
+                "loaded": flat,
+                "available": flat,
+                "suggested_to_pull": flat,
+                "recommended_chat_model": {"type": "string", "description": "The recommended chat model's id, empty when there is none."}
             },
-            "required": ["backends", "recommended_chat"]
+            "required": ["backends", "recommended_chat", "loaded", "available", "suggested_to_pull", "recommended_chat_model"]
         },
         "annotations": {
             "title": "List local models",
@@ -80,19 +113,75 @@ fn definition() -> Value {
 
 fn call<'a>(inf: &'a Inference, args: Args, _call: &'a Call) -> ToolFuture<'a> {
     Box::pin(async move {
-        let ListModelsArgs { refresh } = args.parse()?;
-        let listing = inf.listing(refresh).await;
-        let text = summary(inf, &listing);
-        let recommended = listing
-            .recommended_chat()
-            .map(|m| json!({"backend": m.backend, "model": m.id, "state": m.state}));
-        let backends = serde_json::to_value(&listing.backends)
+        let ListModelsArgs {
+            refresh,
+            include_available,
+            include_suggested,
+        } = args.parse()?;
+        let mut listing = inf.listing(refresh).await;
+        // Chosen from everything, before the lists are trimmed: it is still
+        // the model to use.
+        let recommended = listing.recommended_chat().cloned();
+        for b in &mut listing.backends {
+            if !include_available {
+                b.downloaded.clear();
+            }
+            if !include_suggested {
+                b.suggested.clear();
+            }
+        }
+        let text = summary(inf, &listing, recommended.as_ref());
+        let flat = |pick: fn(&BackendModels) -> &[ModelInfo]| -> Vec<Value> {
+            listing
+                .backends
+                .iter()
+                .flat_map(|b| pick(b).iter().map(lemonade_entry))
+                .collect()
+        };
+        let structured = json!({
+            "backends": listing.backends,
+            "recommended_chat": recommended.as_ref().map(|m| json!({"backend": m.backend, "model": m.id, "state": m.state})),
+            "loaded": flat(|b| &b.loaded),
+            "available": flat(|b| &b.downloaded),
+            "suggested_to_pull": flat(|b| &b.suggested),
+            "recommended_chat_model": recommended.as_ref().map_or("", |m| m.id.as_str()),
+        });
+        let json_text = serde_json::to_string(&structured)
             .map_err(|e| ToolError::InvalidArguments(format!("listing not serializable: {e}")))?;
         Ok(json!({
-            "content": [{"type": "text", "text": text}],
-            "structuredContent": {"backends": backends, "recommended_chat": recommended}
+            "content": [{"type": "text", "text": text}, {"type": "text", "text": json_text}],
+            "structuredContent": structured
         }))
     })
+}
+
+/// A model as Lemonade's lists name it: `type` is its main use in
+/// Lemonade's words (`llm`, `embedding`, `transcription`, `image`, `tts`),
+/// `labels` what it can do.
+fn lemonade_entry(m: &ModelInfo) -> Value {
+    let kind = if m.has(Capability::Chat) {
+        "llm"
+    } else if m.has(Capability::Embeddings) {
+        "embedding"
+    } else if m.has(Capability::Transcription) {
+        "transcription"
+    } else if m.has(Capability::Image) {
+        "image"
+    } else if m.has(Capability::Speech) {
+        "tts"
+    } else {
+        "other"
+    };
+    let mut entry = json!({
+        "model_name": m.id,
+        "backend": m.backend,
+        "type": kind,
+        "labels": m.capabilities,
+    });
+    if let Some(bytes) = m.size {
+        entry["size_gb"] = json!((bytes as f64 / 1e9 * 100.0).round() / 100.0);
+    }
+    entry
 }
 
 fn names(models: &[ModelInfo]) -> String {
@@ -109,7 +198,7 @@ fn names(models: &[ModelInfo]) -> String {
         .join(", ")
 }
 
-fn summary(inf: &Inference, listing: &Listing) -> String {
+fn summary(inf: &Inference, listing: &Listing, recommended: Option<&ModelInfo>) -> String {
     if listing.backends.is_empty() {
         return format!(
             "No local inference server found. {}",
@@ -148,7 +237,7 @@ fn summary(inf: &Inference, listing: &Listing) -> String {
         }
         out.push(s);
     }
-    match listing.recommended_chat() {
+    match recommended {
         Some(m) => {
             let state = match m.state {
                 ModelState::Loaded => "loaded",

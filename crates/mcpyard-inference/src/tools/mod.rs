@@ -11,8 +11,11 @@ mod embed;
 mod generate_image;
 mod list_models;
 mod media;
+mod omni;
 mod speak;
 mod transcribe_audio;
+mod vision_chat;
+mod visions;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -65,6 +68,7 @@ pub(crate) const TOOLS: &[ToolDef] = &[
     chat::TOOL,
     embed::TOOL,
     agent::TOOL,
+    omni::TOOL,
     transcribe_audio::TOOL,
     generate_image::TOOL,
     speak::TOOL,
@@ -98,18 +102,24 @@ mod tests {
     /// The arguments each tool took when its schema was written by hand:
     /// the generated schemas must keep every one of them.
     const HAND_WRITTEN: &[(&str, &[&str])] = &[
-        ("list_models", &["refresh"]),
+        (
+            "list_models",
+            &["include_available", "include_suggested", "refresh"],
+        ),
         (
             "chat",
             &[
                 "allow_download",
                 "chat_template_kwargs",
+                "frequency_penalty",
                 "max_tokens",
                 "messages",
                 "model",
+                "presence_penalty",
                 "response_format",
                 "seed",
                 "stop",
+                "stream",
                 "temperature",
                 "tool_choice",
                 "tools",
@@ -130,6 +140,26 @@ mod tests {
                 "save_media",
                 "system",
                 "tools",
+            ],
+        ),
+        (
+            "omni",
+            &[
+                "allow_download",
+                "chat_template_kwargs",
+                "frequency_penalty",
+                "max_tokens",
+                "messages",
+                "model",
+                "output_dir",
+                "presence_penalty",
+                "response_format",
+                "seed",
+                "stop",
+                "temperature",
+                "tool_choice",
+                "tools",
+                "top_p",
             ],
         ),
         (
@@ -178,14 +208,20 @@ mod tests {
             "analyze_image",
             &[
                 "allow_download",
+                "event",
                 "images",
                 "keep_original",
                 "max_tokens",
                 "messages",
                 "messages_position",
                 "model",
+                "numCtx",
                 "preprocess",
+                "preprocessing",
                 "prompt",
+                "requestId",
+                "roomId",
+                "stream",
                 "task",
                 "temperature",
             ],

@@ -82,7 +82,7 @@ fn definition() -> Value {
     json!({
         "name": "transcribe_audio",
         "title": "Transcribe audio with a local model",
-        "description": "Transcribes speech in an audio file (wav, mp3, flac, ogg/opus, webm, m4a) with a local speech-to-text model (Whisper and similar). Pass `audio_path` or `audio_base64`. Returns the transcript; the server's full answer is in structuredContent.response.",
+        "description": "Transcribes speech in an audio file (wav, mp3, flac, ogg/opus, webm, m4a) with a local speech-to-text model (Whisper and similar). Pass `audio_path` or `audio_base64`. Returns the transcript, then the server's full answer as JSON (also in structuredContent.response).",
         "inputSchema": input_schema::<TranscribeArgs>(),
         "outputSchema": {
             "type": "object",
@@ -223,8 +223,16 @@ async fn run(inf: &Inference, args: Args, call: &Call) -> Result<Value, ToolErro
         text.trim().to_owned()
     };
     tracing::debug!(model = %resolved.model, bytes = size, %filename, "transcribed");
+    // The server's whole answer as a second block, as Lemonade's MCP
+    // endpoint gives it: its clients parse it for segments and timings. A
+    // plain-text answer is wrapped in the OpenAI shape so the block is
+    // always a JSON object.
+    let answer_json = match &response {
+        Value::String(raw) => json!({"text": raw}).to_string(),
+        other => other.to_string(),
+    };
     Ok(json!({
-        "content": [{"type": "text", "text": shown}],
+        "content": [{"type": "text", "text": shown}, {"type": "text", "text": answer_json}],
         "structuredContent": {
             "model": resolved.model,
             "backend": backend.name(),
