@@ -1434,3 +1434,26 @@ async fn file_parts_given_as_base64_or_a_path_carry_their_content_type() {
         assert!(head(part).contains(expected), "{}", head(part));
     }
 }
+
+#[test]
+fn the_credential_report_says_what_each_operation_gets_and_never_a_value() {
+    let mut doc = secured_document("http://127.0.0.1:1");
+    doc.operations.push(op("silent", "GET", "/echo"));
+    let mut auth = secured_config(std::path::Path::new("/nowhere")).auth;
+    auth.schemes.insert("stray".into(), "st-SECRET-6".into());
+    let lines = mcpyard_openapi::credential_report(&doc, &auth);
+    let report = lines.join("\n");
+    for expected in [
+        "1 operation(s) get bearerAuth (header Authorization: Bearer, from auth.bearer)",
+        "1 operation(s) get headerKey (header X-API-Key, from auth.headerKey) + queryKey (query api_key, from auth.queryKey)",
+        "1 operation(s) need none (their `security` is empty)",
+        "1 operation(s) cannot be called: they need unconfigured, which `auth` does not configure",
+        // The silent one: every configured credential, one Authorization.
+        "1 operation(s) get cookieKey (cookie sid, from auth.cookieKey) + headerKey (header X-API-Key, from auth.headerKey) + queryKey (query api_key, from auth.queryKey) + bearerAuth (header Authorization: Bearer, from auth.bearer) (the document lists no `security` for them",
+        "`auth.stray` names no security scheme of the document",
+    ] {
+        assert!(report.contains(expected), "{expected}\nin\n{report}");
+    }
+    assert_no_secret("the report", &report);
+    assert!(!report.contains("st-SECRET-6"), "{report}");
+}

@@ -164,9 +164,10 @@ pub(crate) fn credentials(
 }
 
 /// Every configured credential, for an operation the document says nothing
-/// about: values given by scheme name first, then `bearer` / `basic` for
-/// the document's schemes of their kind, then (when no scheme took them)
-/// as a plain `Authorization` header. One `Authorization` at most.
+/// about: values given by scheme name first, then `bearer` / `basic` (in
+/// that order) for the document's schemes of their kind, then (when no
+/// scheme took them) as a plain `Authorization` header. One `Authorization`
+/// at most.
 fn configured(doc: &ApiDocument, auth: &ApiAuth) -> Vec<Filled> {
     let mut filled: Vec<Filled> = Vec::new();
     let mut add = |candidate: Filled| {
@@ -178,19 +179,17 @@ fn configured(doc: &ApiDocument, auth: &ApiAuth) -> Vec<Filled> {
             filled.push(candidate);
         }
     };
-    let own_first = doc
-        .security_schemes
-        .iter()
-        .filter(|(name, _)| auth.schemes.contains_key(*name))
-        .chain(
-            doc.security_schemes
-                .iter()
-                .filter(|(name, _)| !auth.schemes.contains_key(*name)),
-        );
-    for (name, scheme) in own_first {
-        if let Some(f) = fill(name, Some(scheme), auth) {
-            add(f);
-        }
+    let fills = |own: bool| {
+        doc.security_schemes
+            .iter()
+            .filter(move |(name, _)| auth.schemes.contains_key(*name) == own)
+            .filter_map(|(name, scheme)| fill(name, Some(scheme), auth))
+    };
+    let mut generic: Vec<Filled> = fills(false).collect();
+    // A bearer token before a login, where both could take Authorization.
+    generic.sort_by_key(|f| f.from != "bearer");
+    for f in fills(true).chain(generic) {
+        add(f);
     }
     if let Some(token) = &auth.bearer {
         add(Filled {
@@ -284,7 +283,8 @@ pub fn credential_report(doc: &ApiDocument, auth: &ApiAuth) -> Vec<String> {
             Plan::Configured(filled) if filled.is_empty() => {
                 let declared: Vec<&str> = doc.security_schemes.keys().map(String::as_str).collect();
                 if declared.is_empty() {
-                    "get none (the document lists no `security` and `auth` is empty)".to_owned()
+                    // An open API with nothing configured: nothing to say.
+                    continue;
                 } else {
                     format!(
                         "get none (the document lists no `security`; it declares {}: set `auth` if the API checks it)",

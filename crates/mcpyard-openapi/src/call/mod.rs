@@ -317,7 +317,13 @@ impl Caller {
     /// it waits at most [`PROBE_TIMEOUT`]. The error is worded for the
     /// status (no credential in it).
     pub(crate) async fn probe(&self) -> Result<(), String> {
-        let base = self.base_url_from(&[]).map_err(|e| e.to_string())?;
+        let mut base = self.base_url_from(&[]).map_err(|e| e.to_string())?;
+        // A WebSocket API's server answers the HTTP request it upgrades.
+        for (ws, http) in [("ws://", "http://"), ("wss://", "https://")] {
+            if let Some(rest) = base.strip_prefix(ws) {
+                base = format!("{http}{rest}");
+            }
+        }
         let timeout = PROBE_TIMEOUT.min(self.config.timeout);
         match self.client.get(&base).timeout(timeout).send().await {
             Ok(_) => Ok(()),
