@@ -47,6 +47,7 @@ pub use governance::size::{SizeLimits, ToolSizes};
 pub use governance::trace::{TARGET as TRACE_TARGET, TRACEPARENT};
 pub use mcpyard_client::sampling::{SamplingPolicy, SamplingRequest};
 pub use router::{Layer, Next, RouteFuture, RoutedCall};
+pub use source::builtin::spread_wrapped_arguments;
 pub use source::{
     CallContext, CallLimits, ClientHandle, Identity, IdentityKind, Progress, RouterHandle, Sampler,
     SamplingUsage, Source, SourceEvents, SourceRequest, SourceSpec, EVERY_GROUP,

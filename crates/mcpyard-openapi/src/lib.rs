@@ -23,6 +23,7 @@ mod schema;
 mod source;
 
 pub use audit::{audit, Audit};
+pub use call::credential_report;
 pub use config::{ApiAuth, ApiConfig};
 pub use curated::{default_listing, DEFAULT_LISTING_MAX_OPERATIONS};
 pub use describe::UNDESCRIBED;

@@ -62,9 +62,11 @@ pub struct Operation {
     pub body: Option<RequestBody>,
     /// What the 2xx answer is declared to be, if the document says.
     pub response: ResponseKind,
-    /// Alternatives: the call needs every scheme of one of them. Empty: no
-    /// credentials. The operation's own `security`, else the document's.
-    pub security: Vec<SecurityRequirement>,
+    /// Alternatives: the call needs every scheme of one of them. The
+    /// operation's own `security`, else the document's. `Some` of an empty
+    /// list (`security: []`): no credentials. `None`: the document says
+    /// nothing, and every credential configured for the API is sent.
+    pub security: Option<Vec<SecurityRequirement>>,
     /// Per-operation (or per-path) `servers`, overriding the document's.
     pub servers: Vec<String>,
     /// A WebSocket route (`ws://`, or an operation the document marks as
@@ -146,6 +148,10 @@ pub struct RequestBody {
     pub kind: BodyKind,
     pub required: bool,
     pub shape: BodyShape,
+    /// Swagger 2.0's `in: body` parameter name (`request` in LocalAI's
+    /// document): clients made from the document (LocalAiMCP's among them)
+    /// send the body's fields wrapped under it, and that is accepted too.
+    pub parameter: Option<String>,
     /// Arguments that are files (`format: binary` in multipart / form, or
     /// the whole body of a binary one): they take `data:` URLs, `base64:`,
     /// `http(s)://` URLs or paths under the input roots.
@@ -176,8 +182,10 @@ pub struct SecurityRequirement {
 /// A `securitySchemes` entry, as far as mcpyard can fill it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SecurityScheme {
-    /// `type: http, scheme: bearer` (and Swagger's apiKey on
-    /// `Authorization` is an [`SecurityScheme::ApiKey`]).
+    /// `type: http, scheme: bearer`. (Swagger 2.0 has no bearer type: its
+    /// documents, LocalAI's among them, declare an apiKey on
+    /// `Authorization`, an [`SecurityScheme::ApiKey`] that `auth.bearer`
+    /// fills as well.)
     Bearer,
     /// `type: http, scheme: basic` / Swagger `basic`.
     Basic,

@@ -178,6 +178,58 @@ pub(crate) fn assign(sources: &[NameSource<'_>], max_len: usize) -> Vec<String> 
     names
 }
 
+/// Gives the operations of a known document the names its users know
+/// (`known`: method, path, name), where such a name fits in `max_len` and
+/// no other operation has it; an operation left out keeps its derived name.
+pub(crate) fn apply_known(
+    names: &mut [String],
+    sources: &[NameSource<'_>],
+    known: &[(&str, &str, &str)],
+    max_len: usize,
+) {
+    let wanted: Vec<Option<&str>> = sources
+        .iter()
+        .map(|source| {
+            known
+                .iter()
+                .find(|(method, path, _)| *method == source.method && *path == source.path)
+                .map(|(_, _, name)| *name)
+                .filter(|name| name.len() <= max_len)
+        })
+        .collect();
+    // A name is given only where it is unique among the names all would
+    // then have (a newer version of the document may derive one of them).
+    let proposed: Vec<&str> = names
+        .iter()
+        .zip(&wanted)
+        .map(|(derived, wanted)| wanted.unwrap_or(derived))
+        .collect();
+    let mut count: HashMap<&str, usize> = HashMap::new();
+    for name in &proposed {
+        *count.entry(name).or_default() += 1;
+    }
+    let taken: HashSet<&str> = names
+        .iter()
+        .zip(&wanted)
+        .filter(|(_, wanted)| wanted.is_none())
+        .map(|(derived, _)| derived.as_str())
+        .collect();
+    let chosen: Vec<String> = names
+        .iter()
+        .zip(&wanted)
+        .map(|(derived, wanted)| match wanted {
+            Some(name) if count[name] == 1 && !taken.contains(name) => (*name).to_owned(),
+            _ => derived.clone(),
+        })
+        .collect();
+    // Falling back may clash in turn (a derived name that is another's
+    // known one): then the document keeps its derived names whole.
+    let distinct: HashSet<&String> = chosen.iter().collect();
+    if distinct.len() == chosen.len() {
+        names.clone_from_slice(&chosen);
+    }
+}
+
 /// Applies the rename map; a key that names no operation, or a new name that
 /// is invalid or taken, is an error (its message).
 pub(crate) fn apply_renames(
@@ -545,6 +597,39 @@ mod tests {
 
     fn name(method: &str, path: &str) -> String {
         derive(method, path, false)
+    }
+
+    #[test]
+    fn known_names_replace_derived_ones_unless_they_would_clash() {
+        let source = |method, path| NameSource {
+            method,
+            path,
+            operation_id: None,
+            websocket: false,
+        };
+        let sources = [
+            source("POST", "/v1/chat/completions"),
+            source("GET", "/system"),
+            source("POST", "/chat"),
+        ];
+        let derived = assign(&sources, 50);
+        assert_eq!(derived[2], "create_chat");
+        // `create_chat` is already the derived name of an operation the table
+        // does not name: that one keeps it, the known one stays derived.
+        let known = [
+            ("POST", "/v1/chat/completions", "create_chat"),
+            ("GET", "/system", "get_system_info"),
+        ];
+        let mut names = derived.clone();
+        apply_known(&mut names, &sources, &known, 50);
+        assert_eq!(
+            names,
+            [derived[0].as_str(), "get_system_info", "create_chat"]
+        );
+        // A known name too long for the room left by the prefix is not used.
+        let mut names = derived.clone();
+        apply_known(&mut names, &sources, &known, 10);
+        assert_eq!(names[1], derived[1]);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use mcpyard_gateway::{
@@ -30,6 +30,9 @@ struct Inner {
     /// Why the document could not be loaded (no credential in it: loading
     /// reads a file or a URL the configuration names).
     last_error: Mutex<Option<String>>,
+    /// The last probe of the base URL, kept for [`PROBE_KEPT`]: a status
+    /// asked often does not knock on the API each time.
+    probed: tokio::sync::Mutex<Option<(Instant, Result<(), String>)>>,
     stop: CancellationToken,
 }
 
@@ -56,6 +59,8 @@ struct Loaded {
 /// Backoff between attempts to load a document that fails.
 const FIRST_RETRY: Duration = Duration::from_secs(1);
 const LAST_RETRY: Duration = Duration::from_secs(60);
+/// How long a probe's outcome stands for the status.
+const PROBE_KEPT: Duration = Duration::from_secs(30);
 
 impl OpenApiSource {
     /// An API whose document is loaded at start (file or URL), retried
@@ -76,6 +81,7 @@ impl OpenApiSource {
                 given: Mutex::new(doc),
                 loaded: RwLock::new(None),
                 last_error: Mutex::new(None),
+                probed: tokio::sync::Mutex::new(None),
                 stop: CancellationToken::new(),
             }),
         }
@@ -110,7 +116,27 @@ impl OpenApiSource {
 }
 
 impl Inner {
+    /// Whether the base URL answers, probed at most once per
+    /// [`PROBE_KEPT`] (the lock makes concurrent statuses share one probe).
+    async fn reachable(&self, caller: &Caller) -> Result<(), String> {
+        let mut probed = self.probed.lock().await;
+        if let Some((at, outcome)) = probed.as_ref() {
+            if at.elapsed() < PROBE_KEPT {
+                return outcome.clone();
+            }
+        }
+        let outcome = caller.probe().await;
+        if let Err(e) = &outcome {
+            tracing::warn!(api = %self.config.name, error = %e, "API base URL does not answer");
+        }
+        *probed = Some((Instant::now(), outcome.clone()));
+        outcome
+    }
+
     fn publish(&self, doc: ApiDocument, events: &SourceEvents) {
+        for name in crate::call::unplaced(&doc, &self.config.auth) {
+            tracing::warn!(api = %self.config.name, key = %format!("auth.{name}"), "names no security scheme of the document: it is never sent");
+        }
         let mut lists = SourceLists::default();
         lists.set_default_listing(crate::default_listing(&doc));
         let caller = Caller::new(self.config.clone(), doc);
@@ -285,11 +311,22 @@ impl Source for OpenApiSource {
                 .as_ref()
                 .and_then(|l| l.caller.doc.servers.first().cloned())
         });
+        let reachable = match &loaded {
+            Some(l) => Some(self.inner.reachable(&l.caller).await),
+            None => None,
+        };
+        let state = match &reachable {
+            None => "loading",
+            Some(Err(_)) => "unreachable",
+            Some(Ok(())) => "ready",
+        };
+        let last_error = last_error.or_else(|| reachable.clone().and_then(Result::err));
         let mut status = json!({
             "name": config.name,
             "kind": "openapi",
-            "healthy": loaded.is_some(),
-            "state": if loaded.is_some() { "ready" } else { "loading" },
+            "healthy": state == "ready",
+            "state": state,
+            "reachable": reachable.as_ref().map(Result::is_ok),
             "document": document,
             "operations": operations,
             "base_url": base_url,

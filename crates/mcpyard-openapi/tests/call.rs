@@ -29,6 +29,7 @@ fn body(kind: BodyKind, media: &str, shape: BodyShape, files: &[&str]) -> Reques
         kind,
         required: true,
         shape,
+        parameter: None,
         file_arguments: files.iter().map(|f| f.to_string()).collect(),
         schema: json!({}),
     }
@@ -203,21 +204,9 @@ async fn multipart_parts_carry_fields_and_files() {
         )
         .await;
     assert!(!is_error(&r), "{r}");
-    let seen = server.only();
-    let content_type = seen.header("content-type").expect("content type");
-    let boundary = content_type
-        .strip_prefix("multipart/form-data; boundary=")
-        .expect("multipart content type");
-    let body = seen.body.clone();
-    let parts = split_multipart(&body, boundary);
+    let parts = multipart_parts(&server.only());
     assert_eq!(parts.len(), 4, "{parts:?}");
-    let find = |name: &str| {
-        parts
-            .iter()
-            .find(|(h, _)| h.contains(&format!("name=\"{name}\"")))
-            .unwrap_or_else(|| panic!("part {name} in {parts:?}"))
-            .clone()
-    };
+    let find = |name: &str| part(&parts, name);
     let (head, data) = find("image");
     assert!(head.contains("filename=\"image.png\""), "{head}");
     assert!(head.contains("Content-Type: image/png"), "{head}");
@@ -231,6 +220,24 @@ async fn multipart_parts_carry_fields_and_files() {
     let (head, data) = find("options");
     assert!(head.contains("Content-Type: application/json"), "{head}");
     assert_eq!(data, br#"{"beam":2}"#);
+}
+
+/// The parts of a recorded multipart request: (headers, content).
+fn multipart_parts(seen: &Recorded) -> Vec<(String, Vec<u8>)> {
+    let content_type = seen.header("content-type").expect("content type");
+    let boundary = content_type
+        .strip_prefix("multipart/form-data; boundary=")
+        .expect("multipart content type");
+    split_multipart(&seen.body, boundary)
+}
+
+/// The part named `name`.
+fn part(parts: &[(String, Vec<u8>)], name: &str) -> (String, Vec<u8>) {
+    parts
+        .iter()
+        .find(|(h, _)| h.contains(&format!("name=\"{name}\"")))
+        .unwrap_or_else(|| panic!("part {name} in {parts:?}"))
+        .clone()
 }
 
 /// The parts of a multipart body: (headers, content).
@@ -380,7 +387,7 @@ fn secured_document(server: &str) -> mcpyard_openapi::ApiDocument {
     };
     let with = |name: &str, alternatives: Vec<SecurityRequirement>| {
         let mut o = op(name, "GET", "/echo");
-        o.security = alternatives;
+        o.security = Some(alternatives);
         o
     };
     let mut doc = document(
@@ -523,11 +530,7 @@ async fn each_operation_gets_the_credentials_its_security_names() {
         secured_document(&server.url),
     );
     assert_no_secret("the source's debug form", &format!("{source:?}"));
-    let api = status["structuredContent"]["sources"]
-        .as_array()
-        .and_then(|s| s.iter().find(|s| s["name"] == "vault"))
-        .unwrap_or_else(|| panic!("the API in the status: {status}"))
-        .clone();
+    let api = api_status(&h, "vault").await;
     assert_eq!(api["kind"], json!("openapi"));
     assert_eq!(api["healthy"], json!(true));
     assert_eq!(api["operations"], json!(8));
@@ -539,11 +542,7 @@ async fn each_operation_gets_the_credentials_its_security_names() {
 #[tokio::test]
 async fn a_failed_connection_names_the_api_and_shows_no_key() {
     let dir = tempdir();
-    // A port nothing listens on: bound, then closed.
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        l.local_addr().expect("addr").port()
-    };
+    let port = closed_port();
     let h = Harness::new(
         secured_config(dir.path()),
         secured_document(&format!("http://127.0.0.1:{port}")),
@@ -814,9 +813,9 @@ async fn a_websocket_route_is_a_bounded_exchange() {
     let mut o = op("realtime", "GET", "/v1/realtime");
     o.websocket = true;
     o.parameters = vec![param("model", Location::Query, Style::Form, true)];
-    o.security = vec![SecurityRequirement {
+    o.security = Some(vec![SecurityRequirement {
         schemes: vec![("key".into(), Vec::new())],
-    }];
+    }]);
     let mut doc = document(&format!("http://{addr}"), vec![o]);
     doc.security_schemes = BTreeMap::from([(
         "key".to_owned(),
@@ -1345,4 +1344,116 @@ async fn a_swagger2_document_is_called_as_it_declares() {
     let basic = base64::engine::general_purpose::STANDARD.encode("ann:tree-SECRET");
     assert_eq!(seen.header("authorization"), Some(format!("Basic {basic}")));
     assert_no_secret("a result", &r.to_string());
+}
+
+/// The API's entry in `mcpyard__status`.
+async fn api_status(h: &Harness, name: &str) -> Value {
+    let status = h.status().await;
+    status["structuredContent"]["sources"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["name"] == name))
+        .unwrap_or_else(|| panic!("the API in the status: {status}"))
+        .clone()
+}
+
+#[tokio::test]
+async fn an_api_that_does_not_answer_is_shown_unhealthy_and_the_probe_is_cached() {
+    let dir = tempdir();
+    let port = closed_port();
+    let mut c = config("gone", dir.path());
+    c.base_url = Some(format!("http://127.0.0.1:{port}"));
+    let h = Harness::new(
+        c,
+        document("http://127.0.0.1:1", vec![op("get_json", "GET", "/json")]),
+    )
+    .await;
+    let api = api_status(&h, "gone").await;
+    assert_eq!(api["healthy"], json!(false), "{api}");
+    assert_eq!(api["state"], json!("unreachable"), "{api}");
+    let error = api["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains(&format!("127.0.0.1:{port}")) && error.contains("base_url"),
+        "{api}"
+    );
+
+    // One that answers (whatever the status) is healthy; the answer is
+    // remembered, so a second status sends no second probe.
+    let server = Recorder::start().await;
+    let mut c = config("here", dir.path());
+    c.base_url = Some(server.url.clone());
+    let h = Harness::new(
+        c,
+        document(&server.url, vec![op("get_json", "GET", "/json")]),
+    )
+    .await;
+    let api = api_status(&h, "here").await;
+    assert_eq!(api["healthy"], json!(true), "{api}");
+    assert_eq!(api["state"], json!("ready"), "{api}");
+    let probes = server.seen().len();
+    assert_eq!(probes, 1, "one probe: {:?}", server.seen());
+    api_status(&h, "here").await;
+    assert_eq!(server.seen().len(), probes, "the probe is cached");
+}
+
+#[tokio::test]
+async fn file_parts_given_as_base64_or_a_path_carry_their_content_type() {
+    let server = Recorder::start().await;
+    let dir = tempdir();
+    std::fs::write(dir.path().join("in/voice.wav"), b"no magic here").expect("write");
+    std::fs::write(dir.path().join("in/notes.bin"), b"\x01\x02\x03").expect("write");
+    let mut o = op("upload", "POST", "/upload");
+    o.body = Some(body(
+        BodyKind::Multipart,
+        "multipart/form-data",
+        BodyShape::Fields(vec![arg("image"), arg("audio"), arg("other")]),
+        &["image", "audio", "other"],
+    ));
+    let h = Harness::new(config("media", dir.path()), document(&server.url, vec![o])).await;
+    let image = format!(
+        "base64:{}",
+        base64::engine::general_purpose::STANDARD.encode(PNG)
+    );
+    let audio = dir.path().join("in/voice.wav");
+    let other = dir.path().join("in/notes.bin");
+    let r = h
+        .call(
+            "upload",
+            json!({"image": image, "audio": audio.to_string_lossy(), "other": other.to_string_lossy()}),
+        )
+        .await;
+    assert!(!is_error(&r), "{r}");
+    let parts = multipart_parts(&server.only());
+    let head = |name: &str| part(&parts, name).0;
+    // Detected from the bytes, then from the file name; else the generic one.
+    for (part, expected) in [
+        ("image", "Content-Type: image/png"),
+        ("image", "filename=\"image.png\""),
+        ("audio", "Content-Type: audio/wav"),
+        ("other", "Content-Type: application/octet-stream"),
+    ] {
+        assert!(head(part).contains(expected), "{}", head(part));
+    }
+}
+
+#[test]
+fn the_credential_report_says_what_each_operation_gets_and_never_a_value() {
+    let mut doc = secured_document("http://127.0.0.1:1");
+    doc.operations.push(op("silent", "GET", "/echo"));
+    let mut auth = secured_config(std::path::Path::new("/nowhere")).auth;
+    auth.schemes.insert("stray".into(), "st-SECRET-6".into());
+    let lines = mcpyard_openapi::credential_report(&doc, &auth);
+    let report = lines.join("\n");
+    for expected in [
+        "1 operation(s) get bearerAuth (header Authorization: Bearer, from auth.bearer)",
+        "1 operation(s) get headerKey (header X-API-Key, from auth.headerKey) + queryKey (query api_key, from auth.queryKey)",
+        "1 operation(s) need none (their `security` is empty)",
+        "1 operation(s) cannot be called: they need unconfigured, which `auth` does not configure",
+        // The silent one: every configured credential, one Authorization.
+        "1 operation(s) get cookieKey (cookie sid, from auth.cookieKey) + headerKey (header X-API-Key, from auth.headerKey) + queryKey (query api_key, from auth.queryKey) + bearerAuth (header Authorization: Bearer, from auth.bearer) (the document lists no `security` for them",
+        "`auth.stray` names no security scheme of the document",
+    ] {
+        assert!(report.contains(expected), "{expected}\nin\n{report}");
+    }
+    assert_no_secret("the report", &report);
+    assert!(!report.contains("st-SECRET-6"), "{report}");
 }

@@ -425,20 +425,95 @@ async fn start_peer(dir: &Path) -> (Proc, u16) {
 
 /// Requests the peer has served, asked over a plain HTTP/1.0 exchange.
 fn peer_requests(port: u16) -> u64 {
+    peer_get(port, "/count")["requests"].as_u64().unwrap()
+}
+
+/// `GET path` of the peer's own bookkeeping (not counted as a request).
+fn peer_get(port: u16, path: &str) -> Value {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("reach the peer");
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
     stream
-        .write_all(b"GET /count HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+        .write_all(format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").as_bytes())
         .unwrap();
     let mut answer = String::new();
     stream.read_to_string(&mut answer).unwrap();
     let body = answer.split("\r\n\r\n").nth(1).unwrap_or_default();
-    serde_json::from_str::<Value>(body).unwrap()["requests"]
-        .as_u64()
-        .unwrap()
+    serde_json::from_str::<Value>(body).unwrap()
+}
+
+/// The README's LocalAI example through the binary, against a real HTTP
+/// service: the key arrives on an operation the document requires nothing
+/// for, a `base64:` file part carries the type its bytes show, and the
+/// status tells an API that answers from one whose base URL does not.
+#[tokio::test(flavor = "multi_thread")]
+async fn localai_key_file_types_and_reachability_through_the_binary() {
+    use base64::Engine as _;
+    let dir = scratch();
+    let (_peer, port) = start_peer(dir.path()).await;
+    let document = localai_document();
+    let key = "sk-e2e-5c7d11";
+    let config = format!(
+        "{NO_INFERENCE}{}{}[apis.peer]\nspec = \"http://127.0.0.1:{port}/openapi.json\"\nexpose = \"*\"\n",
+        api_table(
+            "localai",
+            &document,
+            &format!("http://127.0.0.1:{port}"),
+            r#"auth = { bearer = "${LOCALAI_API_KEY}" }"#
+        ),
+        api_table(
+            "gone",
+            &document,
+            &format!("http://127.0.0.1:{}", free_port()),
+            ""
+        ),
+    );
+    let gw = Gateway::start_with_env(&config, dir.path(), &[("LOCALAI_API_KEY", key)]).await;
+    let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
+    wait_for_tools(
+        &client,
+        &[
+            "localai__chat",
+            "localai__get_system_info",
+            "peer__upload_file",
+        ],
+        Duration::from_secs(60),
+    )
+    .await;
+
+    // The peer is no LocalAI: it answers 404, after reading the header.
+    call(&client, "localai__get_system_info", json!({})).await;
+    assert_eq!(
+        peer_get(port, "/last-authorization")["authorization"],
+        json!(format!("Bearer {key}"))
+    );
+
+    let png = base64::engine::general_purpose::STANDARD.encode(b"\x89PNG\r\n\x1a\nrest-of-image");
+    let upload = call(
+        &client,
+        "peer__upload_file",
+        json!({"file": format!("base64:{png}"), "label": "typed"}),
+    )
+    .await;
+    assert!(!is_error(&upload), "{upload}");
+    let file = &envelope(&upload)["data"]["received"]["file"];
+    assert_eq!(file["content_type"], json!("image/png"), "{upload}");
+
+    let status = call(&client, "mcpyard__status", json!({})).await;
+    let source = |name: &str| {
+        status["structuredContent"]["sources"]
+            .as_array()
+            .and_then(|s| s.iter().find(|s| s["name"] == name))
+            .unwrap_or_else(|| panic!("{name} in {status}"))
+            .clone()
+    };
+    assert_eq!(source("localai")["state"], json!("ready"), "{status}");
+    assert_eq!(source("gone")["state"], json!("unreachable"), "{status}");
+    assert_eq!(source("gone")["healthy"], json!(false), "{status}");
+    assert!(!status.to_string().contains(key));
+    assert!(!gw.proc.log_text().contains(key), "the key in the log");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -656,24 +731,82 @@ async fn credentials_from_the_environment_reach_the_service_and_a_missing_one_se
 
 /// Runs `mcpyard check` on `config`; (success, stdout, stderr).
 fn check(dir: &Path, config: &str) -> (bool, String, String) {
+    check_with_env(dir, config, &[])
+}
+
+/// `mcpyard check` with these variables set.
+fn check_with_env(dir: &Path, config: &str, env: &[(&str, &str)]) -> (bool, String, String) {
     let file = dir.join("mcpyard.toml");
     std::fs::write(&file, config).unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpyard"));
     cmd.arg("check").arg("--config").arg(&file);
+    cmd.envs(env.iter().copied());
     run(cmd, Duration::from_secs(30))
+}
+
+/// A configuration of LocalAI's document (behind a port nothing answers
+/// on: `check` starts nothing) with `extra` in its table.
+fn localai_config(document: &Path, extra: &str) -> String {
+    format!(
+        "{NO_INFERENCE}{}",
+        api_table("localai", document, "http://127.0.0.1:9", extra)
+    )
+}
+
+/// LocalAiMCP's configuration words work here: its tool names in
+/// `expose`, and `gateway-only` (none listed, all through search).
+#[test]
+fn localaimcp_names_and_gateway_only_are_accepted_at_start() {
+    let dir = scratch();
+    let document = localai_document();
+    for expose in [
+        r#"expose = ["chat", "get_system_info", "text_to_speech", "generate_image", "list_models"]"#,
+        r#"expose = "gateway-only""#,
+    ] {
+        let (ok, stdout, stderr) = check(dir.path(), &localai_config(&document, expose));
+        assert!(ok, "{expose}: {stdout}\n{stderr}");
+        let line = stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with("localai"))
+            .unwrap_or_else(|| panic!("{stdout}"));
+        let listed = if expose.contains("gateway-only") {
+            0
+        } else {
+            5
+        };
+        assert!(
+            line.contains(&format!("{listed} listed")),
+            "{expose}: {line}"
+        );
+    }
+}
+
+/// The README's LocalAI example: the document declares `BearerAuth` and no
+/// operation lists `security`; `check` says every operation gets the key.
+#[test]
+fn check_says_which_operations_get_which_credential() {
+    let dir = scratch();
+    let document = localai_document();
+    let secret = "sk-check-91ab27";
+    let (ok, stdout, stderr) = check_with_env(
+        dir.path(),
+        &localai_config(&document, r#"auth = { bearer = "${LOCALAI_API_KEY}" }"#),
+        &[("LOCALAI_API_KEY", secret)],
+    );
+    assert!(ok, "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("credentials: 123 operation(s) get BearerAuth (header Authorization: Bearer, from auth.bearer)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("no `security`"), "{stdout}");
+    assert!(!stdout.contains(secret) && !stderr.contains(secret));
 }
 
 #[test]
 fn check_reports_each_api_and_its_thin_documentation() {
     let dir = scratch();
     let document = localai_document();
-    let (ok, stdout, stderr) = check(
-        dir.path(),
-        &format!(
-            "{NO_INFERENCE}{}",
-            api_table("localai", &document, "http://127.0.0.1:9", "")
-        ),
-    );
+    let (ok, stdout, stderr) = check(dir.path(), &localai_config(&document, ""));
     assert!(ok, "{stdout}\n{stderr}");
     let line = stdout
         .lines()
@@ -694,15 +827,7 @@ fn check_reports_each_api_and_its_thin_documentation() {
     // An `expose` name that matches nothing is an error at start.
     let (ok, _, stderr) = check(
         dir.path(),
-        &format!(
-            "{NO_INFERENCE}{}",
-            api_table(
-                "localai",
-                &document,
-                "http://127.0.0.1:9",
-                "expose = [\"no_such_operation\"]"
-            )
-        ),
+        &localai_config(&document, "expose = [\"no_such_operation\"]"),
     );
     assert!(!ok);
     assert!(

@@ -56,10 +56,13 @@ pub(crate) async fn resolve(
         });
     }
     if let Some(payload) = value.strip_prefix("base64:") {
+        let bytes = decode(argument, payload)?;
+        let mime_type = sniff(&bytes).map(str::to_owned);
+        let file_name = format!("{argument}{}", extension(mime_type.as_deref()));
         return Ok(FileArgument {
-            bytes: decode(argument, payload)?,
-            file_name: argument.to_owned(),
-            mime_type: None,
+            bytes,
+            file_name,
+            mime_type,
         });
     }
     if value.starts_with("http://") || value.starts_with("https://") {
@@ -72,10 +75,63 @@ pub(crate) async fn resolve(
     let file_name = std::path::Path::new(value)
         .file_name()
         .map_or_else(|| argument.to_owned(), |n| n.to_string_lossy().into_owned());
+    let mime_type = sniff(&bytes)
+        .or_else(|| by_extension(&file_name))
+        .map(str::to_owned);
     Ok(FileArgument {
         bytes,
-        mime_type: None,
+        mime_type,
         file_name,
+    })
+}
+
+/// Leading bytes (at an offset) that name a file's type: the formats the
+/// APIs mcpyard fronts take (images, audio, video, documents, 3D models).
+const MAGIC: &[(usize, &[u8], &str)] = &[
+    (0, b"\x89PNG\r\n\x1a\n", "image/png"),
+    (0, b"\xFF\xD8\xFF", "image/jpeg"),
+    (0, b"GIF87a", "image/gif"),
+    (0, b"GIF89a", "image/gif"),
+    (8, b"WEBP", "image/webp"),
+    (8, b"WAVE", "audio/wav"),
+    (0, b"fLaC", "audio/flac"),
+    (0, b"OggS", "audio/ogg"),
+    (0, b"ID3", "audio/mpeg"),
+    (0, b"\x1A\x45\xDF\xA3", "video/webm"),
+    (4, b"ftyp", "video/mp4"),
+    (0, b"%PDF-", "application/pdf"),
+    (0, b"glTF", "model/gltf-binary"),
+    (0, b"PK\x03\x04", "application/zip"),
+];
+
+/// The MIME type the bytes announce, if they are of a format in [`MAGIC`].
+fn sniff(bytes: &[u8]) -> Option<&'static str> {
+    MAGIC
+        .iter()
+        .find(|(at, magic, _)| bytes.get(*at..at + magic.len()) == Some(*magic))
+        .map(|(_, _, mime)| *mime)
+}
+
+/// The MIME type a file name's extension names (what [`extension`] gives
+/// the other way, plus the common names of the same types).
+fn by_extension(file_name: &str) -> Option<&'static str> {
+    let (_, ext) = file_name.rsplit_once('.')?;
+    Some(match ext.to_ascii_lowercase().as_str() {
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "webp" => "image/webp",
+        "gif" => "image/gif",
+        "wav" => "audio/wav",
+        "mp3" => "audio/mpeg",
+        "ogg" => "audio/ogg",
+        "flac" => "audio/flac",
+        "mp4" => "video/mp4",
+        "webm" => "video/webm",
+        "pdf" => "application/pdf",
+        "txt" => "text/plain",
+        "json" => "application/json",
+        "glb" => "model/gltf-binary",
+        _ => return None,
     })
 }
 
@@ -182,6 +238,10 @@ fn extension(mime: Option<&str>) -> &'static str {
         Some("image/webp") => ".webp",
         Some("image/gif") => ".gif",
         Some("audio/wav" | "audio/x-wav") => ".wav",
+        Some("audio/flac") => ".flac",
+        Some("video/mp4") => ".mp4",
+        Some("video/webm") => ".webm",
+        Some("model/gltf-binary") => ".glb",
         Some("audio/mpeg") => ".mp3",
         Some("audio/ogg") => ".ogg",
         Some("application/pdf") => ".pdf",

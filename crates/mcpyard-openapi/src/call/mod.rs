@@ -19,8 +19,10 @@ use std::time::{Duration, Instant};
 use mcpyard_gateway::{CallContext, Sandbox, SandboxKeys};
 use serde_json::{json, Map, Value};
 
-use crate::{ApiConfig, ApiDocument, Operation};
+use crate::{ApiConfig, ApiDocument, BodyShape, Operation};
 
+pub use auth::credential_report;
+pub(crate) use auth::unplaced;
 use request::{Body, MultipartField};
 
 /// Why a call was not made or got no answer; each becomes an `isError`
@@ -48,6 +50,9 @@ pub(crate) enum CallError {
     #[error("API `{api}` did not answer within the call's time limit ({after:?}); nothing more was read.")]
     TimedOut { api: String, after: Duration },
 }
+
+/// How long the status's reachability probe waits for an answer.
+pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Calls the operations of one loaded document.
 pub(crate) struct Caller {
@@ -186,6 +191,7 @@ impl Caller {
         ctx: &CallContext,
         started: Instant,
     ) -> Result<Value, CallError> {
+        let arguments = body_parameter_unwrapped(op, arguments);
         let errors = self.checks[index].errors(&op.name, &op.input_schema, &arguments);
         if !errors.is_empty() {
             return Err(CallError::InvalidArguments {
@@ -211,11 +217,16 @@ impl Caller {
     /// The configured base URL, else the operation's servers, else the
     /// document's; a relative one is resolved against the document's URL.
     fn base_url(&self, op: &Operation) -> Result<String, CallError> {
+        self.base_url_from(&op.servers)
+    }
+
+    /// The base URL of an operation with these `servers` (none: the API's).
+    fn base_url_from(&self, servers: &[String]) -> Result<String, CallError> {
         let chosen = self
             .config
             .base_url
             .clone()
-            .or_else(|| op.servers.first().cloned())
+            .or_else(|| servers.first().cloned())
             .or_else(|| self.doc.servers.first().cloned());
         let origin = url::Url::parse(&self.doc.origin)
             .ok()
@@ -281,12 +292,15 @@ impl Caller {
                         MultipartField::File(name, file) => {
                             let part = reqwest::multipart::Part::bytes(file.bytes)
                                 .file_name(file.file_name);
-                            let part = match &file.mime_type {
-                                Some(m) => part.mime_str(m).map_err(|_| {
-                                    CallError::File(format!("`{name}` has an invalid MIME type"))
-                                })?,
-                                None => part,
-                            };
+                            // A part without a type would leave the API
+                            // to guess (many refuse it): the generic one.
+                            let mime = file
+                                .mime_type
+                                .as_deref()
+                                .unwrap_or("application/octet-stream");
+                            let part = part.mime_str(mime).map_err(|_| {
+                                CallError::File(format!("`{name}` has an invalid MIME type"))
+                            })?;
                             form.part(name, part)
                         }
                     };
@@ -296,6 +310,30 @@ impl Caller {
         };
         tracing::debug!(api = self.api(), operation = %op.name, method = %op.method, "API request");
         builder.send().await.map_err(|e| self.failure(&e))
+    }
+
+    /// Whether the API's base URL answers at all: any HTTP answer, even an
+    /// error status, is a service there. No credential goes with it, and
+    /// it waits at most [`PROBE_TIMEOUT`]. The error is worded for the
+    /// status (no credential in it).
+    pub(crate) async fn probe(&self) -> Result<(), String> {
+        let mut base = self.base_url_from(&[]).map_err(|e| e.to_string())?;
+        // A WebSocket API's server answers the HTTP request it upgrades.
+        for (ws, http) in [("ws://", "http://"), ("wss://", "https://")] {
+            if let Some(rest) = base.strip_prefix(ws) {
+                base = format!("{http}{rest}");
+            }
+        }
+        let timeout = PROBE_TIMEOUT.min(self.config.timeout);
+        match self.client.get(&base).timeout(timeout).send().await {
+            Ok(_) => Ok(()),
+            Err(e) if e.is_timeout() => Err(self.scrub(&format!(
+                "API `{}` did not answer at its base URL within {timeout:?} (is the service running? check [apis.{}] base_url)",
+                self.api(),
+                self.api()
+            ))),
+            Err(e) => Err(self.failure(&e).to_string()),
+        }
     }
 
     /// A transport failure, named by kind, without the URL (its query may
@@ -335,6 +373,40 @@ impl Caller {
         CallError::Failed {
             api: self.api().to_owned(),
             what: self.scrub(&what),
+        }
+    }
+}
+
+/// Arguments whose body came wrapped under the Swagger body parameter's
+/// name (`{"request": {...}}`), as the tool takes them: the fields spread,
+/// or a whole body under its argument. Anything else as it came.
+fn body_parameter_unwrapped(op: &Operation, arguments: Value) -> Value {
+    let Some(body) = &op.body else {
+        return arguments;
+    };
+    let Some(wrapper) = body.parameter.as_deref() else {
+        return arguments;
+    };
+    match &body.shape {
+        BodyShape::Fields(_) => {
+            mcpyard_gateway::spread_wrapped_arguments(&arguments, wrapper, &op.input_schema)
+                .unwrap_or(arguments)
+        }
+        BodyShape::Whole(argument) => {
+            let mut arguments = arguments;
+            let takes_wrapper = op
+                .input_schema
+                .pointer("/properties")
+                .and_then(|p| p.get(wrapper))
+                .is_some();
+            if let Value::Object(map) = &mut arguments {
+                if !takes_wrapper && !map.contains_key(argument) {
+                    if let Some(whole) = map.remove(wrapper) {
+                        map.insert(argument.clone(), whole);
+                    }
+                }
+            }
+            arguments
         }
     }
 }

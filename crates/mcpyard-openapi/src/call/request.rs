@@ -157,6 +157,19 @@ pub(crate) async fn prepare(
     Ok(Prepared { url, headers, body })
 }
 
+/// The concrete media type the body's schema declares for part `wire`.
+fn declared_media_type(body: &crate::RequestBody, wire: &str) -> Option<String> {
+    let declared = body
+        .schema
+        .pointer(&format!(
+            "/properties/{}",
+            wire.replace('~', "~0").replace('/', "~1")
+        ))?
+        .get("contentMediaType")?
+        .as_str()?;
+    (!declared.contains('*')).then(|| declared.to_owned())
+}
+
 async fn encode_body(
     caller: &Caller,
     op: &Operation,
@@ -223,7 +236,11 @@ async fn encode_body(
                                 "`{k}` is a file: pass a data: URL, base64:…, an http(s) URL or a path"
                             )));
                         };
-                        let file = files::resolve(&k, s, &caller.sandbox, &caller.fetcher).await?;
+                        let mut file =
+                            files::resolve(&k, s, &caller.sandbox, &caller.fetcher).await?;
+                        // What the bytes or the name did not tell, the
+                        // document may (OpenAPI 3.1 `contentMediaType`).
+                        file.mime_type = file.mime_type.or_else(|| declared_media_type(body, &k));
                         parts.push(MultipartField::File(k.clone(), file));
                     } else if item.is_object() {
                         parts.push(MultipartField::Json(k.clone(), item.to_string()));

@@ -131,6 +131,12 @@ pub(super) fn build(
         })
         .collect();
     let mut names = naming::assign(&sources, max_len);
+    let title = root
+        .pointer("/info/title")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let known = crate::curated::names(title, |path| sources.iter().any(|s| s.path == path));
+    naming::apply_known(&mut names, &sources, known, max_len);
     naming::apply_renames(&mut names, &options.rename, max_len).map_err(|message| {
         LoadError::Rename {
             origin: origin.clone(),
@@ -157,11 +163,7 @@ pub(super) fn build(
     Ok(ApiDocument {
         origin,
         version,
-        title: root
-            .pointer("/info/title")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string(),
+        title: title.to_string(),
         servers,
         security_schemes: context.security_schemes,
         operations,
@@ -316,6 +318,10 @@ fn build_operation(
                         .get("description")
                         .and_then(Value::as_str)
                         .map(str::to_string),
+                    parameter: parameter
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
                 })
             } else if !form_parameters.is_empty() {
                 let has_file = form_parameters
@@ -344,6 +350,7 @@ fn build_operation(
                     schema: swagger2::form_schema(&form_parameters),
                     schema_at: form_at,
                     description: None,
+                    parameter: None,
                 })
             } else {
                 None
@@ -370,6 +377,7 @@ fn build_operation(
                             .get("description")
                             .and_then(Value::as_str)
                             .map(str::to_string),
+                        parameter: None,
                     }
                 })
             }
@@ -417,8 +425,8 @@ fn build_operation(
     }
 
     let security = match operation.get("security") {
-        Some(list) => security_requirements(list),
-        None => context.security.clone().unwrap_or_default(),
+        Some(list) => Some(security_requirements(list)),
+        None => context.security.clone(),
     };
     let operation_servers = match context.version {
         DocVersion::Swagger2 => Vec::new(),
@@ -497,6 +505,8 @@ struct BodySource {
     schema_at: At,
     schema: Value,
     description: Option<String>,
+    /// Swagger 2.0's `in: body` parameter name.
+    parameter: Option<String>,
 }
 
 fn build_body(
@@ -567,6 +577,7 @@ fn build_body(
             kind: source.kind,
             required: source.required,
             shape: BodyShape::Fields(arguments),
+            parameter: source.parameter,
             file_arguments,
             schema: json!({ "type": "object", "properties": body_properties, "required": required_fields }),
         });
@@ -595,6 +606,7 @@ fn build_body(
         kind: source.kind,
         required: source.required,
         shape: BodyShape::Whole(argument),
+        parameter: source.parameter,
         file_arguments,
         schema,
     })

@@ -211,7 +211,8 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
     }
 }
 
-/// An operation with no parameters, no body and no security.
+/// An operation with no parameters, no body, and no `security` in its
+/// document.
 pub(crate) fn op(name: &str, method: &str, path: &str) -> Operation {
     Operation {
         name: name.to_owned(),
@@ -228,7 +229,7 @@ pub(crate) fn op(name: &str, method: &str, path: &str) -> Operation {
         parameters: Vec::new(),
         body: None,
         response: ResponseKind::Unknown,
-        security: Vec::new(),
+        security: None,
         servers: Vec::new(),
         websocket: false,
     }
@@ -342,6 +343,12 @@ impl Harness {
         assert!(waited.is_ok(), "the request never reached the server");
         self.cancel_call(id, call).await
     }
+}
+
+/// A loopback port nothing listens on: bound, then closed.
+pub(crate) fn closed_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.local_addr().expect("addr").port()
 }
 
 /// The text of all text blocks of a result.

@@ -327,6 +327,9 @@ fn apis_summary(apis: &[ApiSummary]) -> String {
                 }
             );
         }
+        for line in &doc.credentials {
+            out += &format!("    credentials: {line}\n");
+        }
     }
     out
 }

@@ -56,6 +56,9 @@ pub(crate) struct DocumentSummary {
     pub(crate) undescribed_operations: Vec<String>,
     /// `operation.argument` of inputs the document leaves undescribed.
     pub(crate) undescribed_fields: Vec<String>,
+    /// Which operations get which credential, and the `auth` keys never
+    /// sent: names only, never a value.
+    pub(crate) credentials: Vec<String>,
 }
 
 /// What the local-model tools' section shares with APIs: where file
@@ -172,7 +175,7 @@ pub(crate) fn build(
             ctx.error(&field(at), e.to_string())
         })?;
         check_listing(ctx, &field("expose"), &listing, &document)?;
-        summary.document = Some(describe(&document, &listing));
+        summary.document = Some(describe(&document, &listing, &config.auth));
         Some(document)
     };
 
@@ -340,7 +343,7 @@ fn check_listing(
     Ok(())
 }
 
-fn describe(document: &ApiDocument, listing: &Listing) -> DocumentSummary {
+fn describe(document: &ApiDocument, listing: &Listing, auth: &ApiAuth) -> DocumentSummary {
     let names = document.operations.iter().map(|op| op.name.as_str());
     let exposed = match listing {
         Listing::All => document.operations.len(),
@@ -362,6 +365,7 @@ fn describe(document: &ApiDocument, listing: &Listing) -> DocumentSummary {
         exposed,
         undescribed_operations: audit.undescribed_operations,
         undescribed_fields: audit.undescribed_fields,
+        credentials: mcpyard_openapi::credential_report(document, auth),
     }
 }
 

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use super::server::Context;
 use super::ConfigError;
 
-/// `expose` as written: `"*"`, `"none"`, `"default"`, or a list of names
+/// `expose` as written: `"*"`, `"none"` (or `"gateway-only"`), `"default"`, or a list of names
 /// and `*` globs (the source's own names, without its prefix).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(untagged)]
@@ -26,11 +26,12 @@ pub(crate) fn listing(
         None => Ok(Listing::Default),
         Some(RawExpose::Word(word)) => match ctx.expand(key, word)?.trim() {
             "*" | "all" => Ok(Listing::All),
-            "none" => Ok(Listing::None),
+            // `gateway-only` is LocalAiMCP's word for the same.
+            "none" | "gateway-only" => Ok(Listing::None),
             "default" => Ok(Listing::Default),
             _ => Err(ctx.error(
                 key,
-                r#"expected "*", "none", "default" or a list of tool names and globs"#,
+                r#"expected "*", "none" (or "gateway-only"), "default" or a list of tool names and globs"#,
             )),
         },
         Some(RawExpose::Names(names)) => {
@@ -70,6 +71,11 @@ mod tests {
         );
         assert_eq!(
             parse(Some(RawExpose::Word("none".into()))).unwrap(),
+            Listing::None
+        );
+        // LocalAiMCP's word for the same.
+        assert_eq!(
+            parse(Some(RawExpose::Word("gateway-only".into()))).unwrap(),
             Listing::None
         );
         assert_eq!(

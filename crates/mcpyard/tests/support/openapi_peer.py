@@ -1,7 +1,8 @@
 """A small real HTTP service with an OpenAPI 3.1 document, for the OpenAPI
 tests: binary answers of a chosen size, a multipart upload, a recursive JSON
 body and a server-sent event stream. It counts the requests it serves
-(`GET /count`), so a test can tell that a rejected call sent nothing.
+(`GET /count`), so a test can tell that a rejected call sent nothing, and
+keeps the `Authorization` header of the last one (`GET /last-authorization`).
 
 Usage: openapi_peer.py PORT
 """
@@ -78,6 +79,7 @@ DOCUMENT = {
 
 lock = threading.Lock()
 served = 0
+last_authorization = None
 
 
 def count_nodes(node):
@@ -100,9 +102,10 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def counted(self):
-        global served
+        global served, last_authorization
         with lock:
             served += 1
+            last_authorization = self.headers.get("Authorization")
 
     def do_GET(self):
         url = urlparse(self.path)
@@ -111,6 +114,9 @@ class Handler(BaseHTTPRequestHandler):
         if url.path == "/count":
             with lock:
                 return self.reply(200, {"requests": served})
+        if url.path == "/last-authorization":
+            with lock:
+                return self.reply(200, {"authorization": last_authorization})
         self.counted()
         if url.path == "/image":
             size = int(parse_qs(url.query).get("size", ["64"])[0])
@@ -150,7 +156,8 @@ class Handler(BaseHTTPRequestHandler):
                 payload = part.get_payload(decode=True) or b""
                 if part.get_filename() is not None:
                     received[name] = {"filename": part.get_filename(), "bytes": len(payload),
-                                      "text": payload.decode("utf-8", "replace")}
+                                      "text": payload.decode("utf-8", "replace"),
+                                      "content_type": part.get("Content-Type")}
                 else:
                     received[name] = payload.decode()
             return self.reply(200, {"received": received})

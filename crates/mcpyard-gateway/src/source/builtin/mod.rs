@@ -4,6 +4,8 @@
 
 mod search;
 
+pub use search::spread_wrapped_arguments;
+
 use std::sync::{Arc, OnceLock, Weak};
 
 use async_trait::async_trait;
@@ -74,12 +76,21 @@ impl Builtin {
         let Some(router) = self.router() else {
             return Ok(tool_error("the gateway is shutting down"));
         };
-        let Some(name) = arguments.get("name").and_then(Value::as_str) else {
-            return Ok(tool_error(
-                "`name` is required: the tool's full name, as mcpyard__search_tools gives it",
-            ));
+        // `tool_name` is what LocalAiMCP's `execute_additional_tool` takes.
+        let name = match (arguments.get("name"), arguments.get("tool_name")) {
+            (Some(Value::String(name)), None) | (None, Some(Value::String(name))) => name.as_str(),
+            (Some(_), Some(_)) => {
+                return Ok(tool_error(
+                    "give the tool's name once: `name` or `tool_name`, not both",
+                ))
+            }
+            _ => {
+                return Ok(tool_error(
+                    "`name` is required: the tool's full name, as mcpyard__search_tools gives it",
+                ))
+            }
         };
-        let tool_arguments = match arguments.get("arguments") {
+        let mut tool_arguments = match arguments.get("arguments") {
             None | Some(Value::Null) => json!({}),
             Some(a @ Value::Object(_)) => a.clone(),
             Some(_) => return Ok(tool_error("`arguments` must be an object")),
@@ -106,6 +117,13 @@ impl Builtin {
             }
             return Ok(refusal);
         };
+        if let Some(schema) = tool.tool.get("inputSchema") {
+            if let Some(spread) =
+                search::spread_wrapped_arguments(&tool_arguments, search::REQUEST_WRAPPER, schema)
+            {
+                tool_arguments = spread;
+            }
+        }
         if let Some(refused) = search::invalid_arguments(tool, &tool_arguments) {
             return Ok(refused);
         }
@@ -216,7 +234,7 @@ pub(crate) fn tools() -> Vec<Value> {
         json!({
             "name": "status",
             "title": "Gateway status",
-            "description": "Every source mcpyard aggregates (upstream MCP servers), whether it is healthy, its last error and restart count, and how many tools, resources and prompts the catalog holds.",
+            "description": "Every source mcpyard aggregates (upstream MCP servers, local models, HTTP APIs), whether it is healthy (an API: whether its base URL answers), its last error and restart count, and how many tools, resources and prompts the catalog holds.",
             "inputSchema": {"type": "object", "properties": {}, "additionalProperties": false},
             "annotations": {"readOnlyHint": true, "openWorldHint": false},
         }),

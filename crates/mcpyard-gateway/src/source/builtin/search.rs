@@ -56,9 +56,9 @@ pub(crate) fn tools() -> Vec<Value> {
                 "type": "object",
                 "properties": {
                     "name": {"type": "string", "description": "The tool's full name, as search returned it."},
+                    "tool_name": {"type": "string", "description": "Another spelling of `name` (LocalAiMCP's); give one of the two."},
                     "arguments": {"type": "object", "description": "The tool's arguments."},
                 },
-                "required": ["name"],
                 "additionalProperties": false,
             },
             "annotations": {"openWorldHint": true},
@@ -178,6 +178,40 @@ pub(crate) fn refusal(view: &View, name: &str) -> Value {
     ))
 }
 
+/// The wrapper LocalAiMCP puts a tool's body fields in
+/// (`{"request": {...}}`, after the Swagger body parameter of LocalAI's
+/// document).
+pub(crate) const REQUEST_WRAPPER: &str = "request";
+
+/// Arguments a client sent wrapped under `wrapper` (`{"request": {...}}`,
+/// as clients made from a Swagger document's body parameter send them),
+/// spread into the top level, when the tool's schema has no argument of
+/// that name. `None`: not wrapped so, or a wrapped field is also given
+/// beside the wrapper.
+pub fn spread_wrapped_arguments(arguments: &Value, wrapper: &str, schema: &Value) -> Option<Value> {
+    let Value::Object(top) = arguments else {
+        return None;
+    };
+    let Some(Value::Object(inner)) = top.get(wrapper) else {
+        return None;
+    };
+    if schema
+        .pointer("/properties")
+        .and_then(|p| p.get(wrapper))
+        .is_some()
+    {
+        return None;
+    }
+    let mut spread = top.clone();
+    spread.remove(wrapper);
+    for (key, value) in inner {
+        if spread.insert(key.clone(), value.clone()).is_some() {
+            return None;
+        }
+    }
+    Some(Value::Object(spread))
+}
+
 /// Checks arguments against a tool's input schema: `None` when they fit,
 /// else an `isError` result listing each error and the schema.
 pub(crate) fn invalid_arguments(tool: &IndexedTool, arguments: &Value) -> Option<Value> {
@@ -257,6 +291,34 @@ mod tests {
                        "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}}),
             )
         }))
+    }
+
+    #[test]
+    fn wrapped_arguments_are_spread_only_where_the_tool_has_no_such_argument() {
+        let schema =
+            json!({"type": "object", "properties": {"model": {}, "tokens": {}, "name": {}}});
+        let wrapped = json!({"name": "n", "request": {"model": "m", "tokens": [1]}});
+        assert_eq!(
+            spread_wrapped_arguments(&wrapped, REQUEST_WRAPPER, &schema),
+            Some(json!({"name": "n", "model": "m", "tokens": [1]}))
+        );
+        // A field given twice, a tool whose own argument is `request`, or
+        // no wrapper at all: left as they came.
+        let twice = json!({"model": "a", "request": {"model": "b"}});
+        assert_eq!(
+            spread_wrapped_arguments(&twice, REQUEST_WRAPPER, &schema),
+            None
+        );
+        let own = json!({"properties": {"request": {"type": "object"}}});
+        assert_eq!(
+            spread_wrapped_arguments(&wrapped, REQUEST_WRAPPER, &own),
+            None
+        );
+        let plain = json!({"model": "m"});
+        assert_eq!(
+            spread_wrapped_arguments(&plain, REQUEST_WRAPPER, &schema),
+            None
+        );
     }
 
     #[test]
