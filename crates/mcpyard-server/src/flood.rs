@@ -56,7 +56,9 @@ impl AddressPrefix {
     pub fn group_of(self, address: IpAddr) -> IpAddr {
         match address.to_canonical() {
             IpAddr::V4(a) => {
-                let mask = u32::MAX.checked_shl(32 - u32::from(self.v4.min(32))).unwrap_or(0);
+                let mask = u32::MAX
+                    .checked_shl(32 - u32::from(self.v4.min(32)))
+                    .unwrap_or(0);
                 IpAddr::V4(Ipv4Addr::from(u32::from(a) & mask))
             }
             IpAddr::V6(a) => {
@@ -106,7 +108,9 @@ impl Flood {
                 .per_address
                 .map(|r| governor::RateLimiter::keyed(quota(r))),
             prefix: opts.address_prefix,
-            total: opts.total_rate.map(|r| governor::RateLimiter::direct(quota(r))),
+            total: opts
+                .total_rate
+                .map(|r| governor::RateLimiter::direct(quota(r))),
             clock: DefaultClock::default(),
             checks: AtomicU64::new(0),
         }))
@@ -243,7 +247,10 @@ mod tests {
             IpAddr::from([192, 0, 2, 0])
         );
         let d = AddressPrefix::default();
-        assert_eq!(d.group_of([192, 0, 2, 77].into()), IpAddr::from([192, 0, 2, 77]));
+        assert_eq!(
+            d.group_of([192, 0, 2, 77].into()),
+            IpAddr::from([192, 0, 2, 77])
+        );
         assert_eq!(
             AddressPrefix { v4: 1, v6: 1 }.group_of([192, 0, 2, 77].into()),
             IpAddr::from([128, 0, 0, 0])
@@ -261,7 +268,10 @@ mod tests {
             .filter(|last| flood.check([127, 0, 0, *last].into()).is_ok())
             .count();
         assert_eq!(through, 3);
-        assert!(matches!(flood.check([127, 0, 0, 99].into()), Err((Over::Total, _))));
+        assert!(matches!(
+            flood.check([127, 0, 0, 99].into()),
+            Err((Over::Total, _))
+        ));
     }
 
     #[test]

@@ -6,8 +6,8 @@ use std::io;
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::middleware::Next;
 use axum::http::{header, StatusCode};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;

@@ -150,7 +150,10 @@ impl std::fmt::Debug for HttpOptions {
             .field("address_prefix", &self.address_prefix)
             .field("total_rate", &self.total_rate)
             .field("metrics_route", &self.metrics_route)
-            .field("metrics_token", &self.metrics_token.as_ref().map(|_| "<token>"))
+            .field(
+                "metrics_token",
+                &self.metrics_token.as_ref().map(|_| "<token>"),
+            )
             .field("sessions", &self.sessions)
             .finish()
     }

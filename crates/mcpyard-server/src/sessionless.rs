@@ -24,8 +24,9 @@ use mcpyard_proto::{methods, Body, ErrorObject, Message, RequestId};
 use serde_json::Value;
 
 use crate::accept::Accepts;
-use crate::reply::{self, always_ok, json_response, Plan};
+use crate::reply::{always_ok, json_response};
 use crate::router::AppState;
+use crate::stateless;
 
 /// Answers one POST without a session (not `initialize`, and not of the
 /// stateless era, which have their own paths).
@@ -54,24 +55,7 @@ pub(crate) async fn post(
         );
     }
     let session = Session::new_as(identity, None);
-    let gateway = state.gateway.clone();
-    let plan = Plan {
-        accepts,
-        cancel_on_disconnect: true,
-        keep_alive: state.opts.sse_keep_alive,
-        shutdown: state.shutdown.clone(),
-        status_of: always_ok,
-    };
-    reply::reply(plan, move |related| async move {
-        let answer = gateway
-            .request(&session, id, &method, params, related)
-            .await;
-        // The session lives for this request only: anything still waiting
-        // on it is released now.
-        session.end();
-        answer.into_message().to_value()
-    })
-    .await
+    stateless::answer_alone(state, session, accepts, always_ok, (id, method, params)).await
 }
 
 /// Why `method` cannot be served without a session, if it cannot.
@@ -80,9 +64,10 @@ fn needs_session(method: &str, params: Option<&Value>) -> Option<&'static str> {
         methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
             Some("resource updates are sent on a session's GET stream")
         }
-        methods::TASKS_GET | methods::TASKS_LIST | methods::TASKS_RESULT | methods::TASKS_CANCEL => {
-            Some("tasks belong to the session that started them")
-        }
+        methods::TASKS_GET
+        | methods::TASKS_LIST
+        | methods::TASKS_RESULT
+        | methods::TASKS_CANCEL => Some("tasks belong to the session that started them"),
         methods::LOGGING_SET_LEVEL => Some("the log level is a setting of a session"),
         _ if params.is_some_and(|p| p.get("task").is_some()) => {
             Some("a task belongs to the session that started it")
@@ -119,7 +104,13 @@ mod tests {
         }
         let task_call = json!({"name": "echo", "arguments": {}, "task": {"ttl": 1000}});
         assert!(needs_session("tools/call", Some(&task_call)).is_some());
-        for method in ["tools/list", "tools/call", "resources/read", "prompts/get", "ping"] {
+        for method in [
+            "tools/list",
+            "tools/call",
+            "resources/read",
+            "prompts/get",
+            "ping",
+        ] {
             assert!(
                 needs_session(method, Some(&json!({"name": "echo"}))).is_none(),
                 "{method}"

@@ -117,12 +117,7 @@ pub(crate) fn front_doors(
         Some(text) => match ctx.expand("http.sessions", text)?.as_str() {
             "required" => SessionMode::Required,
             "optional" => SessionMode::Optional,
-            _ => {
-                return Err(ctx.error(
-                    "http.sessions",
-                    r#"expected "required" or "optional""#,
-                ))
-            }
+            _ => return Err(ctx.error("http.sessions", r#"expected "required" or "optional""#)),
         },
     };
     Ok(FrontDoors {
@@ -407,7 +402,8 @@ key = "in-clear"
             s.front_doors,
             FrontDoors {
                 streamable: true,
-                legacy_sse: true
+                legacy_sse: true,
+                sessions: SessionMode::Required,
             }
         );
         assert_eq!(s.auth.stdio.kind, IdentityKind::Local);
@@ -418,5 +414,28 @@ key = "in-clear"
         assert!(s.front_doors.streamable && !s.front_doors.legacy_sse);
         assert_eq!(s.auth.stdio.name, "desk");
         assert!(!s.auth.stdio.in_group("ops"));
+    }
+
+    #[test]
+    fn sessions_are_required_unless_made_optional() {
+        let s = toml(
+            "[http]
+sessions = \"optional\"\n",
+        )
+        .expect("valid");
+        assert_eq!(s.front_doors.sessions, SessionMode::Optional);
+        let s = toml(
+            "[http]
+sessions = \"required\"\n",
+        )
+        .expect("valid");
+        assert_eq!(s.front_doors.sessions, SessionMode::Required);
+        let e = toml(
+            "[http]
+sessions = \"sometimes\"\n",
+        )
+        .expect_err("not a mode")
+        .to_string();
+        assert!(e.contains("http.sessions") && e.contains("optional"), "{e}");
     }
 }

@@ -103,25 +103,46 @@ pub(crate) fn build(ctx: &Context<'_>, raw: Option<&RawLimits>) -> Result<Limits
         )?,
         per_address: super::policy::build_flood(
             ctx,
-            ("limits.http_requests_per_address", raw.http_requests_per_address.as_deref()),
+            (
+                "limits.http_requests_per_address",
+                raw.http_requests_per_address.as_deref(),
+            ),
             ("limits.http_burst_per_address", raw.http_burst_per_address),
         )?,
         address_prefix: AddressPrefix {
-            v4: prefix(ctx, "http_address_prefix_v4", raw.http_address_prefix_v4, 32)?
-                .unwrap_or(defaults.address_prefix.v4),
-            v6: prefix(ctx, "http_address_prefix_v6", raw.http_address_prefix_v6, 128)?
-                .unwrap_or(defaults.address_prefix.v6),
+            v4: prefix(
+                ctx,
+                "http_address_prefix_v4",
+                raw.http_address_prefix_v4,
+                32,
+            )?
+            .unwrap_or(defaults.address_prefix.v4),
+            v6: prefix(
+                ctx,
+                "http_address_prefix_v6",
+                raw.http_address_prefix_v6,
+                128,
+            )?
+            .unwrap_or(defaults.address_prefix.v6),
         },
         total_rate: super::policy::build_flood(
             ctx,
-            ("limits.http_requests_total", raw.http_requests_total.as_deref()),
+            (
+                "limits.http_requests_total",
+                raw.http_requests_total.as_deref(),
+            ),
             ("limits.http_burst_total", raw.http_burst_total),
         )?,
     })
 }
 
 /// A prefix length from 1 to `bits`, at `limits.<key>`.
-fn prefix(ctx: &Context<'_>, key: &str, raw: Option<u64>, bits: u8) -> Result<Option<u8>, ConfigError> {
+fn prefix(
+    ctx: &Context<'_>,
+    key: &str,
+    raw: Option<u64>,
+    bits: u8,
+) -> Result<Option<u8>, ConfigError> {
     match raw {
         None => Ok(None),
         Some(n) if (1..=u64::from(bits)).contains(&n) => Ok(u8::try_from(n).ok()),
@@ -221,10 +242,22 @@ mod tests {
         let total = s.total_rate.expect("a total");
         assert_eq!((total.per_second.get(), total.burst.get()), (100, 300));
         for (text, key) in [
-            ("http_address_prefix_v4 = 33", "limits.http_address_prefix_v4"),
-            ("http_address_prefix_v4 = 0", "limits.http_address_prefix_v4"),
-            ("http_address_prefix_v6 = 129", "limits.http_address_prefix_v6"),
-            ("http_requests_total = \"5/min\"", "limits.http_requests_total"),
+            (
+                "http_address_prefix_v4 = 33",
+                "limits.http_address_prefix_v4",
+            ),
+            (
+                "http_address_prefix_v4 = 0",
+                "limits.http_address_prefix_v4",
+            ),
+            (
+                "http_address_prefix_v6 = 129",
+                "limits.http_address_prefix_v6",
+            ),
+            (
+                "http_requests_total = \"5/min\"",
+                "limits.http_requests_total",
+            ),
             ("http_burst_total = 5", "limits.http_burst_total"),
         ] {
             let e = toml(&format!("[limits]\n{text}\n"))

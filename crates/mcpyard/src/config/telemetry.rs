@@ -177,6 +177,21 @@ mod tests {
         assert!(s.gateway.metrics.is_none());
         let e = toml("[metrics]\nlisten = \"nowhere\"\n").expect_err("bad address");
         assert!(e.to_string().contains("metrics.listen"), "{e}");
+        let s = toml("[metrics]\nenabled = true\ntoken = \"${TOKEN}\"\n").expect("valid");
+        assert_eq!(s.metrics_token.as_deref(), Some("tok-123"));
+        assert!(
+            s.warnings.iter().all(|w| !w.contains("metrics.token")),
+            "{:?}",
+            s.warnings
+        );
+        let s = toml("[metrics]\nenabled = true\ntoken = \"in-clear\"\n").expect("valid");
+        assert!(
+            s.warnings.iter().any(|w| w.contains("metrics.token")),
+            "{:?}",
+            s.warnings
+        );
+        let e = toml("[metrics]\ntoken = \"\"\n").expect_err("empty");
+        assert!(e.to_string().contains("metrics.token"), "{e}");
         let e = toml("[metrics]\nport = 1\n").expect_err("unknown key");
         assert!(e.to_string().contains("port"), "{e}");
     }

@@ -2,8 +2,9 @@
 client that never keeps a session id, as Lemonade's and FastMCP's
 stateless clients are: a response hook drops `Mcp-Session-Id` from every
 answer before the SDK sees it, so each later request goes without one.
-Prints a JSON summary: how many session ids reached the SDK, the tools
-listed, the echo and the error of a call the policy refuses.
+Prints a JSON summary: how many answers carried a session id (dropped),
+how many requests the SDK sent and how many of them named a session, the
+tools listed, the echo and the error of a call the policy refuses.
 
     py_sessionless_check.py URL KEY
 """
@@ -17,15 +18,20 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 
 async def main(url: str, key: str) -> None:
-    seen = []
+    dropped = []
+    sent = []
 
     async def drop_session_id(response):
         if "mcp-session-id" in response.headers:
+            dropped.append(response.headers["mcp-session-id"])
             del response.headers["mcp-session-id"]
-        seen.extend(v for k, v in response.headers.items() if k.lower() == "mcp-session-id")
+
+    async def note_request(request):
+        sent.append("mcp-session-id" in request.headers)
 
     http = create_mcp_http_client(headers={"Authorization": f"Bearer {key}"})
     http.event_hooks["response"].append(drop_session_id)
+    http.event_hooks["request"].append(note_request)
     async with http:
         async with Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
             tools = await client.list_tools()
@@ -38,7 +44,9 @@ async def main(url: str, key: str) -> None:
     print(
         json.dumps(
             {
-                "session_ids_seen": len(seen),
+                "session_ids_dropped": len(dropped),
+                "requests": len(sent),
+                "requests_naming_a_session": sum(sent),
                 "tools": sorted(t.name for t in tools.tools),
                 "echo": echo.content[0].text,
                 "sum_error": sum_error,
