@@ -277,6 +277,25 @@ async fn sessionless_clients_are_served_when_sessions_are_optional() {
     let anonymous = curl_post(port, "/mcp", None, &rpc(5, "tools/list", json!({}))).await;
     assert_eq!(anonymous.status, 401, "{anonymous:?}");
 
+    // A request to the client cannot reach one that keeps no session: the
+    // upstream is answered -32601 (as for a client without the capability),
+    // and server-everything's tool fails with it.
+    let sampling = curl_post(
+        port,
+        "/mcp",
+        Some(BOB_KEY),
+        &rpc(9, "tools/call", json!({"name": "every__trigger-sampling-request", "arguments": {"prompt": "hi", "maxTokens": 5}})),
+    )
+    .await;
+    let result = &sampling.json()["result"];
+    assert_eq!(result["isError"], true, "{sampling:?}");
+    assert!(
+        result["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("sampling/createMessage")),
+        "{sampling:?}"
+    );
+
     // What needs a session says so.
     let subscribe = curl_post(
         port,

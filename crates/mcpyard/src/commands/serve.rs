@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 
 use anyhow::Context as _;
 use mcpyard_gateway::Gateway;
-use mcpyard_server::{serve_http_on, serve_metrics, AuthOptions, HttpOptions};
+use mcpyard_server::{serve_http_on, serve_metrics, AuthOptions, HttpOptions, SessionMode};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -80,6 +80,9 @@ pub(super) async fn run(
                 tracing::warn!(error = %e, "the metrics listener failed");
             }
         });
+    }
+    if options.sessions == SessionMode::Optional {
+        tracing::info!("[http] sessions = \"optional\": requests without Mcp-Session-Id are served on their own");
     }
     // Printed whatever the log level: scripts and users wait for this line
     // (with `--listen 127.0.0.1:0` it is the only way to learn the port).
