@@ -1,11 +1,14 @@
-//! The HTTP flood guard: requests from one client address beyond a
-//! configured rate are answered 429 with `Retry-After`, before anything
-//! reads their headers or body (authentication included, so a flood costs
-//! no token check). `GET /health` is exempt: it reads nothing, and
-//! monitors polling it from one address must not be locked out by the
-//! traffic of a client behind the same address.
+//! The HTTP flood guard: requests beyond a configured rate are answered 429
+//! with `Retry-After`, before anything reads their headers or body
+//! (authentication included, so a flood costs no token check). Two limits,
+//! each optional: one per client, where a client is every address of one
+//! prefix (/32 and /64 by default: one IPv6 host holds a /64, and so can
+//! send from as many addresses as it likes), and one over all clients
+//! together, which no number of addresses gets around. `GET /health` is
+//! exempt: it reads nothing, and monitors polling it from one address must
+//! not be locked out by the traffic of a client behind the same address.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -16,9 +19,12 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use governor::clock::{Clock, DefaultClock};
-use governor::{DefaultKeyedRateLimiter, Quota};
+use governor::{DefaultDirectRateLimiter, DefaultKeyedRateLimiter, Quota};
 
-/// How many requests one client address may send.
+use crate::options::HttpOptions;
+
+/// A request rate: per client for [`HttpOptions::per_address`], over all
+/// clients for [`HttpOptions::total_rate`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AddressRate {
     /// Requests per second in the long run.
@@ -27,50 +33,120 @@ pub struct AddressRate {
     pub burst: NonZeroU32,
 }
 
-/// The buckets, one per client address.
+/// Which addresses count as one client for [`HttpOptions::per_address`]:
+/// those that share their first `v4` (IPv4) or `v6` (IPv6) bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AddressPrefix {
+    /// 1 to 32; 32, each address alone, by default.
+    pub v4: u8,
+    /// 1 to 128; 64, the usual size of one site's subnet, by default.
+    pub v6: u8,
+}
+
+impl Default for AddressPrefix {
+    fn default() -> Self {
+        Self { v4: 32, v6: 64 }
+    }
+}
+
+impl AddressPrefix {
+    /// The first address of `address`'s prefix, which stands for all of
+    /// them. An IPv4 address mapped into IPv6 (a dual-stack listener's
+    /// view of an IPv4 client) is taken as the IPv4 address it is.
+    pub fn group_of(self, address: IpAddr) -> IpAddr {
+        match address.to_canonical() {
+            IpAddr::V4(a) => {
+                let mask = u32::MAX
+                    .checked_shl(32 - u32::from(self.v4.min(32)))
+                    .unwrap_or(0);
+                IpAddr::V4(Ipv4Addr::from(u32::from(a) & mask))
+            }
+            IpAddr::V6(a) => {
+                let mask = u128::MAX
+                    .checked_shl(128 - u32::from(self.v6.min(128)))
+                    .unwrap_or(0);
+                IpAddr::V6(Ipv6Addr::from(u128::from(a) & mask))
+            }
+        }
+    }
+}
+
+/// Which limit a request went over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Over {
+    /// Its client's (its address prefix's).
+    Client,
+    /// The one over all clients.
+    Total,
+}
+
+/// The buckets: one per client, and one for all of them.
 #[derive(Debug)]
 pub(crate) struct Flood {
-    buckets: DefaultKeyedRateLimiter<IpAddr>,
+    per_client: Option<DefaultKeyedRateLimiter<IpAddr>>,
+    prefix: AddressPrefix,
+    total: Option<DefaultDirectRateLimiter>,
     clock: DefaultClock,
     checks: AtomicU64,
 }
 
-/// Addresses kept before the buckets back to full are forgotten.
+/// Clients kept before the buckets back to full are forgotten.
 const ADDRESSES_BEFORE_SWEEP: usize = 10_000;
 
+fn quota(rate: AddressRate) -> Quota {
+    Quota::per_second(rate.per_second).allow_burst(rate.burst)
+}
+
 impl Flood {
-    pub(crate) fn new(rate: AddressRate) -> Arc<Self> {
-        let quota = Quota::per_second(rate.per_second).allow_burst(rate.burst);
-        Arc::new(Self {
-            buckets: governor::RateLimiter::keyed(quota),
+    /// The guard `opts` asks for, if any.
+    pub(crate) fn new(opts: &HttpOptions) -> Option<Arc<Self>> {
+        if opts.per_address.is_none() && opts.total_rate.is_none() {
+            return None;
+        }
+        Some(Arc::new(Self {
+            per_client: opts
+                .per_address
+                .map(|r| governor::RateLimiter::keyed(quota(r))),
+            prefix: opts.address_prefix,
+            total: opts
+                .total_rate
+                .map(|r| governor::RateLimiter::direct(quota(r))),
             clock: DefaultClock::default(),
             checks: AtomicU64::new(0),
-        })
+        }))
     }
 
-    /// `Err(seconds to wait)` when `address` is over its rate.
-    fn check(&self, address: IpAddr) -> Result<(), u64> {
-        if self.checks.fetch_add(1, Ordering::Relaxed) % 4096 == 4095
-            && self.buckets.len() > ADDRESSES_BEFORE_SWEEP
-        {
-            self.buckets.retain_recent();
-        }
-        self.buckets.check_key(&address).map_err(|not_until| {
+    /// `Err` with the limit and the seconds to wait when `address` may not
+    /// send now. A client over its own limit uses up nothing of the total,
+    /// so one flooding client does not shut the others out.
+    fn check(&self, address: IpAddr) -> Result<(), (Over, u64)> {
+        let wait = |not_until: governor::NotUntil<_>| {
             let wait = not_until.wait_time_from(self.clock.now());
             // Retry-After takes whole seconds: round up, so a client that
             // waits that long finds a token.
             wait.as_secs() + u64::from(wait.subsec_nanos() > 0)
-        })
+        };
+        if let Some(buckets) = &self.per_client {
+            if self.checks.fetch_add(1, Ordering::Relaxed) % 4096 == 4095
+                && buckets.len() > ADDRESSES_BEFORE_SWEEP
+            {
+                buckets.retain_recent();
+            }
+            buckets
+                .check_key(&self.prefix.group_of(address))
+                .map_err(|n| (Over::Client, wait(n)))?;
+        }
+        if let Some(total) = &self.total {
+            total.check().map_err(|n| (Over::Total, wait(n)))?;
+        }
+        Ok(())
     }
 }
 
-/// `app` behind the flood guard, outermost of all, when a rate is set.
-pub(crate) fn outermost(app: Router, rate: Option<AddressRate>) -> Router {
-    match rate {
-        Some(rate) => app.layer(axum::middleware::from_fn_with_state(
-            Flood::new(rate),
-            limit,
-        )),
+/// `app` behind the flood guard, outermost of all, when a limit is set.
+pub(crate) fn outermost(app: Router, flood: Option<Arc<Flood>>) -> Router {
+    match flood {
+        Some(flood) => app.layer(axum::middleware::from_fn_with_state(flood, limit)),
         None => app,
     }
 }
@@ -88,12 +164,16 @@ pub(crate) async fn limit(
         .map(|c| c.0.ip());
     let exempt = request.uri().path() == "/health";
     if let (Some(address), false) = (peer, exempt) {
-        if let Err(wait) = flood.check(address) {
+        if let Err((over, wait)) = flood.check(address) {
             let wait = wait.max(1);
-            tracing::debug!(%address, wait, "too many requests from one address");
+            let whose = match over {
+                Over::Client => "from this address",
+                Over::Total => "to this gateway from all clients",
+            };
+            tracing::debug!(%address, wait, ?over, "too many requests");
             let mut answer = (
                 StatusCode::TOO_MANY_REQUESTS,
-                format!("too many requests from this address; retry after {wait} s\n"),
+                format!("too many requests {whose}; retry after {wait} s\n"),
             )
                 .into_response();
             answer
@@ -109,17 +189,93 @@ pub(crate) async fn limit(
 mod tests {
     use super::*;
 
+    fn rate(per_second: u32, burst: u32) -> Option<AddressRate> {
+        Some(AddressRate {
+            per_second: NonZeroU32::new(per_second).unwrap(),
+            burst: NonZeroU32::new(burst).unwrap(),
+        })
+    }
+
+    fn flood(opts: HttpOptions) -> Arc<Flood> {
+        Flood::new(&opts).expect("a limit is set")
+    }
+
     #[test]
     fn one_address_over_its_rate_waits_and_others_do_not() {
-        let flood = Flood::new(AddressRate {
-            per_second: NonZeroU32::new(1).unwrap(),
-            burst: NonZeroU32::new(2).unwrap(),
+        let flood = flood(HttpOptions {
+            per_address: rate(1, 2),
+            ..HttpOptions::default()
         });
         let a: IpAddr = [127, 0, 0, 1].into();
         let b: IpAddr = [127, 0, 0, 2].into();
         assert!(flood.check(a).is_ok());
         assert!(flood.check(a).is_ok());
-        assert_eq!(flood.check(a), Err(1));
+        assert_eq!(flood.check(a), Err((Over::Client, 1)));
         assert!(flood.check(b).is_ok());
+    }
+
+    #[test]
+    fn addresses_of_one_prefix_are_one_client() {
+        let flood = flood(HttpOptions {
+            per_address: rate(1, 2),
+            ..HttpOptions::default()
+        });
+        // By default every address of an IPv6 /64 is one client.
+        let v6 = |last: u16| IpAddr::from([0x2001, 0xdb8, 0, 1, 0, 0, 0, last]);
+        assert!(flood.check(v6(1)).is_ok());
+        assert!(flood.check(v6(2)).is_ok());
+        assert_eq!(flood.check(v6(3)), Err((Over::Client, 1)));
+        assert!(flood
+            .check(IpAddr::from([0x2001, 0xdb8, 0, 2, 0, 0, 0, 1]))
+            .is_ok());
+    }
+
+    #[test]
+    fn prefixes_group_as_configured() {
+        let p = AddressPrefix { v4: 24, v6: 48 };
+        assert_eq!(
+            p.group_of([192, 0, 2, 77].into()),
+            IpAddr::from([192, 0, 2, 0])
+        );
+        assert_eq!(
+            p.group_of("2001:db8:1:2:3::4".parse().unwrap()),
+            "2001:db8:1::".parse::<IpAddr>().unwrap()
+        );
+        // A dual-stack listener's view of an IPv4 client is that client.
+        assert_eq!(
+            p.group_of("::ffff:192.0.2.77".parse().unwrap()),
+            IpAddr::from([192, 0, 2, 0])
+        );
+        let d = AddressPrefix::default();
+        assert_eq!(
+            d.group_of([192, 0, 2, 77].into()),
+            IpAddr::from([192, 0, 2, 77])
+        );
+        assert_eq!(
+            AddressPrefix { v4: 1, v6: 1 }.group_of([192, 0, 2, 77].into()),
+            IpAddr::from([128, 0, 0, 0])
+        );
+    }
+
+    #[test]
+    fn the_total_caps_every_address_together() {
+        let flood = flood(HttpOptions {
+            per_address: rate(1, 2),
+            total_rate: rate(1, 3),
+            ..HttpOptions::default()
+        });
+        let through = (1..=10u8)
+            .filter(|last| flood.check([127, 0, 0, *last].into()).is_ok())
+            .count();
+        assert_eq!(through, 3);
+        assert!(matches!(
+            flood.check([127, 0, 0, 99].into()),
+            Err((Over::Total, _))
+        ));
+    }
+
+    #[test]
+    fn no_limit_no_guard() {
+        assert!(Flood::new(&HttpOptions::default()).is_none());
     }
 }

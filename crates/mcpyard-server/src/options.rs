@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::auth::AuthOptions;
 use crate::batch::BatchLimits;
-use crate::flood::AddressRate;
+use crate::flood::{AddressPrefix, AddressRate};
 
 /// How the HTTP transports listen and whom they let in.
 #[derive(Clone)]
@@ -51,12 +51,49 @@ pub struct HttpOptions {
     /// How long a connection may sit between requests before it is closed.
     /// Streams being answered (SSE) are not idle, however quiet.
     pub keep_alive_timeout: Duration,
-    /// Requests one client address may send; past it, 429 with
-    /// `Retry-After`. `None`: no limit.
+    /// Requests one client may send, a client being every address of one
+    /// [`HttpOptions::address_prefix`]; past it, 429 with `Retry-After`.
+    /// `None`: no limit.
     pub per_address: Option<AddressRate>,
+    /// Which addresses are one client for `per_address`: /32 for IPv4 and
+    /// /64 for IPv6 by default.
+    pub address_prefix: AddressPrefix,
+    /// Requests all clients together may send; past it, 429 with
+    /// `Retry-After` for everyone. `None`: no limit.
+    pub total_rate: Option<AddressRate>,
     /// Serve `GET /metrics` (the gateway's Prometheus metrics) here, behind
-    /// the same checks as `/mcp`.
+    /// the same origin and host checks as `/mcp` and [`HttpOptions::metrics_token`].
     pub metrics_route: bool,
+    /// The credential of `GET /metrics` (here and on a metrics listener of
+    /// its own): when set, only `Authorization: Bearer <token>` reads the
+    /// metrics, and the token opens nothing else. When unset and clients
+    /// must authenticate, only identities in the [`METRICS_GROUP`] group
+    /// read them: the metrics name every tool and how much each is used,
+    /// which a key the policy keeps from a tool must not learn.
+    pub metrics_token: Option<String>,
+    /// Whether a request of the session eras must name a session.
+    pub sessions: SessionMode,
+}
+
+/// The group whose identities may read `/metrics` when no
+/// [`HttpOptions::metrics_token`] is set.
+pub const METRICS_GROUP: &str = "metrics";
+
+/// Whether Streamable HTTP clients of the session eras (2025-03-26 to
+/// 2025-11-25) must keep the `Mcp-Session-Id` that `initialize` issued.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SessionMode {
+    /// Every request but `initialize` names a session, as the
+    /// specification has it; one without gets 400.
+    #[default]
+    Required,
+    /// A request without `Mcp-Session-Id` is served on its own, as
+    /// stateless servers (rmcp's stateless mode, FastMCP's
+    /// `stateless_http`, Lemonade) do, for clients that never keep the id.
+    /// `initialize` still issues one for clients that do. What needs a
+    /// session (the GET stream, `DELETE`, resource subscriptions, tasks)
+    /// says so when asked without one.
+    Optional,
 }
 
 /// 4 MiB: large enough for any tool call a model makes, small enough that a
@@ -81,7 +118,11 @@ impl Default for HttpOptions {
             body_read_timeout: Duration::from_secs(30),
             keep_alive_timeout: Duration::from_secs(60),
             per_address: None,
+            address_prefix: AddressPrefix::default(),
+            total_rate: None,
             metrics_route: false,
+            metrics_token: None,
+            sessions: SessionMode::Required,
         }
     }
 }
@@ -106,7 +147,14 @@ impl std::fmt::Debug for HttpOptions {
             .field("body_read_timeout", &self.body_read_timeout)
             .field("keep_alive_timeout", &self.keep_alive_timeout)
             .field("per_address", &self.per_address)
+            .field("address_prefix", &self.address_prefix)
+            .field("total_rate", &self.total_rate)
             .field("metrics_route", &self.metrics_route)
+            .field(
+                "metrics_token",
+                &self.metrics_token.as_ref().map(|_| "<token>"),
+            )
+            .field("sessions", &self.sessions)
             .finish()
     }
 }
@@ -119,10 +167,12 @@ mod tests {
     fn debug_never_shows_the_api_key() {
         let opts = HttpOptions {
             auth: AuthOptions::single_key("s3cret-key"),
+            metrics_token: Some("s3cret-token".into()),
             ..HttpOptions::default()
         };
         let shown = format!("{opts:?}");
         assert!(!shown.contains("s3cret-key"));
+        assert!(!shown.contains("s3cret-token"));
         assert!(shown.contains("<key>"));
     }
 
@@ -132,5 +182,6 @@ mod tests {
         assert!(opts.listen.ip().is_loopback());
         assert_eq!(opts.max_body_bytes, 4 * 1024 * 1024);
         assert!(!opts.auth.is_required());
+        assert_eq!(opts.sessions, SessionMode::Required);
     }
 }

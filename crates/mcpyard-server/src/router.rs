@@ -12,10 +12,15 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use tower_http::limit::RequestBodyLimitLayer;
 
-use crate::auth::{self, Authenticator};
+use crate::auth::{self, Authenticator, MetricsToken};
 use crate::options::HttpOptions;
 use crate::reply::rpc_error_response;
 use crate::{legacy_sse, metrics, security, streamable};
+
+/// Where Streamable HTTP is served: `/mcp`, and `/api/v1/mcp`, the path
+/// Lemonade and Visions serve it at, so their clients need no change. Both
+/// are the same endpoint: a session opened on one is used on the other.
+pub(crate) const MCP_PATHS: [&str; 2] = ["/mcp", "/api/v1/mcp"];
 
 /// What every handler can reach.
 #[derive(Debug, Clone)]
@@ -28,9 +33,12 @@ pub(crate) struct AppState {
     pub(crate) metadata_paths: Arc<[String]>,
     /// Cancelled when the server shuts down: long-lived streams end then.
     pub(crate) shutdown: CancellationToken,
+    /// The credential of `/metrics`, when one is set.
+    pub(crate) metrics_token: Option<Arc<MetricsToken>>,
 }
 
-/// The gateway's HTTP routes: Streamable HTTP on `/mcp`, legacy HTTP+SSE on
+/// The gateway's HTTP routes: Streamable HTTP on `/mcp` (and
+/// `/api/v1/mcp`, see [`MCP_PATHS`]), legacy HTTP+SSE on
 /// `/sse` + `/messages` (when enabled) and `GET /health`, behind the
 /// origin / host / API key checks and the body size cap.
 pub fn router(gateway: Gateway, opts: HttpOptions) -> Router {
@@ -49,7 +57,12 @@ pub(crate) fn build(gateway: Gateway, opts: HttpOptions, shutdown: CancellationT
         .map(|jwt| auth::metadata_paths(jwt.resource()))
         .unwrap_or_default()
         .into();
+    let metrics_token = opts
+        .metrics_token
+        .as_deref()
+        .map(|t| Arc::new(MetricsToken::new(t)));
     let state = AppState {
+        metrics_token,
         gateway,
         opts: Arc::new(opts),
         auth,
@@ -57,16 +70,16 @@ pub(crate) fn build(gateway: Gateway, opts: HttpOptions, shutdown: CancellationT
         shutdown,
     };
     let mut routes = Router::new().route("/health", get(health));
-    routes = if streamable_on {
-        routes.route(
-            "/mcp",
-            post(streamable::post)
-                .get(streamable::get)
-                .delete(streamable::delete),
-        )
+    let endpoint = if streamable_on {
+        post(streamable::post)
+            .get(streamable::get)
+            .delete(streamable::delete)
     } else {
-        routes.route("/mcp", any(front_door_off))
+        any(front_door_off)
     };
+    for path in MCP_PATHS {
+        routes = routes.route(path, endpoint.clone());
+    }
     if state.opts.metrics_route {
         routes = routes.merge(metrics::route());
     }

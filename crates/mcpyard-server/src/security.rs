@@ -1,7 +1,7 @@
 //! The checks every HTTP request passes before any MCP handling: `Host`
 //! and `Origin` against DNS rebinding, then the credentials (see [`crate::auth`]).
 
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv6Addr};
 
 use axum::extract::{Request, State};
 use axum::middleware::Next;
@@ -10,7 +10,9 @@ use http::header::{HOST, ORIGIN};
 use http::{HeaderMap, Method, StatusCode};
 use mcpyard_gateway::Identity;
 
-use crate::options::HttpOptions;
+use crate::auth::MetricsToken;
+use crate::metrics;
+use crate::options::{HttpOptions, METRICS_GROUP};
 use crate::reply::rpc_error_response;
 use crate::router::AppState;
 
@@ -32,6 +34,16 @@ pub(crate) async fn guard(State(state): State<AppState>, mut req: Request, next:
     let open = req.method() == Method::GET
         && (req.uri().path() == "/health"
             || state.metadata_paths.iter().any(|p| p == req.uri().path()));
+    let metrics = state.opts.metrics_route && req.uri().path() == metrics::PATH;
+    if let (true, Some(token)) = (metrics, &state.metrics_token) {
+        // The metrics token stands apart from keys and access tokens: it
+        // reads the metrics and nothing else, and nothing else reads them.
+        if !token.admits(req.headers()) {
+            return MetricsToken::refuse();
+        }
+        req.extensions_mut().insert(Identity::anonymous());
+        return next.run(req).await;
+    }
     let identity = if open {
         Identity::anonymous()
     } else {
@@ -40,6 +52,15 @@ pub(crate) async fn guard(State(state): State<AppState>, mut req: Request, next:
             Err(failure) => return state.auth.refuse(&failure),
         }
     };
+    // The metrics name every tool and how much it is used: not for a key
+    // the policy may keep from some of them.
+    if metrics && state.auth.is_required() && !identity.in_group(METRICS_GROUP) {
+        return rpc_error_response(
+            StatusCode::FORBIDDEN,
+            mcpyard_proto::codes::INVALID_REQUEST,
+            "Forbidden: /metrics is read with the metrics token, or by an identity in the `metrics` group",
+        );
+    }
     req.extensions_mut().insert(identity);
     next.run(req).await
 }
@@ -83,24 +104,44 @@ pub(crate) fn check(
     Ok(())
 }
 
-/// `localhost`, `127.0.0.0/8` and `::1`, with or without brackets.
+/// `localhost`, `127.0.0.0/8` and `::1` (a host as [`host_name`] gives it).
 fn is_loopback_name(host: &str) -> bool {
-    let host = host.trim_start_matches('[').trim_end_matches(']');
     host.eq_ignore_ascii_case("localhost")
         || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
-/// Splits `name[:port]` / `[v6][:port]` into the host name part.
-fn host_name(authority: &str) -> &str {
-    if let Some(rest) = authority.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or(rest);
-    }
-    match authority.rsplit_once(':') {
-        // A bare IPv6 address without brackets has several colons.
-        Some((name, port)) if !name.contains(':') && port.chars().all(|c| c.is_ascii_digit()) => {
-            name
+/// The host of an authority `host[:port]`, read strictly (RFC 3986 section
+/// 3.2.2): a bracketed IPv6 address (returned without its brackets), or a
+/// name or IPv4 address of letters, digits, `-`, `.` and `_`; then nothing,
+/// or `:` and a port of 1 to 65535. `None` for anything else, so that no
+/// text after the part a check reads (`[::1]evil.com`) can pass it.
+fn host_name(authority: &str) -> Option<&str> {
+    let (host, rest) = match authority.strip_prefix('[') {
+        Some(bracketed) => {
+            let (v6, rest) = bracketed.split_once(']')?;
+            v6.parse::<Ipv6Addr>().ok()?;
+            (v6, rest)
         }
-        _ => authority,
+        None => {
+            let end = authority.find(':').unwrap_or(authority.len());
+            let (name, rest) = authority.split_at(end);
+            let name_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_');
+            if name.is_empty() || !name.chars().all(name_char) {
+                return None;
+            }
+            (name, rest)
+        }
+    };
+    match rest.strip_prefix(':') {
+        None if rest.is_empty() => Some(host),
+        Some(port)
+            if (1..=5).contains(&port.len())
+                && port.bytes().all(|b| b.is_ascii_digit())
+                && port.parse::<u16>().is_ok_and(|p| p != 0) =>
+        {
+            Some(host)
+        }
+        _ => None,
     }
 }
 
@@ -117,26 +158,34 @@ fn origin_allowed(opts: &HttpOptions, origin: &str) -> bool {
         return false;
     };
     (scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https"))
-        && !authority.contains('/')
-        && !authority.contains('@')
-        && is_loopback_name(host_name(authority))
+        && host_name(authority).is_some_and(is_loopback_name)
 }
 
 fn host_allowed(opts: &HttpOptions, host: Option<&str>) -> bool {
+    // A Host that is not a well-formed authority is never one we serve,
+    // whatever else is accepted.
+    let name = match host.map(host_name) {
+        Some(None) => return false,
+        Some(Some(name)) => Some(name),
+        None => None,
+    };
     let bound_loopback = opts.listen.ip().is_loopback();
     if !bound_loopback && opts.allowed_hosts.is_empty() {
         return true;
     }
-    let Some(host) = host else {
+    let (Some(host), Some(name)) = (host, name) else {
         return false;
     };
-    let name = host_name(host);
     if bound_loopback && is_loopback_name(name) {
         return true;
     }
-    opts.allowed_hosts
-        .iter()
-        .any(|h| h.eq_ignore_ascii_case(host) || h.eq_ignore_ascii_case(name))
+    opts.allowed_hosts.iter().any(|h| {
+        h.eq_ignore_ascii_case(host)
+            || h.eq_ignore_ascii_case(name)
+            || h.strip_prefix('[')
+                .and_then(|h| h.strip_suffix(']'))
+                .is_some_and(|h| h.eq_ignore_ascii_case(name))
+    })
 }
 
 #[cfg(test)]
@@ -188,10 +237,55 @@ mod tests {
         assert!(!host_allowed(&o, Some("evil.example:8484")));
         assert!(!host_allowed(&o, None));
         let o = HttpOptions {
+            allowed_hosts: vec!["mcp.internal".into(), "[fd00::1]".into()],
+            ..opts()
+        };
+        assert!(host_allowed(&o, Some("mcp.internal:8484")));
+        assert!(host_allowed(&o, Some("[fd00::1]:8484")));
+        assert!(!host_allowed(&o, Some("mcp.internal:8484x")));
+        let o = HttpOptions {
             allowed_hosts: vec!["mcp.internal".into()],
             ..opts()
         };
         assert!(host_allowed(&o, Some("mcp.internal:8484")));
+    }
+
+    #[test]
+    fn hosts_are_parsed_strictly() {
+        for good in [
+            ("[::1]", "::1"),
+            ("[::1]:8484", "::1"),
+            ("127.0.0.1", "127.0.0.1"),
+            ("127.0.0.1:65535", "127.0.0.1"),
+            ("Localhost:1", "Localhost"),
+            ("mcp.internal", "mcp.internal"),
+        ] {
+            assert_eq!(host_name(good.0), Some(good.1), "{}", good.0);
+        }
+        for bad in [
+            "[::1]evil.com",
+            "[::1]:8484evil.com",
+            "[::1]:",
+            "[::1]]",
+            "[::1",
+            "[evil.com]",
+            "[127.0.0.1]",
+            "::1",
+            "127.0.0.1:",
+            "127.0.0.1:0",
+            "127.0.0.1:65536",
+            "127.0.0.1:8484:8484",
+            "127.0.0.1:+80",
+            "localhost@evil.com",
+            "localhost:80@evil.com",
+            "localhost/x",
+            "",
+            ":80",
+        ] {
+            assert_eq!(host_name(bad), None, "{bad}");
+            assert!(!host_allowed(&opts(), Some(bad)), "{bad}");
+        }
+        assert!(!origin_allowed(&opts(), "http://[::1]evil.com"));
     }
 
     #[test]

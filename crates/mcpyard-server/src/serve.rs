@@ -33,8 +33,8 @@ pub async fn serve_http_on(
     let grace = opts.shutdown_grace;
     let limits = ConnectionLimits::of(&opts);
     tracing::info!(addr = %opts.listen, "serving MCP over HTTP");
-    let per_address = opts.per_address;
-    let app = flood::outermost(router::build(gateway, opts, shutdown.clone()), per_address);
+    let flood = flood::Flood::new(&opts);
+    let app = flood::outermost(router::build(gateway, opts, shutdown.clone()), flood);
     let server = conn::serve(listener, app, limits, shutdown.clone());
     let deadline = async {
         shutdown.cancelled().await;

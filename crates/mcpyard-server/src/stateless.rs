@@ -37,6 +37,8 @@
 //! header names a stateless era. It gets a one-request
 //! [`Session::stateless`] that is never registered.
 
+use std::sync::Arc;
+
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use http::{HeaderMap, StatusCode};
@@ -185,24 +187,8 @@ pub(crate) async fn post(
                 Err(rejection) => return rejection.into_response(Some(id)),
             };
             let session = Session::stateless_as(identity, &envelope.version, envelope.capabilities);
-            let gateway = state.gateway.clone();
-            let plan = Plan {
-                accepts,
-                cancel_on_disconnect: true,
-                keep_alive: state.opts.sse_keep_alive,
-                shutdown: state.shutdown.clone(),
-                status_of,
-            };
-            reply::reply(plan, move |related| async move {
-                let answer = gateway
-                    .request(&session, id, &method, params, related)
-                    .await;
-                // The session lives for this request only: anything still
-                // waiting on it (a relayed request) is released now.
-                session.end();
-                answer.into_message().to_value()
-            })
-            .await
+            let request = (id, method, params);
+            answer_alone(state, session, accepts, status_of, request).await
         }
         Message::Response { .. } | Message::Error { .. } => Rejection::new(
             codes::INVALID_REQUEST,
@@ -210,6 +196,37 @@ pub(crate) async fn post(
         )
         .into_response(None),
     }
+}
+
+/// Answers one request on `session`, a session that lives for it alone
+/// (this era's, or a sessionless request's of the session eras): closing
+/// the connection cancels it, as nothing else could, and the session ends
+/// with the answer.
+pub(crate) async fn answer_alone(
+    state: &AppState,
+    session: Arc<Session>,
+    accepts: Accepts,
+    status_of: fn(&Value) -> StatusCode,
+    (id, method, params): (RequestId, String, Option<Value>),
+) -> Response {
+    let gateway = state.gateway.clone();
+    let plan = Plan {
+        accepts,
+        cancel_on_disconnect: true,
+        keep_alive: state.opts.sse_keep_alive,
+        shutdown: state.shutdown.clone(),
+        status_of,
+    };
+    reply::reply(plan, move |related| async move {
+        let answer = gateway
+            .request(&session, id, &method, params, related)
+            .await;
+        // Anything still waiting on the session (a relayed request) is
+        // released now.
+        session.end();
+        answer.into_message().to_value()
+    })
+    .await
 }
 
 /// The answer to a batch in this era.

@@ -23,10 +23,11 @@ use tokio_stream::wrappers::ReceiverStream;
 use crate::accept::{is_json_content, Accepts};
 use crate::batch::{self, Batch, BatchLimits};
 use crate::conn::BodyTimedOut;
+use crate::options::SessionMode;
 use crate::reply::{self, always_ok, json_response, rpc_error_response, Plan};
 use crate::router::AppState;
 use crate::sse::{self, EventIds};
-use crate::stateless;
+use crate::{sessionless, stateless};
 
 pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
 pub(crate) const VERSION_HEADER: &str = "mcp-protocol-version";
@@ -81,7 +82,7 @@ fn method_not_allowed() -> Response {
     (
         StatusCode::METHOD_NOT_ALLOWED,
         [(ALLOW, HeaderValue::from_static("POST, DELETE"))],
-        "GET needs an Mcp-Session-Id and Accept: text/event-stream",
+        "GET opens a session's stream: it needs the Mcp-Session-Id that initialize returned and Accept: text/event-stream",
     )
         .into_response()
 }
@@ -288,6 +289,9 @@ async fn post_without_session(
                 .to_value(),
             )
         }
+        Ok(body) if state.opts.sessions == SessionMode::Optional => {
+            sessionless::post(state, identity, accepts, body).await
+        }
         Ok(_) => {
             bad_request("Bad Request: Mcp-Session-Id header is required (send initialize first)")
         }
@@ -458,7 +462,11 @@ pub(crate) async fn delete(
 ) -> Response {
     let id = match header_str(&headers, SESSION_HEADER) {
         Ok(Some(id)) => id,
-        Ok(None) => return bad_request("Bad Request: Mcp-Session-Id header is required"),
+        Ok(None) => {
+            return bad_request(
+                "Bad Request: DELETE ends a session: it needs the Mcp-Session-Id that initialize returned",
+            )
+        }
         Err(()) => return bad_request("Mcp-Session-Id is not valid text"),
     };
     if let Err(r) = check_version_header(&headers) {

@@ -275,6 +275,43 @@ fn quotable(text: &str) -> String {
         .collect()
 }
 
+/// The credential of `GET /metrics` (see `HttpOptions::metrics_token`),
+/// held as a digest and compared in constant time, as API keys are.
+pub(crate) struct MetricsToken([u8; 32]);
+
+impl MetricsToken {
+    pub(crate) fn new(token: &str) -> Self {
+        Self(keys::sha256(token))
+    }
+
+    /// Whether the request presents the token as its bearer credential.
+    pub(crate) fn admits(&self, headers: &HeaderMap) -> bool {
+        use subtle::ConstantTimeEq;
+        bearer(headers).is_some_and(|presented| bool::from(keys::sha256(presented).ct_eq(&self.0)))
+    }
+
+    /// The 401 for a request without it.
+    pub(crate) fn refuse() -> Response {
+        let mut response = rpc_error_response(
+            StatusCode::UNAUTHORIZED,
+            mcpyard_proto::codes::INVALID_REQUEST,
+            "Unauthorized: /metrics needs Authorization: Bearer <metrics token>",
+        );
+        response.headers_mut().insert(
+            WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer realm=\"mcpyard metrics\""),
+        );
+        response
+    }
+}
+
+// By hand: the digest is nobody's business either.
+impl fmt::Debug for MetricsToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("MetricsToken(<sha256>)")
+    }
+}
+
 /// The credential of `Authorization: Bearer <credential>`.
 fn bearer(headers: &HeaderMap) -> Option<&str> {
     let value = headers.get(AUTHORIZATION)?.to_str().ok()?;

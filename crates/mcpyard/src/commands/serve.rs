@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 
 use anyhow::Context as _;
 use mcpyard_gateway::Gateway;
-use mcpyard_server::{serve_http_on, serve_metrics, AuthOptions, HttpOptions};
+use mcpyard_server::{serve_http_on, serve_metrics, AuthOptions, HttpOptions, SessionMode};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -56,6 +56,7 @@ pub(super) async fn run(
         auth,
         streamable: settings.front_doors.streamable,
         legacy_sse: settings.front_doors.legacy_sse,
+        sessions: settings.front_doors.sessions,
         allowed_hosts: settings.allowed_hosts,
         allowed_origins: settings.allowed_origins,
         max_body_bytes,
@@ -65,16 +66,23 @@ pub(super) async fn run(
         body_read_timeout: settings.limits.body_read_timeout,
         keep_alive_timeout: settings.limits.keep_alive_timeout,
         per_address: settings.limits.per_address,
+        address_prefix: settings.limits.address_prefix,
+        total_rate: settings.limits.total_rate,
         metrics_route: settings.metrics == MetricsSettings::WithMcp,
+        metrics_token: settings.metrics_token.clone(),
         ..HttpOptions::default()
     };
     if let Some(listener) = metrics_listener {
         let (gateway, token) = (gateway.clone(), token.clone());
+        let credential = settings.metrics_token;
         tokio::spawn(async move {
-            if let Err(e) = serve_metrics(listener, gateway, token).await {
+            if let Err(e) = serve_metrics(listener, gateway, credential, token).await {
                 tracing::warn!(error = %e, "the metrics listener failed");
             }
         });
+    }
+    if options.sessions == SessionMode::Optional {
+        tracing::info!("[http] sessions = \"optional\": requests without Mcp-Session-Id are served on their own");
     }
     // Printed whatever the log level: scripts and users wait for this line
     // (with `--listen 127.0.0.1:0` it is the only way to learn the port).

@@ -29,8 +29,9 @@ pub(super) async fn run(settings: Settings) -> anyhow::Result<()> {
     shutdown::cancel_on_signal(token.clone());
     if let Some(listener) = metrics_listener {
         let (gateway, token) = (gateway.clone(), token.clone());
+        let credential = settings.metrics_token.clone();
         tokio::spawn(async move {
-            if let Err(e) = serve_metrics(listener, gateway, token).await {
+            if let Err(e) = serve_metrics(listener, gateway, credential, token).await {
                 tracing::warn!(error = %e, "the metrics listener failed");
             }
         });

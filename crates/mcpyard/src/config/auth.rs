@@ -15,12 +15,15 @@
 //!
 //! [http]
 //! legacy_sse = false
+//! sessions = "optional"             # serve requests without Mcp-Session-Id
 //! ```
 
 use std::time::Duration;
 
 use mcpyard_gateway::{Identity, IdentityKind};
-use mcpyard_server::{ApiKeySpec, JwtAlgorithm, KeySecret, OAuthOptions, DEFAULT_KEY_NAME};
+use mcpyard_server::{
+    ApiKeySpec, JwtAlgorithm, KeySecret, OAuthOptions, SessionMode, DEFAULT_KEY_NAME,
+};
 use serde::Deserialize;
 
 use super::expand;
@@ -81,6 +84,8 @@ struct RawStdio {
 pub(crate) struct RawHttp {
     streamable: Option<bool>,
     legacy_sse: Option<bool>,
+    /// `"required"` (the default) or `"optional"`.
+    sessions: Option<String>,
 }
 
 /// The validated `[auth]`.
@@ -92,22 +97,34 @@ pub(crate) struct Auth {
     pub(crate) stdio: Identity,
 }
 
-/// Which HTTP front doors are on; a door that is off answers 403.
+/// Which HTTP front doors are on (a door that is off answers 403), and
+/// whether Streamable HTTP clients must keep a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct FrontDoors {
     pub(crate) streamable: bool,
     pub(crate) legacy_sse: bool,
+    pub(crate) sessions: SessionMode,
 }
 
-pub(crate) fn front_doors(raw: Option<&RawHttp>) -> FrontDoors {
-    let raw = raw.map_or_else(RawHttp::default, |r| RawHttp {
-        streamable: r.streamable,
-        legacy_sse: r.legacy_sse,
-    });
-    FrontDoors {
+pub(crate) fn front_doors(
+    ctx: &Context<'_>,
+    raw: Option<&RawHttp>,
+) -> Result<FrontDoors, ConfigError> {
+    let empty = RawHttp::default();
+    let raw = raw.unwrap_or(&empty);
+    let sessions = match raw.sessions.as_deref() {
+        None => SessionMode::default(),
+        Some(text) => match ctx.expand("http.sessions", text)?.as_str() {
+            "required" => SessionMode::Required,
+            "optional" => SessionMode::Optional,
+            _ => return Err(ctx.error("http.sessions", r#"expected "required" or "optional""#)),
+        },
+    };
+    Ok(FrontDoors {
         streamable: raw.streamable.unwrap_or(true),
         legacy_sse: raw.legacy_sse.unwrap_or(true),
-    }
+        sessions,
+    })
 }
 
 pub(crate) fn build(
@@ -385,7 +402,8 @@ key = "in-clear"
             s.front_doors,
             FrontDoors {
                 streamable: true,
-                legacy_sse: true
+                legacy_sse: true,
+                sessions: SessionMode::Required,
             }
         );
         assert_eq!(s.auth.stdio.kind, IdentityKind::Local);
@@ -396,5 +414,28 @@ key = "in-clear"
         assert!(s.front_doors.streamable && !s.front_doors.legacy_sse);
         assert_eq!(s.auth.stdio.name, "desk");
         assert!(!s.auth.stdio.in_group("ops"));
+    }
+
+    #[test]
+    fn sessions_are_required_unless_made_optional() {
+        let s = toml(
+            "[http]
+sessions = \"optional\"\n",
+        )
+        .expect("valid");
+        assert_eq!(s.front_doors.sessions, SessionMode::Optional);
+        let s = toml(
+            "[http]
+sessions = \"required\"\n",
+        )
+        .expect("valid");
+        assert_eq!(s.front_doors.sessions, SessionMode::Required);
+        let e = toml(
+            "[http]
+sessions = \"sometimes\"\n",
+        )
+        .expect_err("not a mode")
+        .to_string();
+        assert!(e.contains("http.sessions") && e.contains("optional"), "{e}");
     }
 }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use mcpyard_server::{AddressRate, BatchLimits, HttpOptions};
+use mcpyard_server::{AddressPrefix, AddressRate, BatchLimits, HttpOptions};
 use serde::Deserialize;
 
 use super::server::{self, Context};
@@ -26,6 +26,12 @@ pub(crate) struct RawLimits {
     /// Requests per second one client address may send over HTTP.
     http_requests_per_address: Option<String>,
     http_burst_per_address: Option<u64>,
+    /// Which addresses are one client for the limit above.
+    http_address_prefix_v4: Option<u64>,
+    http_address_prefix_v6: Option<u64>,
+    /// Requests per second all clients together may send over HTTP.
+    http_requests_total: Option<String>,
+    http_burst_total: Option<u64>,
 }
 
 /// The validated limits, for the front doors.
@@ -39,8 +45,11 @@ pub(crate) struct Limits {
     pub(crate) header_read_timeout: Duration,
     pub(crate) body_read_timeout: Duration,
     pub(crate) keep_alive_timeout: Duration,
-    /// The HTTP flood limit per client address.
+    /// The HTTP flood limit per client (every address of one prefix).
     pub(crate) per_address: Option<AddressRate>,
+    pub(crate) address_prefix: AddressPrefix,
+    /// The HTTP flood limit over all clients together.
+    pub(crate) total_rate: Option<AddressRate>,
 }
 
 impl Default for Limits {
@@ -53,6 +62,8 @@ impl Default for Limits {
             body_read_timeout: http.body_read_timeout,
             keep_alive_timeout: http.keep_alive_timeout,
             per_address: http.per_address,
+            address_prefix: http.address_prefix,
+            total_rate: http.total_rate,
         }
     }
 }
@@ -92,10 +103,54 @@ pub(crate) fn build(ctx: &Context<'_>, raw: Option<&RawLimits>) -> Result<Limits
         )?,
         per_address: super::policy::build_flood(
             ctx,
-            raw.http_requests_per_address.as_deref(),
-            raw.http_burst_per_address,
+            (
+                "limits.http_requests_per_address",
+                raw.http_requests_per_address.as_deref(),
+            ),
+            ("limits.http_burst_per_address", raw.http_burst_per_address),
+        )?,
+        address_prefix: AddressPrefix {
+            v4: prefix(
+                ctx,
+                "http_address_prefix_v4",
+                raw.http_address_prefix_v4,
+                32,
+            )?
+            .unwrap_or(defaults.address_prefix.v4),
+            v6: prefix(
+                ctx,
+                "http_address_prefix_v6",
+                raw.http_address_prefix_v6,
+                128,
+            )?
+            .unwrap_or(defaults.address_prefix.v6),
+        },
+        total_rate: super::policy::build_flood(
+            ctx,
+            (
+                "limits.http_requests_total",
+                raw.http_requests_total.as_deref(),
+            ),
+            ("limits.http_burst_total", raw.http_burst_total),
         )?,
     })
+}
+
+/// A prefix length from 1 to `bits`, at `limits.<key>`.
+fn prefix(
+    ctx: &Context<'_>,
+    key: &str,
+    raw: Option<u64>,
+    bits: u8,
+) -> Result<Option<u8>, ConfigError> {
+    match raw {
+        None => Ok(None),
+        Some(n) if (1..=u64::from(bits)).contains(&n) => Ok(u8::try_from(n).ok()),
+        Some(_) => Err(ctx.error(
+            &format!("limits.{key}"),
+            format!("expected a prefix length from 1 to {bits}"),
+        )),
+    }
 }
 
 /// A count of at least one, at `limits.<key>`.
@@ -171,5 +226,44 @@ mod tests {
             .expect_err("zero")
             .to_string();
         assert!(e.contains("limits.max_connections"), "{e}");
+    }
+
+    #[test]
+    fn the_flood_limit_groups_by_prefix_and_has_a_total() {
+        let d = toml("").expect("valid").limits;
+        assert_eq!(d.address_prefix, AddressPrefix { v4: 32, v6: 64 });
+        assert_eq!(d.total_rate, None);
+        let s = toml(
+            "[limits]\nhttp_requests_per_address = \"5/s\"\nhttp_address_prefix_v4 = 24\nhttp_address_prefix_v6 = 48\nhttp_requests_total = \"100/s\"\nhttp_burst_total = 300\n",
+        )
+        .expect("valid")
+        .limits;
+        assert_eq!(s.address_prefix, AddressPrefix { v4: 24, v6: 48 });
+        let total = s.total_rate.expect("a total");
+        assert_eq!((total.per_second.get(), total.burst.get()), (100, 300));
+        for (text, key) in [
+            (
+                "http_address_prefix_v4 = 33",
+                "limits.http_address_prefix_v4",
+            ),
+            (
+                "http_address_prefix_v4 = 0",
+                "limits.http_address_prefix_v4",
+            ),
+            (
+                "http_address_prefix_v6 = 129",
+                "limits.http_address_prefix_v6",
+            ),
+            (
+                "http_requests_total = \"5/min\"",
+                "limits.http_requests_total",
+            ),
+            ("http_burst_total = 5", "limits.http_burst_total"),
+        ] {
+            let e = toml(&format!("[limits]\n{text}\n"))
+                .expect_err(text)
+                .to_string();
+            assert!(e.contains(key), "{text}: {e}");
+        }
     }
 }

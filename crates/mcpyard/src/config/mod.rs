@@ -103,6 +103,8 @@ pub(crate) struct Settings {
     pub(crate) audit: Option<mcpyard_gateway::AuditFile>,
     /// `[metrics]`: where `GET /metrics` is served, if anywhere.
     pub(crate) metrics: MetricsSettings,
+    /// `metrics.token`: the credential of `/metrics`, if one is set.
+    pub(crate) metrics_token: Option<String>,
     /// `[telemetry]`: where traces go, if anywhere.
     pub(crate) telemetry: TelemetrySettings,
 }
@@ -409,9 +411,10 @@ fn from_text(
     let access = policy::build_policy(&ctx, top.policy.as_ref())?;
     let governance = policy::summary(access.as_deref(), rate_limits.len(), limits.per_address);
     let metrics = telemetry::metrics(&ctx, top.metrics.as_ref())?;
+    let metrics_token = telemetry::metrics_token(&ctx, top.metrics.as_ref(), &mut warnings)?;
     let telemetry = telemetry::telemetry(&ctx, top.telemetry.as_ref())?;
     let auth = auth::build(&ctx, top.auth.as_ref(), &mut warnings)?;
-    let front_doors = auth::front_doors(top.http.as_ref());
+    let front_doors = auth::front_doors(&ctx, top.http.as_ref())?;
 
     let log_level = match &top.log_level {
         None => DEFAULT_LOG_LEVEL.to_owned(),
@@ -555,6 +558,7 @@ fn from_text(
         governance,
         audit,
         metrics,
+        metrics_token,
         telemetry,
     })
 }

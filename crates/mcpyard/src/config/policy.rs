@@ -179,38 +179,30 @@ pub(crate) fn build_rate_limits(
     Ok(Some(Arc::new(LocalRateLimiter::new(limits))))
 }
 
-/// `limits.http_requests_per_address` (a rate in requests per second, such
-/// as "50/s") and `limits.http_burst_per_address` (default: the rate).
+/// An HTTP flood limit: `rate_key` (a rate in requests per second, such as
+/// "50/s") and `burst_key` (default: the rate), e.g.
+/// `limits.http_requests_per_address` and `limits.http_burst_per_address`.
 pub(crate) fn build_flood(
     ctx: &Context<'_>,
-    rate_text: Option<&str>,
-    burst: Option<u64>,
+    (rate_key, rate_text): (&str, Option<&str>),
+    (burst_key, burst): (&str, Option<u64>),
 ) -> Result<Option<AddressRate>, ConfigError> {
     let Some(text) = rate_text else {
         if burst.is_some() {
-            return Err(ctx.error(
-                "limits.http_burst_per_address",
-                "needs limits.http_requests_per_address",
-            ));
+            return Err(ctx.error(burst_key, format!("needs {rate_key}")));
         }
         return Ok(None);
     };
-    let key = "limits.http_requests_per_address";
-    let (calls, period) = rate(ctx, key, text)?;
+    let (calls, period) = rate(ctx, rate_key, text)?;
     if period != Duration::from_secs(1) {
-        return Err(ctx.error(key, r#"expected requests per second, such as "50/s""#));
+        return Err(ctx.error(rate_key, r#"expected requests per second, such as "50/s""#));
     }
     let burst = match burst {
         None => calls,
         Some(b) => u32::try_from(b)
             .ok()
             .and_then(NonZeroU32::new)
-            .ok_or_else(|| {
-                ctx.error(
-                    "limits.http_burst_per_address",
-                    "must be from 1 to 4294967295",
-                )
-            })?,
+            .ok_or_else(|| ctx.error(burst_key, "must be from 1 to 4294967295"))?,
     };
     Ok(Some(AddressRate {
         per_second: calls,

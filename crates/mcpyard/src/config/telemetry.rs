@@ -14,6 +14,7 @@ use super::ConfigError;
 pub(crate) struct RawMetrics {
     enabled: Option<bool>,
     listen: Option<String>,
+    token: Option<String>,
 }
 
 /// `[telemetry]`, as written.
@@ -72,6 +73,29 @@ pub(crate) fn metrics(
         (true, None) => MetricsSettings::WithMcp,
         (true, Some(addr)) => MetricsSettings::Apart(addr),
     })
+}
+
+/// `metrics.token`, expanded: a credential is expected from the
+/// environment (`"${VAR}"`); text in clear gets a warning, as a key does.
+pub(crate) fn metrics_token(
+    ctx: &Context<'_>,
+    raw: Option<&RawMetrics>,
+    warnings: &mut Vec<String>,
+) -> Result<Option<String>, ConfigError> {
+    let Some(text) = raw.and_then(|r| r.token.as_deref()) else {
+        return Ok(None);
+    };
+    if !super::expand::has_reference(text) {
+        warnings.push(format!(
+            "{}: `metrics.token` is written in clear in the file; give it as \"${{VAR}}\" instead",
+            ctx.file
+        ));
+    }
+    let token = ctx.expand("metrics.token", text)?;
+    if token.trim().is_empty() {
+        return Err(ctx.error("metrics.token", "must not be empty"));
+    }
+    Ok(Some(token))
 }
 
 pub(crate) fn telemetry(
@@ -153,6 +177,21 @@ mod tests {
         assert!(s.gateway.metrics.is_none());
         let e = toml("[metrics]\nlisten = \"nowhere\"\n").expect_err("bad address");
         assert!(e.to_string().contains("metrics.listen"), "{e}");
+        let s = toml("[metrics]\nenabled = true\ntoken = \"${TOKEN}\"\n").expect("valid");
+        assert_eq!(s.metrics_token.as_deref(), Some("tok-123"));
+        assert!(
+            s.warnings.iter().all(|w| !w.contains("metrics.token")),
+            "{:?}",
+            s.warnings
+        );
+        let s = toml("[metrics]\nenabled = true\ntoken = \"in-clear\"\n").expect("valid");
+        assert!(
+            s.warnings.iter().any(|w| w.contains("metrics.token")),
+            "{:?}",
+            s.warnings
+        );
+        let e = toml("[metrics]\ntoken = \"\"\n").expect_err("empty");
+        assert!(e.to_string().contains("metrics.token"), "{e}");
         let e = toml("[metrics]\nport = 1\n").expect_err("unknown key");
         assert!(e.to_string().contains("port"), "{e}");
     }
