@@ -88,14 +88,6 @@ fn python_check(url: &str, args: &[&str]) -> Value {
     run_python(&tool("venv/bin/python"), &all, Duration::from_secs(90))
 }
 
-fn sha256_hex(text: &str) -> String {
-    use sha2::{Digest, Sha256};
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
 const ALICE_KEY: &str = "alice-key-5f0c2b7e9d";
 const BOB_KEY: &str = "bob-key-81aa63c40e";
 const SHORTHAND_KEY: &str = "shorthand-key-0d9e";

@@ -15,14 +15,13 @@
 
 mod support;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use mcpyard_gateway::governance::{Effect, Policy, Rule};
 use mcpyard_gateway::testing::InProcessClient;
 use mcpyard_gateway::{
-    Exposure, GatewayConfig, Guard, GuardConfig, Identity, IdentityKind, Layer, Next, RouteError,
-    RouteFuture, RoutedCall, SourceSpec, UpstreamSpec,
+    Exposure, GatewayConfig, Guard, GuardConfig, Identity, IdentityKind, SourceSpec, UpstreamSpec,
 };
 use mcpyard_proto::Message;
 use serde_json::{json, Value};
@@ -30,36 +29,6 @@ use support::*;
 
 const WAIT: Duration = Duration::from_secs(60);
 const AWS_KEY: &str = "AKIAIOSFODNN7EXAMPLE";
-
-/// What the layers outside the policy saw: (target, outcome).
-#[derive(Debug, Default)]
-struct Outcomes(Mutex<Vec<(String, String)>>);
-
-impl Layer for Outcomes {
-    fn call<'a>(&'a self, call: RoutedCall, next: Next<'a>) -> RouteFuture<'a> {
-        Box::pin(async move {
-            let target = call.target.clone();
-            let outcome = next.run(call).await;
-            let seen = match &outcome {
-                Ok(_) => "ok".to_owned(),
-                Err(RouteError::Denied { rule, .. }) => format!("refused by {rule:?}"),
-                Err(e) => e.fault().as_str().to_owned(),
-            };
-            self.0.lock().unwrap().push((target, seen));
-            outcome
-        })
-    }
-}
-
-impl Outcomes {
-    fn of(&self, target: &str) -> Vec<String> {
-        let seen = self.0.lock().unwrap();
-        seen.iter()
-            .filter(|(t, _)| t == target)
-            .map(|(_, o)| o.clone())
-            .collect()
-    }
-}
 
 fn stdio(name: &str, command: String, args: Vec<String>) -> SourceSpec {
     SourceSpec::mcp(UpstreamSpec {
@@ -528,14 +497,6 @@ tools = [\"every__get-sum\"]
         sha256_hex(BOB_KEY),
         sha256_hex(ALICE_KEY),
     )
-}
-
-fn sha256_hex(text: &str) -> String {
-    use sha2::{Digest, Sha256};
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 fn python_walk(args: &[String]) -> Value {

@@ -25,44 +25,13 @@ use std::time::Duration;
 use mcpyard_gateway::governance::{Condition, Effect, Policy, Rule};
 use mcpyard_gateway::testing::InProcessClient;
 use mcpyard_gateway::{
-    Exposure, GatewayConfig, Identity, IdentityKind, Layer, Listing, Next, RouteError, RouteFuture,
-    RoutedCall, SourceSpec, UpstreamSpec,
+    Exposure, GatewayConfig, Identity, IdentityKind, Layer, Listing, Next, RouteFuture, RoutedCall,
+    SourceSpec, UpstreamSpec,
 };
 use serde_json::{json, Value};
 use support::*;
 
 const WAIT: Duration = Duration::from_secs(30);
-
-/// What the layers outside the policy saw of each call: (target, outcome).
-#[derive(Debug, Default)]
-struct Outcomes(Mutex<Vec<(String, String)>>);
-
-impl Outcomes {
-    fn of(&self, target: &str) -> Vec<String> {
-        let seen = self.0.lock().unwrap();
-        seen.iter()
-            .filter(|(t, _)| t == target)
-            .map(|(_, o)| o.clone())
-            .collect()
-    }
-}
-
-impl Layer for Outcomes {
-    fn call<'a>(&'a self, call: RoutedCall, next: Next<'a>) -> RouteFuture<'a> {
-        Box::pin(async move {
-            let target = call.target.clone();
-            let outcome = next.run(call).await;
-            let name = match &outcome {
-                Ok(_) => "ok".to_owned(),
-                Err(RouteError::Denied { rule, .. }) => format!("refused by {rule:?}"),
-                Err(RouteError::Limited { .. }) => "limited".to_owned(),
-                Err(e) => e.fault().as_str().to_owned(),
-            };
-            self.0.lock().unwrap().push((target, name));
-            outcome
-        })
-    }
-}
 
 /// Counts the calls the policy let through, by target.
 #[derive(Debug, Default)]

@@ -1059,16 +1059,16 @@ mod tests {
         assert_eq!(c.view().hidden().len(), 1);
     }
 
-    #[test]
-    fn each_identity_sees_what_the_policy_lets_it_use_until_the_catalogue_changes() {
+    /// One source `a` offering `echo` and `secret`, and a policy that keeps
+    /// the tools matching `tools` from the key bob.
+    fn denying_bob(tools: &str) -> Catalog {
         use crate::governance::{Effect, Rule};
-        use crate::source::IdentityKind;
         let policy = Policy {
             default: Effect::Allow,
             rules: vec![Rule {
                 effect: Effect::Deny,
                 identities: vec!["bob".into()],
-                tools: vec!["a__secret*".into()],
+                tools: vec![tools.into()],
                 ..Rule::default()
             }],
         };
@@ -1078,6 +1078,13 @@ mod tests {
             Some(Arc::new(policy)),
         );
         c.set_lists(0, Some(lists(&["echo", "secret"])));
+        c
+    }
+
+    #[test]
+    fn each_identity_sees_what_the_policy_lets_it_use_until_the_catalogue_changes() {
+        use crate::source::IdentityKind;
+        let c = denying_bob("a__secret*");
         let bob = Identity::named(IdentityKind::ApiKey, "bob", vec![]);
         let anyone = Identity::anonymous();
         let names = |v: &View| -> Vec<String> {
@@ -1109,23 +1116,8 @@ mod tests {
 
     #[test]
     fn a_denied_tool_of_a_source_that_is_down_is_as_unknown_as_any() {
-        use crate::governance::{Effect, Rule};
         use crate::source::IdentityKind;
-        let policy = Policy {
-            default: Effect::Allow,
-            rules: vec![Rule {
-                effect: Effect::Deny,
-                identities: vec!["bob".into()],
-                tools: vec!["a__secret".into()],
-                ..Rule::default()
-            }],
-        };
-        let c = Catalog::new(
-            vec![("a".into(), "a__".into(), Exposure::default())],
-            100,
-            Some(Arc::new(policy)),
-        );
-        c.set_lists(0, Some(lists(&["echo", "secret"])));
+        let c = denying_bob("a__secret");
         c.set_lists(0, None);
         let bob = Identity::named(IdentityKind::ApiKey, "bob", vec![]);
         assert_eq!(c.view_for(&bob).unavailable("a__echo"), Some(0));

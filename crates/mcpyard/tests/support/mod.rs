@@ -678,3 +678,49 @@ pub fn scripted_inference(url: String) -> mcpyard_inference::InferenceSource {
     })
     .expect("inference settings")
 }
+
+/// A router layer outside the policy that records what each call came to,
+/// by target: `ok`, `refused by Some(RULE)`, `limited`, or the fault.
+#[derive(Debug, Default)]
+pub struct Outcomes(pub Mutex<Vec<(String, String)>>);
+
+impl Outcomes {
+    pub fn of(&self, target: &str) -> Vec<String> {
+        let seen = self.0.lock().unwrap();
+        seen.iter()
+            .filter(|(t, _)| t == target)
+            .map(|(_, o)| o.clone())
+            .collect()
+    }
+}
+
+impl mcpyard_gateway::Layer for Outcomes {
+    fn call<'a>(
+        &'a self,
+        call: mcpyard_gateway::RoutedCall,
+        next: mcpyard_gateway::Next<'a>,
+    ) -> mcpyard_gateway::RouteFuture<'a> {
+        use mcpyard_gateway::RouteError;
+        Box::pin(async move {
+            let target = call.target.clone();
+            let outcome = next.run(call).await;
+            let name = match &outcome {
+                Ok(_) => "ok".to_owned(),
+                Err(RouteError::Denied { rule, .. }) => format!("refused by {rule:?}"),
+                Err(RouteError::Limited { .. }) => "limited".to_owned(),
+                Err(e) => e.fault().as_str().to_owned(),
+            };
+            self.0.lock().unwrap().push((target, name));
+            outcome
+        })
+    }
+}
+
+/// The SHA-256 of `text` in hex, as `key_sha256` takes it.
+pub fn sha256_hex(text: &str) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
