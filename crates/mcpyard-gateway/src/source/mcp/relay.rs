@@ -202,20 +202,23 @@ impl Relay {
             .is_some_and(|c| c.view_for(&session.identity()).serves(self.source))
     }
 
-    /// The call a log message belongs to: the one the transport names, else
-    /// (stdio cannot say) the latest call in flight when every call in
-    /// flight is one identity's. `None` when it cannot be told whose it is.
-    fn log_owner(&self, related: Option<&RequestId>) -> Option<Arc<InFlightCall>> {
+    /// Where a log message goes: the call the transport names, on that
+    /// call's stream; else (stdio cannot say) the session of the latest call
+    /// in flight, on its session stream, when every call in flight is one
+    /// identity's. `None` when it cannot be told whose it is.
+    fn log_owner(&self, related: Option<&RequestId>) -> Option<(Arc<Session>, Option<Outbound>)> {
         let calls = self.by_request.lock().expect("relay lock poisoned");
         if let Some(id) = related {
-            return calls.get(id).cloned();
+            return calls
+                .get(id)
+                .map(|c| (c.session.clone(), c.related.clone()));
         }
         let latest = calls.values().max_by_key(|c| c.seq)?;
         let identity = latest.session.identity();
         calls
             .values()
             .all(|c| c.session.identity() == identity)
-            .then(|| latest.clone())
+            .then(|| (latest.session.clone(), None))
     }
 
     /// Registers a call about to be sent. When the params carry a progress
@@ -485,8 +488,8 @@ impl ClientHandler for Relay {
                 // A log sent while serving a call is that caller's; one that
                 // belongs to no call, for those who may use this source.
                 match self.log_owner(related.as_ref()) {
-                    Some(ctx) if ctx.session.wants_log(&level) => {
-                        ctx.session.notify(msg, ctx.related.as_ref());
+                    Some((session, stream)) if session.wants_log(&level) => {
+                        session.notify(msg, stream.as_ref());
                     }
                     Some(_) => {}
                     None => self
