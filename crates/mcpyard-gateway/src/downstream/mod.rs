@@ -223,13 +223,15 @@ impl Downstream {
     }
 
     /// Where a subscription to `uri` goes: the upstream that lists it or a
-    /// template of it, else the one whose resources share its origin
-    /// (true); none for a URI no source can own (false: not found).
+    /// template of it, else the one whose resources share its origin, else
+    /// the one upstream that takes subscriptions at all (true); none for a
+    /// URI no source can own (false: not found).
     fn subscription_targets(&self, uri: &str) -> (Vec<Arc<Upstream>>, bool) {
         let view = self.router.catalog.view();
         let owner = view
             .resource_source(uri)
-            .or_else(|| view.resource_owner(uri));
+            .or_else(|| view.resource_owner(uri))
+            .or_else(|| self.router.only_upstream_with("/resources/subscribe"));
         match owner.and_then(|s| self.router.upstream(s)) {
             Some(upstream) => (vec![upstream.clone()], true),
             None => (Vec::new(), false),

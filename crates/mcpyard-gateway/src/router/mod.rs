@@ -273,8 +273,9 @@ impl Router {
 
     /// The source a resource URI is read from: the identity's view, else
     /// the policy's refusal (still through the layers, where the policy
-    /// refuses it), else the one source whose resources share its origin.
-    /// A URI no source can own is not found, never tried on every upstream.
+    /// refuses it), else the one source whose resources share its origin,
+    /// else the one upstream that offers resources at all. A URI no source
+    /// can own is not found, never tried on every upstream.
     pub(crate) fn resource_route(
         &self,
         identity: &Identity,
@@ -292,7 +293,25 @@ impl Router {
         self.catalog
             .view()
             .resource_owner(uri)
+            .or_else(|| self.only_upstream_with("/resources"))
             .ok_or_else(|| not_found(uri))
+    }
+
+    /// The index of the one MCP upstream whose capabilities include
+    /// `capability` (a JSON pointer); `None` when none or several do.
+    pub(crate) fn only_upstream_with(&self, capability: &str) -> Option<usize> {
+        let mut offering = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| {
+                s.upstream
+                    .as_ref()
+                    .is_some_and(|u| u.has_capability(capability))
+            })
+            .map(|(i, _)| i);
+        let first = offering.next()?;
+        offering.next().is_none().then_some(first)
     }
 
     /// Sends a resolved request through the layers to its source.
