@@ -222,7 +222,17 @@ impl Router {
                 // Decided on, and sent as, the URI the upstream will read.
                 let uri = resource_uri::normalize(&string_param(&params, "uri")?)?;
                 params["uri"] = Value::String(uri.clone());
-                (self.resource_route(&context.identity, &uri)?, uri)
+                let (source, listed) = self.resource_route(&context.identity, &uri)?;
+                if !listed {
+                    // Nothing lists it: however its owner fails, it is not
+                    // found, word for word what a refused URI gets.
+                    let slot = self.slots[source].clone();
+                    return self
+                        .run(slot, uri.clone(), method, params, context)
+                        .await
+                        .map_err(|_| not_found(&uri));
+                }
+                (source, uri)
             }
             methods::COMPLETION_COMPLETE => {
                 let reference = params
@@ -275,25 +285,27 @@ impl Router {
     /// the policy's refusal (still through the layers, where the policy
     /// refuses it), else the one source whose resources share its origin,
     /// else the one upstream that offers resources at all. A URI no source
-    /// can own is not found, never tried on every upstream.
+    /// can own is not found, never tried on every upstream. With whether a
+    /// list or a template names the URI.
     pub(crate) fn resource_route(
         &self,
         identity: &Identity,
         uri: &str,
-    ) -> Result<usize, RouteError> {
+    ) -> Result<(usize, bool), RouteError> {
         if let Some(source) = self.catalog.view_for(identity).resource_source(uri) {
-            return Ok(source);
+            return Ok((source, true));
         }
         if let Some(route) = self
             .catalog
             .refused_route(identity, ItemKind::Resource, uri)
         {
-            return Ok(route.source);
+            return Ok((route.source, true));
         }
         self.catalog
             .view()
             .resource_owner(uri)
             .or_else(|| self.only_upstream_with("/resources"))
+            .map(|source| (source, false))
             .ok_or_else(|| not_found(uri))
     }
 
