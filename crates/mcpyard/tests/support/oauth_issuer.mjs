@@ -10,7 +10,17 @@
 //
 //   node oauth_issuer.mjs PATH/TO/oauth2-mock-server/dist/index.mjs PORT
 import { randomUUID } from 'node:crypto';
+import http from 'node:http';
 import { pathToFileURL } from 'node:url';
+
+// Node closes an idle kept-alive connection after 5 s; a client of a loaded
+// machine that reuses one just then sees "server disconnected". A minute
+// takes that race out of the tests (the server is private to the mock).
+const listen = http.Server.prototype.listen;
+http.Server.prototype.listen = function (...args) {
+  this.keepAliveTimeout = 60_000;
+  return listen.apply(this, args);
+};
 
 const [modulePath, port] = process.argv.slice(2);
 const { OAuth2Server, OAuth2Issuer, Events } = await import(pathToFileURL(modulePath).href);
