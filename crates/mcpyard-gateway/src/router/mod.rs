@@ -33,7 +33,15 @@ use tasks::{TaskRequest, TaskStore};
 struct UpstreamTask {
     slot: usize,
     owner: Option<String>,
+    /// When the upstream forgets it (its `ttl`): the record goes then too,
+    /// so owners that never end (stateless identities) leave nothing behind.
+    expires: std::time::Instant,
 }
+
+/// How long an upstream task is remembered when its `ttl` is not given,
+/// and at most.
+const UPSTREAM_TASK_TTL: std::time::Duration = std::time::Duration::from_secs(60 * 60);
+const UPSTREAM_TASK_TTL_MAX: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
 
 /// One registered source as the router holds it.
 #[derive(Debug)]
@@ -399,11 +407,23 @@ impl Router {
         else {
             return;
         };
+        let ttl = result
+            .pointer("/task/ttl")
+            .and_then(Value::as_u64)
+            .map_or(UPSTREAM_TASK_TTL, std::time::Duration::from_millis)
+            .min(UPSTREAM_TASK_TTL_MAX);
         if let Some(index) = self.slots.iter().position(|s| std::ptr::eq(&**s, slot)) {
-            self.upstream_tasks
-                .lock()
-                .expect("tasks lock poisoned")
-                .insert(task_id.to_owned(), UpstreamTask { slot: index, owner });
+            let now = std::time::Instant::now();
+            let mut tasks = self.upstream_tasks.lock().expect("tasks lock poisoned");
+            tasks.retain(|_, task| task.expires > now);
+            tasks.insert(
+                task_id.to_owned(),
+                UpstreamTask {
+                    slot: index,
+                    owner,
+                    expires: now + ttl,
+                },
+            );
         }
     }
 
