@@ -63,11 +63,11 @@ fn session_not_found() -> Response {
     )
 }
 
-fn unsupported_version(requested: &str) -> Response {
+fn unsupported_version(requested: &str, id: Option<RequestId>) -> Response {
     json_response(
         StatusCode::BAD_REQUEST,
         &Message::error(
-            None,
+            id,
             ErrorObject::new(
                 stateless::UNSUPPORTED_PROTOCOL_VERSION,
                 format!("Unsupported MCP-Protocol-Version: {requested}"),
@@ -93,15 +93,28 @@ fn parse_failure(e: &ParseError, status: StatusCode) -> Response {
 }
 
 /// Checks the `MCP-Protocol-Version` header: absent is fine (2025-03-26 is
-/// assumed, as the spec allows), unknown is 400.
-fn check_version_header(headers: &HeaderMap) -> Result<Option<&str>, Box<Response>> {
+/// assumed, as the spec allows), unknown is 400, answered with the id of
+/// the request in `body` when it has one.
+fn check_version_header<'h>(
+    headers: &'h HeaderMap,
+    body: &[u8],
+) -> Result<Option<&'h str>, Box<Response>> {
     match header_str(headers, VERSION_HEADER) {
         Err(()) => Err(Box::new(bad_request(
             "MCP-Protocol-Version is not valid text",
         ))),
-        Ok(Some(v)) if !is_supported(v) => Err(Box::new(unsupported_version(v))),
+        Ok(Some(v)) if !is_supported(v) => Err(Box::new(unsupported_version(v, request_id(body)))),
         Ok(v) => Ok(v),
     }
+}
+
+/// The id of the single request in `body`, if it is one and has an id.
+fn request_id(body: &[u8]) -> Option<RequestId> {
+    #[derive(serde::Deserialize)]
+    struct WithId {
+        id: Option<RequestId>,
+    }
+    serde_json::from_slice::<WithId>(body).ok()?.id
 }
 
 /// The live session named by the request, or the error to answer. A
@@ -138,7 +151,7 @@ pub(crate) async fn post(
         Ok(b) => b,
         Err(r) => return *r,
     };
-    let version = match check_version_header(&headers) {
+    let version = match check_version_header(&headers, &body) {
         Ok(v) => v,
         Err(r) => return *r,
     };
@@ -425,7 +438,7 @@ pub(crate) async fn get(
         Ok(None) => return method_not_allowed(),
         Err(()) => return bad_request("Mcp-Session-Id is not valid text"),
     };
-    if let Err(r) = check_version_header(&headers) {
+    if let Err(r) = check_version_header(&headers, &[]) {
         return *r;
     }
     let session = match lookup(&state.gateway, id, &identity) {
@@ -469,7 +482,7 @@ pub(crate) async fn delete(
         }
         Err(()) => return bad_request("Mcp-Session-Id is not valid text"),
     };
-    if let Err(r) = check_version_header(&headers) {
+    if let Err(r) = check_version_header(&headers, &[]) {
         return *r;
     }
     if let Err(r) = lookup(&state.gateway, id, &identity) {

@@ -275,6 +275,17 @@ async fn unsupported_protocol_version_header_is_400() {
         )
         .await;
     assert_eq!(a.status, StatusCode::BAD_REQUEST);
+    // The error answers the request: its id, not null.
+    assert_eq!(a.json()["id"], json!("p-1"), "{}", a.text);
+    assert_eq!(a.json()["error"]["code"], json!(-32022), "{}", a.text);
+    let a = c
+        .send(
+            Client::post().header("mcp-protocol-version", "1999-01-01"),
+            r#"{"jsonrpc":"2.0","id":301,"method":"tools/list"}"#,
+        )
+        .await;
+    assert_eq!(a.status, StatusCode::BAD_REQUEST);
+    assert_eq!(a.json()["id"], json!(301), "{}", a.text);
     let a = c
         .send(
             Client::post()
