@@ -167,13 +167,22 @@ impl Session {
     /// leaks does not lend its owner's rights.
     pub fn admit(&self, identity: &Identity) -> bool {
         let mut owner = self.identity.lock().expect("session lock poisoned");
-        if owner.kind != identity.kind || owner.name != identity.name {
+        if !same_identity(&owner, identity) {
             return false;
         }
         if *owner != *identity {
             owner.clone_from(identity);
         }
         true
+    }
+
+    /// Whether the session is `identity`'s: the same kind and name, whatever
+    /// groups and scopes either carries now.
+    pub(crate) fn belongs_to(&self, identity: &Identity) -> bool {
+        same_identity(
+            &self.identity.lock().expect("session lock poisoned"),
+            identity,
+        )
     }
 
     pub fn negotiated(&self) -> Negotiated {
@@ -486,6 +495,11 @@ pub(crate) fn is_log_level(level: &str) -> bool {
         level,
         "debug" | "info" | "notice" | "warning" | "error" | "critical" | "alert" | "emergency"
     )
+}
+
+/// One identity, as sessions know it: the same kind of credential and name.
+fn same_identity(a: &Identity, b: &Identity) -> bool {
+    a.kind == b.kind && a.name == b.name
 }
 
 #[cfg(test)]

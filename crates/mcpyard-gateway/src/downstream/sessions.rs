@@ -52,19 +52,23 @@ impl Sessions {
                 .max_by_key(|(idle, _)| *idle)
                 .map(|(_, s)| s.id().to_owned())
         };
-        let own = map.values().filter(|s| s.identity() == identity).count();
+        let own = map.values().filter(|s| s.belongs_to(&identity)).count();
         let victim = if own >= caps.per_identity {
-            Some(oldest_idle(&|s| s.identity() == identity).ok_or(AtCapacity)?)
+            Some(oldest_idle(&|s| s.belongs_to(&identity)).ok_or(AtCapacity)?)
         } else if map.len() >= caps.total {
-            let mut counts: HashMap<crate::Identity, usize> = HashMap::new();
+            let mut counts: HashMap<String, (usize, crate::Identity)> = HashMap::new();
             for s in map.values() {
-                *counts.entry(s.identity()).or_default() += 1;
+                let holder = s.identity();
+                counts
+                    .entry(holder.qualified_name())
+                    .or_insert((0, holder))
+                    .0 += 1;
             }
-            let mut by_size: Vec<_> = counts.into_iter().collect();
-            by_size.sort_by_key(|(_, count)| std::cmp::Reverse(*count));
+            let mut by_size: Vec<_> = counts.into_values().collect();
+            by_size.sort_by_key(|(count, _)| std::cmp::Reverse(*count));
             let victim = by_size
                 .iter()
-                .find_map(|(holder, _)| oldest_idle(&|s| &s.identity() == holder));
+                .find_map(|(_, holder)| oldest_idle(&|s| s.belongs_to(holder)));
             Some(victim.ok_or(AtCapacity)?)
         } else {
             None

@@ -421,9 +421,9 @@ impl Progress {
     }
 
     /// Reports from now on are redacted by `redactor`.
-    pub(crate) fn redact_with(&mut self, redactor: Arc<crate::governance::guard::Redactor>) {
+    pub(crate) fn redact_with(&mut self, redactor: &Arc<crate::governance::guard::Redactor>) {
         if self.target.is_some() {
-            self.redactor = Some(redactor);
+            self.redactor = Some(redactor.clone());
         }
     }
 

@@ -237,7 +237,9 @@ pub(crate) fn text_of(v: Option<&Value>) -> String {
     }
 }
 
-fn parse_completion(v: &Value) -> Option<Answer> {
+/// The answer of a non-streamed chat completion; `None` when it has no
+/// `choices[0].message`.
+pub(crate) fn parse_completion(v: &Value) -> Option<Answer> {
     let choice = v.get("choices")?.get(0)?;
     let msg = choice.get("message")?;
     let reasoning = text_of(

@@ -5,7 +5,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::chat::{streamed, text_of, Answer};
+use super::chat::{parse_completion, streamed, text_of, Answer};
 use super::media::backend_call;
 use super::Call;
 use crate::backend::Backend;
@@ -67,26 +67,8 @@ async fn openai(
         return outcome;
     }
     let answer = backend_call(inf, call, backend.post_json(&path, &body)).await?;
-    let choice = answer
-        .get("choices")
-        .and_then(|c| c.get(0))
-        .ok_or_else(|| backend.malformed(&path, "no `choices[0]` in the answer"))?;
-    let message = choice
-        .get("message")
-        .ok_or_else(|| backend.malformed(&path, "no `choices[0].message` in the answer"))?;
-    Ok(Answer {
-        model: answer
-            .get("model")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        content: text_of(message.get("content")),
-        finish_reason: choice
-            .get("finish_reason")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        usage: answer.get("usage").filter(|u| u.is_object()).cloned(),
-        ..Answer::default()
-    })
+    Ok(parse_completion(&answer)
+        .ok_or_else(|| backend.malformed(&path, "no `choices[0].message` in the answer"))?)
 }
 
 /// Ollama's `/api/chat`: messages with string content and the images as

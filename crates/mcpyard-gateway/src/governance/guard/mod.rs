@@ -168,7 +168,7 @@ impl Layer for Guard {
         }
         // What the source reports while it works is scanned like its result.
         if let Some(redactor) = &self.redactor {
-            call.request.context.progress.redact_with(redactor.clone());
+            call.request.context.progress.redact_with(redactor);
         }
         Box::pin(async move {
             if checks_arguments {

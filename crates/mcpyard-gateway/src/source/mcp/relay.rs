@@ -217,7 +217,7 @@ impl Relay {
         let identity = latest.session.identity();
         calls
             .values()
-            .all(|c| c.session.identity() == identity)
+            .all(|c| c.session.belongs_to(&identity))
             .then(|| (latest.session.clone(), None))
     }
 
@@ -458,7 +458,14 @@ impl ClientHandler for Relay {
             return;
         }
         let mut params = params;
-        self.redact(method, &mut params);
+        if matches!(
+            method,
+            methods::NOTIFICATION_PROGRESS
+                | methods::NOTIFICATION_MESSAGE
+                | methods::NOTIFICATION_RESOURCES_UPDATED
+        ) {
+            self.redact(method, &mut params);
+        }
         match method {
             methods::NOTIFICATION_PROGRESS => {
                 let Some(mut params) = params else { return };
