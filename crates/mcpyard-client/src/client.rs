@@ -120,6 +120,11 @@ pub struct RequestOptions {
     /// the [`ClientHandler`]. Called on the client's reader, in order: keep
     /// it quick (push into a channel for slow work).
     pub progress: Option<ProgressCallback>,
+    /// In the 2026-07-28 era, the client capabilities this request declares
+    /// in place of the connection's (a gateway passes on what its own
+    /// client declared, so that the server asks only for what it can get).
+    /// Ignored in the handshake era, where `initialize` declared them once.
+    pub capabilities: Option<Value>,
 }
 
 impl RequestOptions {
@@ -132,6 +137,12 @@ impl RequestOptions {
     /// Cancels the request when `cancel` is cancelled.
     pub fn with_cancel(mut self, cancel: CancellationToken) -> Self {
         self.cancel = Some(cancel);
+        self
+    }
+
+    /// Declares `capabilities` for this request in the 2026-07-28 era.
+    pub fn with_capabilities(mut self, capabilities: Value) -> Self {
+        self.capabilities = Some(capabilities);
         self
     }
 

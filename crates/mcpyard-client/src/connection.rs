@@ -587,7 +587,7 @@ impl Connection {
         let Some(envelope) = self.inner.envelope.get() else {
             return self.exchange(method, params, options, on_sent).await;
         };
-        let params = with_envelope(params, envelope);
+        let params = with_envelope(params, &request_envelope(envelope, &options));
         let deadline = options.timeout.map(|t| tokio::time::Instant::now() + t);
         let mut first_id = None;
         let mut answer = self
@@ -632,6 +632,7 @@ impl Connection {
                 timeout: deadline.map(|d| d.saturating_duration_since(tokio::time::Instant::now())),
                 cancel: options.cancel.clone(),
                 progress: None,
+                capabilities: None,
             };
             answer = self
                 .exchange(method, Some(Value::Object(retry)), left, |_| {})
@@ -664,7 +665,7 @@ impl Connection {
         on_sent: impl FnOnce(RequestId) + Send,
     ) -> Result<Value, ClientError> {
         let params = match self.inner.envelope.get() {
-            Some(envelope) => Some(with_envelope(params, envelope)),
+            Some(envelope) => Some(with_envelope(params, &request_envelope(envelope, &options))),
             None => params,
         };
         self.exchange(method, params, options, on_sent).await
@@ -888,6 +889,22 @@ fn offers_modern(discovered: &Value) -> bool {
                 .iter()
                 .any(|v| v.as_str() == Some(MODERN_PROTOCOL_VERSION))
         })
+}
+
+/// The connection's envelope, with the request's own capabilities when it
+/// declares some.
+fn request_envelope<'a>(
+    envelope: &'a Map<String, Value>,
+    options: &RequestOptions,
+) -> std::borrow::Cow<'a, Map<String, Value>> {
+    match &options.capabilities {
+        None => std::borrow::Cow::Borrowed(envelope),
+        Some(capabilities) => {
+            let mut own = envelope.clone();
+            own.insert(CLIENT_CAPABILITIES_KEY.into(), capabilities.clone());
+            std::borrow::Cow::Owned(own)
+        }
+    }
 }
 
 /// `params` with the envelope's keys in its `_meta`, next to whatever the

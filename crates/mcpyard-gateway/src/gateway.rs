@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::catalog::{resource_uri, Catalog, ListKind};
+use crate::catalog::{resource_uri, Catalog, Era, ListKind};
 use crate::config::ConfigError;
 use crate::downstream::{era, is_log_level, round_trips, Downstream, SessionCaps, Sessions};
 use crate::governance::trace::{self, CallSpans};
@@ -18,7 +18,7 @@ use crate::governance::{ItemKind, PolicyLayer, RateLimitLayer};
 use crate::router::tasks::{self, TaskEvent, TaskLimits, TaskStore};
 use crate::router::{task_owner, Router, Slot};
 use crate::source::builtin::{self, Builtin};
-use crate::source::mcp::{Relaying, Upstream};
+use crate::source::mcp::{pass_through, Relaying, Upstream};
 use crate::source::{ClientHandle, Progress, Source, SourceEvents, SourceKind};
 use crate::{GatewayConfig, Metrics, Outbound, RouteError, Session};
 
@@ -39,6 +39,9 @@ struct Inner {
     startup_deadline: tokio::time::Instant,
     /// Set once every source has reported (or the deadline passed).
     started: AtomicBool,
+    /// The second connections, for 2026-07-28 clients, started when the
+    /// first such client comes.
+    modern: ModernEra,
     stop: CancellationToken,
     metrics: Option<Arc<Metrics>>,
 }
@@ -77,6 +80,21 @@ impl Answer {
 /// How long requests wait at most for sources still making their first
 /// report; one that takes longer joins later with a `list_changed`.
 const STARTUP_GRACE: Duration = Duration::from_secs(15);
+
+/// A server may offer a 2026-07-28 client something else than a handshake
+/// client (tools that ask for input with `input_required`, say), and one
+/// connection speaks one era. So each upstream that can speak both gets a
+/// second connection, in that era, when the first client of the era comes;
+/// until it is up (and for a server of the handshake era alone) such
+/// clients are served through the first connection.
+#[derive(Debug, Default)]
+struct ModernEra {
+    /// (twin's slot, handshake connection, cancelled at its first report)
+    twins: Vec<(usize, Arc<Upstream>, CancellationToken)>,
+    /// Set when the twins were started, with the deadline their first
+    /// reports are waited for.
+    started: std::sync::OnceLock<tokio::time::Instant>,
+}
 
 type Outcome = Result<Value, ErrorObject>;
 
@@ -124,6 +142,7 @@ impl Gateway {
                     let upstream = Upstream::new(
                         index,
                         *upstream_spec,
+                        Era::Handshake,
                         sessions.clone(),
                         relaying.clone(),
                         stop.child_token(),
@@ -134,11 +153,43 @@ impl Gateway {
             };
             slots.push(Slot::new(name, source, upstream, spec.limits));
         }
+        // The 2026-07-28 twins, after every source so that indexes stay.
+        let mut twins = Vec::new();
+        let handshake_slots = slots.len();
+        for main in 0..handshake_slots {
+            let Some(upstream) = slots[main].upstream.clone() else {
+                continue;
+            };
+            // The legacy SSE transport has no 2026-07-28 era.
+            if matches!(
+                upstream.spec.transport,
+                mcpyard_client::TransportSpec::Sse { .. }
+            ) {
+                continue;
+            }
+            let index = slots.len();
+            let twin = Upstream::new(
+                index,
+                upstream.spec.clone(),
+                Era::Modern,
+                sessions.clone(),
+                relaying.clone(),
+                stop.child_token(),
+            );
+            upstream.set_twin(twin.clone());
+            entries.push(entries[main].clone());
+            let slot = slots[main].twin(twin);
+            slots.push(slot);
+            twins.push((main, index));
+        }
         let catalog = Arc::new(Catalog::new(
             entries,
             config.page_size,
             config.policy.clone(),
         ));
+        for &(main, twin) in &twins {
+            catalog.pair_eras(main, twin);
+        }
         // Metrics outermost among the configured layers, so that calls the
         // policy or the limits refuse are counted; then the span whose
         // context the upstream gets.
@@ -172,7 +223,7 @@ impl Gateway {
         );
         builtin.attach(&router);
         let mut first_reports = Vec::new();
-        for (index, slot) in router.slots().iter().enumerate() {
+        for (index, slot) in router.slots()[..handshake_slots].iter().enumerate() {
             let reported = CancellationToken::new();
             first_reports.push(reported.clone());
             slot.source.start(SourceEvents {
@@ -182,6 +233,16 @@ impl Gateway {
                 reported,
             });
         }
+        let modern = ModernEra {
+            twins: twins
+                .iter()
+                .filter_map(|&(main, twin)| {
+                    let upstream = router.upstream(main)?.clone();
+                    Some((twin, upstream, CancellationToken::new()))
+                })
+                .collect(),
+            started: Default::default(),
+        };
         let downstream = Downstream::new(
             sessions,
             router.clone(),
@@ -200,6 +261,7 @@ impl Gateway {
                 first_reports,
                 startup_deadline: tokio::time::Instant::now() + STARTUP_GRACE,
                 started: AtomicBool::new(false),
+                modern,
                 stop,
                 metrics,
             }),
@@ -240,6 +302,48 @@ impl Gateway {
         tokio::select! {
             () = all_reported => inner.started.store(true, Ordering::Release),
             () = tokio::time::sleep_until(inner.startup_deadline) => inner.started.store(true, Ordering::Release),
+            () = cancel.cancelled() => {}
+        }
+    }
+
+    /// Starts the 2026-07-28 connections at the first request of that era
+    /// (after the handshake ones made their first report, so that a server
+    /// of that era alone gets none), then waits for their first reports,
+    /// at most until a deadline set at their start, or until `cancel`.
+    async fn wait_for_modern_era(&self, cancel: &CancellationToken) {
+        let modern = &self.inner.modern;
+        if modern.twins.is_empty() {
+            return;
+        }
+        self.wait_for_startup(cancel).await;
+        let mut first = false;
+        let deadline = *modern.started.get_or_init(|| {
+            first = true;
+            tokio::time::Instant::now() + STARTUP_GRACE
+        });
+        if first {
+            let router = &self.inner.router;
+            for (index, handshake, reported) in &modern.twins {
+                if handshake.speaks_modern() {
+                    reported.cancel();
+                    continue;
+                }
+                router.slots()[*index].source.start(SourceEvents {
+                    index: *index,
+                    catalog: router.catalog.clone(),
+                    sessions: self.inner.downstream.sessions.clone(),
+                    reported: reported.clone(),
+                });
+            }
+        }
+        let all_reported = async {
+            for (_, _, reported) in &modern.twins {
+                reported.cancelled().await;
+            }
+        };
+        tokio::select! {
+            () = all_reported => {}
+            () = tokio::time::sleep_until(deadline) => {}
             () = cancel.cancelled() => {}
         }
     }
@@ -302,8 +406,10 @@ impl Gateway {
         // Registered on the connection's session, so that its
         // `notifications/cancelled` finds the request.
         let cancel = session.begin_request(&id);
-        let mut outcome = if method == methods::SUBSCRIPTIONS_LISTEN {
-            let startup = self.wait_for_startup(&self.inner.stop);
+        let mut outcome = if request_session.is_stateless() && !era::has_method(method) {
+            Err(ErrorObject::method_not_found(method))
+        } else if method == methods::SUBSCRIPTIONS_LISTEN {
+            let startup = self.wait_for_modern_era(&self.inner.stop);
             self.inner
                 .downstream
                 .listen(&request_session, &id, params, related, &cancel, startup)
@@ -331,6 +437,9 @@ impl Gateway {
         }
         Answer::Reply(match outcome {
             Ok(result) => Message::response(id, result),
+            Err(e) if request_session.is_stateless() => {
+                Message::error(Some(id), era::error_for_modern_era(e))
+            }
             Err(e) => Message::error(Some(id), e),
         })
     }
@@ -373,7 +482,8 @@ impl Gateway {
     ) -> Outcome {
         let params = params.unwrap_or_else(|| json!({}));
         let trips = &self.inner.downstream.round_trips;
-        if params.get("requestState").is_some() {
+        // A server's own state, passed through, goes back to that server.
+        if params.get("requestState").is_some() && !pass_through::is_passed_state(&params) {
             return trips
                 .resume(method, &params, &session.identity(), client_gone)
                 .await;
@@ -403,12 +513,17 @@ impl Gateway {
     ) -> Outcome {
         let params = params.unwrap_or_else(|| json!({}));
         if needs_sources(method, &params) {
-            self.wait_for_startup(&cancel).await;
+            if session.is_stateless() {
+                self.wait_for_modern_era(&cancel).await;
+            } else {
+                self.wait_for_startup(&cancel).await;
+            }
         }
         let router = &self.inner.router;
         let catalog = &router.catalog;
         let cursor = || params.get("cursor").and_then(Value::as_str);
         let identity = session.identity();
+        let era = Era::of(session);
         let context = |params: &Value| {
             let progress = Progress::new(session, related.clone(), params);
             let client = ClientHandle {
@@ -427,12 +542,12 @@ impl Gateway {
             }
             methods::SERVER_DISCOVER => Ok(discover()),
             methods::PING => Ok(json!({})),
-            methods::TOOLS_LIST => catalog.page(ListKind::Tools, cursor(), &identity),
-            methods::RESOURCES_LIST => catalog.page(ListKind::Resources, cursor(), &identity),
+            methods::TOOLS_LIST => catalog.page(ListKind::Tools, cursor(), &identity, era),
+            methods::RESOURCES_LIST => catalog.page(ListKind::Resources, cursor(), &identity, era),
             methods::RESOURCES_TEMPLATES_LIST => {
-                catalog.page(ListKind::ResourceTemplates, cursor(), &identity)
+                catalog.page(ListKind::ResourceTemplates, cursor(), &identity, era)
             }
-            methods::PROMPTS_LIST => catalog.page(ListKind::Prompts, cursor(), &identity),
+            methods::PROMPTS_LIST => catalog.page(ListKind::Prompts, cursor(), &identity, era),
             methods::TOOLS_CALL => Ok(self.unrouted_counted(
                 methods::TOOLS_CALL,
                 router.call_tool(context(&params), params).await,
@@ -457,7 +572,7 @@ impl Gateway {
                     .and_then(Value::as_str)
                     .ok_or_else(|| ErrorObject::invalid_params("`uri` must be a string"))?;
                 let uri = resource_uri::normalize(uri)?;
-                if let Some(refused) = catalog.refusal(&identity, ItemKind::Resource, &uri) {
+                if let Some(refused) = catalog.refusal(&identity, era, ItemKind::Resource, &uri) {
                     return Err(refused.into());
                 }
                 let mut params = params;

@@ -22,6 +22,9 @@ pub const TASKS_GET: &str = "tasks/get";
 pub const TASKS_RESULT: &str = "tasks/result";
 pub const TASKS_CANCEL: &str = "tasks/cancel";
 pub const TASKS_LIST: &str = "tasks/list";
+/// Tasks extension (2026-07-28, `io.modelcontextprotocol/tasks`): the
+/// answers to a task's input requests.
+pub const TASKS_UPDATE: &str = "tasks/update";
 
 pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
 pub const ELICITATION_CREATE: &str = "elicitation/create";

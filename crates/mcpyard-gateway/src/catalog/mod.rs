@@ -332,6 +332,42 @@ impl View {
     }
 }
 
+/// The protocol era a client speaks, which decides the catalogue it sees:
+/// a server of both eras may offer each something else, and the gateway
+/// keeps a connection in each era such a server's clients use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub(crate) enum Era {
+    /// `initialize` and a session (2024-11-05 to 2025-11-25).
+    #[default]
+    Handshake,
+    /// The 2026-07-28 era: an envelope on every request, no session.
+    Modern,
+}
+
+impl Era {
+    /// The era of a session's requests.
+    pub(crate) fn of(session: &crate::Session) -> Self {
+        if session.is_stateless() {
+            Self::Modern
+        } else {
+            Self::Handshake
+        }
+    }
+}
+
+/// How an entry stands to the other era's connection of the same server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pairing {
+    /// One connection serves every era.
+    Alone,
+    /// The handshake connection of a server whose 2026-07-28 connection is
+    /// the entry at this index.
+    Handshake { modern: usize },
+    /// The 2026-07-28 connection of the server at this index: clients of
+    /// that era see it in place of that entry once it is up.
+    Modern { handshake: usize },
+}
+
 /// One source as the catalog knows it.
 #[derive(Debug)]
 struct Entry {
@@ -344,12 +380,27 @@ struct Entry {
     up: bool,
     /// The unmatched `expose` names last logged, so each is logged once.
     logged_unmatched: Vec<String>,
+    pairing: Pairing,
+}
+
+impl Entry {
+    /// Whether a client of `era` sees this entry (`entries` for its pair).
+    fn serves(&self, era: Era, entries: &[Entry]) -> bool {
+        match (self.pairing, era) {
+            (Pairing::Alone, _) => true,
+            (Pairing::Modern { .. }, Era::Handshake) => false,
+            (Pairing::Modern { .. }, Era::Modern) => self.up,
+            (Pairing::Handshake { .. }, Era::Handshake) => true,
+            (Pairing::Handshake { modern }, Era::Modern) => !entries[modern].up,
+        }
+    }
 }
 
 #[derive(Debug)]
 pub(crate) struct Catalog {
     entries: RwLock<Vec<Entry>>,
-    view: RwLock<Arc<View>>,
+    /// The merged view of each era: handshake, then 2026-07-28.
+    views_by_era: RwLock<[Arc<View>; 2]>,
     page_size: usize,
     /// Who may see what; `None`: everyone sees the whole view.
     policy: Option<Arc<Policy>>,
@@ -359,9 +410,9 @@ pub(crate) struct Catalog {
 /// The views of the identities seen since the catalogue last changed.
 #[derive(Debug, Default)]
 struct IdentityViews {
-    /// The view they were made from: when it is replaced, they are stale.
-    base: Arc<View>,
-    by_identity: HashMap<Identity, Arc<View>>,
+    /// The views they were made from: when one is replaced, they are stale.
+    base: [Arc<View>; 2],
+    by_identity: HashMap<(Identity, Era), Arc<View>>,
 }
 
 /// Identities whose views are kept before the cache starts over.
@@ -384,36 +435,64 @@ impl Catalog {
                 lists: None,
                 up: false,
                 logged_unmatched: Vec::new(),
+                pairing: Pairing::Alone,
             })
             .collect();
         Self {
             entries: RwLock::new(entries),
-            view: RwLock::new(Arc::new(View::default())),
+            views_by_era: RwLock::default(),
             page_size: page_size.max(1),
             policy: policy.filter(|p| !p.allows_all()),
             views: Mutex::default(),
         }
     }
 
-    /// The whole view, before policy: what the gateway itself works on.
-    pub(crate) fn view(&self) -> Arc<View> {
-        self.view.read().expect("catalog lock poisoned").clone()
+    /// Makes the entry at `modern` the 2026-07-28 connection of the server
+    /// at `handshake`: clients of that era see it in that one's place while
+    /// it is up.
+    pub(crate) fn pair_eras(&self, handshake: usize, modern: usize) {
+        let mut entries = self.entries.write().expect("catalog lock poisoned");
+        entries[handshake].pairing = Pairing::Handshake { modern };
+        entries[modern].pairing = Pairing::Modern { handshake };
     }
 
-    /// The view one caller sees: without what the policy does not let it
-    /// use. Built once per identity and kept until the catalogue changes.
-    pub(crate) fn view_for(&self, identity: &Identity) -> Arc<View> {
-        let base = self.view();
+    /// The whole handshake-era view, before policy: what the gateway itself
+    /// works on.
+    pub(crate) fn view(&self) -> Arc<View> {
+        self.era_view(Era::Handshake)
+    }
+
+    /// The whole view of an era, before policy.
+    pub(crate) fn era_view(&self, era: Era) -> Arc<View> {
+        self.views_by_era.read().expect("catalog lock poisoned")[era as usize].clone()
+    }
+
+    /// The view one caller sees: its era's, without what the policy does
+    /// not let it use. Built once per identity and era and kept until the
+    /// catalogue changes.
+    pub(crate) fn view_for(&self, identity: &Identity, era: Era) -> Arc<View> {
+        let bases = self
+            .views_by_era
+            .read()
+            .expect("catalog lock poisoned")
+            .clone();
+        let base = bases[era as usize].clone();
         let Some(policy) = &self.policy else {
             return base;
         };
+        let key = (identity.clone(), era);
         {
             let mut views = self.views.lock().expect("catalog lock poisoned");
-            if !Arc::ptr_eq(&views.base, &base) {
-                views.base = base.clone();
+            if !views
+                .base
+                .iter()
+                .zip(&bases)
+                .all(|(a, b)| Arc::ptr_eq(a, b))
+            {
+                views.base = bases.clone();
                 views.by_identity.clear();
             }
-            if let Some(view) = views.by_identity.get(identity) {
+            if let Some(view) = views.by_identity.get(&key) {
                 return view.clone();
             }
         }
@@ -427,11 +506,16 @@ impl Catalog {
         let view = Arc::new(base.visible_to(identity, policy, &names));
         let mut views = self.views.lock().expect("catalog lock poisoned");
         // Kept only if the catalogue did not change meanwhile.
-        if Arc::ptr_eq(&views.base, &base) {
+        if views
+            .base
+            .iter()
+            .zip(&bases)
+            .all(|(a, b)| Arc::ptr_eq(a, b))
+        {
             if views.by_identity.len() >= MAX_CACHED_VIEWS {
                 views.by_identity.clear();
             }
-            views.by_identity.insert(identity.clone(), view.clone());
+            views.by_identity.insert(key, view.clone());
         }
         view
     }
@@ -441,10 +525,11 @@ impl Catalog {
     pub(crate) fn refused_route(
         &self,
         identity: &Identity,
+        era: Era,
         kind: ItemKind,
         name: &str,
     ) -> Option<Route> {
-        self.refusal_of(identity, kind, name)
+        self.refusal_of(identity, era, kind, name)
             .map(|(route, _)| route)
     }
 
@@ -453,10 +538,11 @@ impl Catalog {
     pub(crate) fn refusal(
         &self,
         identity: &Identity,
+        era: Era,
         kind: ItemKind,
         name: &str,
     ) -> Option<RouteError> {
-        self.refusal_of(identity, kind, name)
+        self.refusal_of(identity, era, kind, name)
             .map(|(_, rule)| RouteError::Denied {
                 kind,
                 name: name.to_owned(),
@@ -467,11 +553,12 @@ impl Catalog {
     fn refusal_of(
         &self,
         identity: &Identity,
+        era: Era,
         kind: ItemKind,
         name: &str,
     ) -> Option<(Route, Option<usize>)> {
         let policy = self.policy.as_ref()?;
-        let view = self.view();
+        let view = self.era_view(era);
         let route = match kind {
             ItemKind::Tool => view.tool(name).cloned(),
             ItemKind::Prompt => view.prompt(name).cloned(),
@@ -512,7 +599,11 @@ impl Catalog {
         if lists.is_some() {
             entry.lists = lists;
         }
-        let view = build_view(&entries);
+        let views = [Era::Handshake, Era::Modern].map(|era| build_view(&entries, era));
+        let view = &views[match entries[source].pairing {
+            Pairing::Modern { .. } => Era::Modern as usize,
+            _ => Era::Handshake as usize,
+        }];
         let unmatched = &view.exposure[source].unmatched;
         if up && !unmatched.is_empty() && *unmatched != entries[source].logged_unmatched {
             tracing::warn!(
@@ -522,17 +613,24 @@ impl Catalog {
             );
         }
         entries[source].logged_unmatched = unmatched.clone();
-        let mut slot = self.view.write().expect("catalog lock poisoned");
-        let hidden_changed = !slot.hidden.tools().iter().map(|t| &t.name).eq(view
-            .hidden
-            .tools()
-            .iter()
-            .map(|t| &t.name));
+        let mut slots = self.views_by_era.write().expect("catalog lock poisoned");
+        // A change in either era's lists is announced to every client:
+        // level-triggered, one needless refetch at worst.
         let changed = ListKind::ALL
             .into_iter()
-            .filter(|k| slot.list(*k) != view.list(*k) || (*k == ListKind::Tools && hidden_changed))
+            .filter(|k| {
+                slots.iter().zip(&views).any(|(old, new)| {
+                    let hidden_changed = *k == ListKind::Tools
+                        && !old.hidden.tools().iter().map(|t| &t.name).eq(new
+                            .hidden
+                            .tools()
+                            .iter()
+                            .map(|t| &t.name));
+                    old.list(*k) != new.list(*k) || hidden_changed
+                })
+            })
             .collect();
-        *slot = Arc::new(view);
+        *slots = views.map(Arc::new);
         changed
     }
 
@@ -548,8 +646,9 @@ impl Catalog {
         kind: ListKind,
         cursor: Option<&str>,
         identity: &Identity,
+        era: Era,
     ) -> Result<Value, ErrorObject> {
-        let view = self.view_for(identity);
+        let view = self.view_for(identity, era);
         let all = view.list(kind);
         let start = match cursor {
             None => 0,
@@ -580,7 +679,7 @@ fn decode_cursor(cursor: &str, kind: ListKind) -> Option<usize> {
     offset.parse().ok()
 }
 
-fn build_view(entries: &[Entry]) -> View {
+fn build_view(entries: &[Entry], era: Era) -> View {
     let mut view = View::default();
     let mut lists: [Vec<Value>; 4] = Default::default();
     let mut hidden = Vec::new();
@@ -589,6 +688,9 @@ fn build_view(entries: &[Entry]) -> View {
     let mut when_hiding_at = 0;
     view.exposure = vec![SourceExposure::default(); entries.len()];
     for (source, entry) in entries.iter().enumerate() {
+        if !entry.serves(era, entries) {
+            continue;
+        }
         let Some(src) = &entry.lists else { continue };
         let names = src
             .get(ListKind::Tools)
@@ -817,6 +919,53 @@ mod tests {
     }
 
     #[test]
+    fn each_era_sees_its_own_connection_of_a_server_of_both() {
+        let c = Catalog::new(
+            vec![
+                ("a".into(), "a__".into(), Exposure::default()),
+                ("a".into(), "a__".into(), Exposure::default()),
+            ],
+            100,
+            None,
+        );
+        c.pair_eras(0, 1);
+        c.set_lists(0, Some(lists(&["echo", "ask"])));
+        let tools = |era: Era| -> Vec<(String, usize)> {
+            let view = c.view_for(&Identity::anonymous(), era);
+            let mut t: Vec<_> = view
+                .list(ListKind::Tools)
+                .iter()
+                .map(|t| t["name"].as_str().unwrap().to_owned())
+                .map(|n| {
+                    let source = view.tool(&n).unwrap().source;
+                    (n, source)
+                })
+                .collect();
+            t.sort();
+            t
+        };
+        // Until the second connection is up, both eras see the first one's.
+        assert_eq!(tools(Era::Modern), tools(Era::Handshake));
+        assert_eq!(
+            c.set_lists(1, Some(lists(&["echo", "needs_input"]))),
+            vec![ListKind::Tools]
+        );
+        assert_eq!(
+            tools(Era::Handshake),
+            [("a__ask".to_owned(), 0), ("a__echo".to_owned(), 0)]
+        );
+        assert_eq!(
+            tools(Era::Modern),
+            [("a__echo".to_owned(), 1), ("a__needs_input".to_owned(), 1)]
+        );
+        // Down (or of the handshake era alone): served by the first again,
+        // and not as unavailable names.
+        c.set_lists(1, None);
+        assert_eq!(tools(Era::Modern), tools(Era::Handshake));
+        assert!(c.era_view(Era::Modern).unavailable("a__needs_input").is_none());
+    }
+
+    #[test]
     fn unchanged_lists_report_no_change() {
         let c = catalog(100);
         assert_eq!(
@@ -889,7 +1038,12 @@ mod tests {
         let mut cursor: Option<String> = None;
         loop {
             let page = c
-                .page(ListKind::Tools, cursor.as_deref(), &Identity::anonymous())
+                .page(
+                    ListKind::Tools,
+                    cursor.as_deref(),
+                    &Identity::anonymous(),
+                    Era::Handshake,
+                )
                 .unwrap();
             for t in page["tools"].as_array().unwrap() {
                 seen.push(t["name"].as_str().unwrap().to_owned());
@@ -912,7 +1066,12 @@ mod tests {
             &encode_cursor(0, ListKind::Prompts),
         ] {
             let err = c
-                .page(ListKind::Tools, Some(bad), &Identity::anonymous())
+                .page(
+                    ListKind::Tools,
+                    Some(bad),
+                    &Identity::anonymous(),
+                    Era::Handshake,
+                )
                 .unwrap_err();
             assert_eq!(
                 err.code,
@@ -1093,24 +1252,31 @@ mod tests {
                 .map(|t| t["name"].as_str().unwrap_or_default().to_owned())
                 .collect()
         };
-        let first = c.view_for(&bob);
+        let first = c.view_for(&bob, Era::Handshake);
         assert_eq!(names(&first), ["a__echo"]);
         assert!(first.tool("a__secret").is_none());
-        assert_eq!(names(&c.view_for(&anyone)), ["a__echo", "a__secret"]);
+        assert_eq!(
+            names(&c.view_for(&anyone, Era::Handshake)),
+            ["a__echo", "a__secret"]
+        );
         // Kept while the catalogue stays the same.
-        assert!(Arc::ptr_eq(&first, &c.view_for(&bob)));
+        assert!(Arc::ptr_eq(&first, &c.view_for(&bob, Era::Handshake)));
         assert!(matches!(
-            c.refusal(&bob, ItemKind::Tool, "a__secret"),
+            c.refusal(&bob, Era::Handshake, ItemKind::Tool, "a__secret"),
             Some(RouteError::Denied { rule: Some(0), .. })
         ));
-        assert!(c.refusal(&bob, ItemKind::Tool, "a__nope").is_none());
-        assert!(c.refusal(&anyone, ItemKind::Tool, "a__secret").is_none());
+        assert!(c
+            .refusal(&bob, Era::Handshake, ItemKind::Tool, "a__nope")
+            .is_none());
+        assert!(c
+            .refusal(&anyone, Era::Handshake, ItemKind::Tool, "a__secret")
+            .is_none());
         // A change of the catalogue makes new views.
         c.set_lists(0, Some(lists(&["echo", "secret", "secret2", "more"])));
-        let second = c.view_for(&bob);
+        let second = c.view_for(&bob, Era::Handshake);
         assert!(!Arc::ptr_eq(&first, &second));
         assert_eq!(names(&second), ["a__echo", "a__more"]);
-        let page = c.page(ListKind::Tools, None, &bob).unwrap();
+        let page = c.page(ListKind::Tools, None, &bob, Era::Handshake).unwrap();
         assert_eq!(page["tools"].as_array().map(Vec::len), Some(2));
     }
 
@@ -1120,8 +1286,14 @@ mod tests {
         let c = denying_bob("a__secret");
         c.set_lists(0, None);
         let bob = Identity::named(IdentityKind::ApiKey, "bob", vec![]);
-        assert_eq!(c.view_for(&bob).unavailable("a__echo"), Some(0));
-        assert_eq!(c.view_for(&bob).unavailable("a__secret"), None);
+        assert_eq!(
+            c.view_for(&bob, Era::Handshake).unavailable("a__echo"),
+            Some(0)
+        );
+        assert_eq!(
+            c.view_for(&bob, Era::Handshake).unavailable("a__secret"),
+            None
+        );
         assert_eq!(c.view().unavailable("a__secret"), Some(0));
     }
 

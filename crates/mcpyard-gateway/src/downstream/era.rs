@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use mcpyard_proto::{envelope, methods, ErrorObject};
+use mcpyard_proto::{codes, envelope, methods, ErrorObject};
 use serde_json::{json, Value};
 
 use super::{is_log_level, Session};
@@ -97,5 +97,70 @@ pub(crate) fn unstamp_for_handshake_era(result: &mut Value) {
         if meta.is_empty() {
             obj.remove("_meta");
         }
+    }
+}
+
+/// Whether the 2026-07-28 era has this request: its schema's client
+/// requests and the tasks extension's. The era removed the others
+/// (`initialize`, `ping`, `logging/setLevel`, `resources/subscribe`, the
+/// 2025-11-25 `tasks/list` and `tasks/result`): they are unknown methods
+/// there, which the HTTP door answers with 404.
+pub(crate) fn has_method(method: &str) -> bool {
+    matches!(
+        method,
+        methods::SERVER_DISCOVER
+            | methods::COMPLETION_COMPLETE
+            | methods::PROMPTS_GET
+            | methods::PROMPTS_LIST
+            | methods::RESOURCES_LIST
+            | methods::RESOURCES_TEMPLATES_LIST
+            | methods::RESOURCES_READ
+            | methods::SUBSCRIPTIONS_LISTEN
+            | methods::TOOLS_CALL
+            | methods::TOOLS_LIST
+            | methods::TASKS_GET
+            | methods::TASKS_UPDATE
+            | methods::TASKS_CANCEL
+    )
+}
+
+/// An error in the words of the 2026-07-28 era: an unknown resource is
+/// invalid params there (SEP-2164), -32002 before.
+pub(crate) fn error_for_modern_era(mut error: ErrorObject) -> ErrorObject {
+    if error.code == codes::RESOURCE_NOT_FOUND {
+        error.code = codes::INVALID_PARAMS;
+    }
+    error
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_modern_era_has_none_of_the_methods_it_removed() {
+        for removed in [
+            methods::INITIALIZE,
+            methods::PING,
+            methods::LOGGING_SET_LEVEL,
+            methods::RESOURCES_SUBSCRIBE,
+            methods::RESOURCES_UNSUBSCRIBE,
+            methods::TASKS_LIST,
+            methods::TASKS_RESULT,
+        ] {
+            assert!(!has_method(removed), "{removed}");
+        }
+        assert!(has_method(methods::TOOLS_CALL));
+        assert!(has_method(methods::TASKS_UPDATE));
+    }
+
+    #[test]
+    fn an_unknown_resource_is_invalid_params_in_the_modern_era() {
+        let e = ErrorObject::new(codes::RESOURCE_NOT_FOUND, "Resource not found: x://y");
+        let e = error_for_modern_era(e);
+        assert_eq!(e.code, codes::INVALID_PARAMS);
+        assert_eq!(e.message, "Resource not found: x://y");
+        let other = error_for_modern_era(ErrorObject::internal("boom"));
+        assert_eq!(other.code, codes::INTERNAL_ERROR);
     }
 }

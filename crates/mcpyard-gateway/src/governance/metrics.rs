@@ -230,7 +230,8 @@ impl Metrics {
     }
 
     fn observe(&self, router: &Router, sessions: &Sessions) {
-        for upstream in router.upstreams() {
+        // A server's second connection is in its status.
+        for upstream in router.upstreams().filter(|u| !u.is_modern_twin()) {
             let status = upstream.status();
             let label = SourceLabel {
                 source: upstream.spec.name.clone(),

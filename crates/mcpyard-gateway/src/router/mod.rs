@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use layers::{Layer, Next, RouteFuture, RoutedCall};
 
-use crate::catalog::{resource_uri, Catalog, ListKind, Route};
+use crate::catalog::{resource_uri, Catalog, Era, ListKind, Route};
 use crate::governance::audit::AuditLayer;
 use crate::governance::size::SizeLayer;
 use crate::governance::ItemKind;
@@ -69,6 +69,18 @@ impl Slot {
             upstream,
             limits,
             in_flight,
+        }
+    }
+
+    /// The slot of a server's second connection (for 2026-07-28 clients):
+    /// the server's limits, and its calls in flight counted together.
+    pub(crate) fn twin(&self, upstream: Arc<Upstream>) -> Self {
+        Self {
+            name: self.name.clone(),
+            source: upstream.clone(),
+            upstream: Some(upstream),
+            limits: self.limits.clone(),
+            in_flight: self.in_flight.clone(),
         }
     }
 }
@@ -135,9 +147,9 @@ impl Router {
 
     /// Every tool of the catalogue `identity` may use, as its `tools/list`
     /// shows them.
-    pub(crate) fn listed_tools(&self, identity: &Identity) -> Vec<Value> {
+    pub(crate) fn listed_tools(&self, identity: &Identity, era: Era) -> Vec<Value> {
         self.catalog
-            .view_for(identity)
+            .view_for(identity, era)
             .list(ListKind::Tools)
             .as_ref()
             .clone()
@@ -182,7 +194,8 @@ impl Router {
             }
         }
         let task = TaskRequest::from_params(&params)?;
-        let (route, refused) = self.resolve(&context.identity, ItemKind::Tool, name)?;
+        let (route, refused) =
+            self.resolve(&context.identity, context.era(), ItemKind::Tool, name)?;
         let slot = self.slots[route.source].clone();
         let target = name.to_owned();
         params["name"] = Value::String(route.name);
@@ -218,11 +231,12 @@ impl Router {
         method: &'static str,
         mut params: Value,
     ) -> Result<Value, RouteError> {
-        let view = self.catalog.view_for(&context.identity);
+        let view = self.catalog.view_for(&context.identity, context.era());
         let (source, target) = match method {
             methods::PROMPTS_GET => {
                 let name = string_param(&params, "name")?;
-                let (route, _) = self.resolve(&context.identity, ItemKind::Prompt, &name)?;
+                let (route, _) =
+                    self.resolve(&context.identity, context.era(), ItemKind::Prompt, &name)?;
                 params["name"] = Value::String(route.name);
                 (route.source, name)
             }
@@ -230,7 +244,8 @@ impl Router {
                 // Decided on, and sent as, the URI the upstream will read.
                 let uri = resource_uri::normalize(&string_param(&params, "uri")?)?;
                 params["uri"] = Value::String(uri.clone());
-                let (source, listed) = self.resource_route(&context.identity, &uri)?;
+                let (source, listed) =
+                    self.resource_route(&context.identity, context.era(), &uri)?;
                 if !listed {
                     // Nothing lists it: however its owner fails, it is not
                     // found, word for word what a refused URI gets.
@@ -253,7 +268,8 @@ impl Router {
                             .get("name")
                             .and_then(Value::as_str)
                             .unwrap_or_default();
-                        let (route, _) = self.resolve(&context.identity, ItemKind::Prompt, name)?;
+                        let (route, _) =
+                            self.resolve(&context.identity, context.era(), ItemKind::Prompt, name)?;
                         params["ref"]["name"] = Value::String(route.name);
                         (route.source, name.to_owned())
                     }
@@ -267,6 +283,7 @@ impl Router {
                             .or_else(|| {
                                 let refused = self.catalog.refused_route(
                                     &context.identity,
+                                    context.era(),
                                     ItemKind::Resource,
                                     uri,
                                 );
@@ -298,19 +315,20 @@ impl Router {
     pub(crate) fn resource_route(
         &self,
         identity: &Identity,
+        era: Era,
         uri: &str,
     ) -> Result<(usize, bool), RouteError> {
-        if let Some(source) = self.catalog.view_for(identity).resource_source(uri) {
+        if let Some(source) = self.catalog.view_for(identity, era).resource_source(uri) {
             return Ok((source, true));
         }
         if let Some(route) = self
             .catalog
-            .refused_route(identity, ItemKind::Resource, uri)
+            .refused_route(identity, era, ItemKind::Resource, uri)
         {
             return Ok((route.source, true));
         }
         self.catalog
-            .view()
+            .era_view(era)
             .resource_owner(uri)
             .or_else(|| self.only_upstream_with("/resources"))
             .map(|source| (source, false))
@@ -327,7 +345,7 @@ impl Router {
             .filter(|(_, s)| {
                 s.upstream
                     .as_ref()
-                    .is_some_and(|u| u.has_capability(capability))
+                    .is_some_and(|u| !u.is_modern_twin() && u.has_capability(capability))
             })
             .map(|(i, _)| i);
         let first = offering.next()?;
@@ -484,10 +502,11 @@ impl Router {
     fn resolve(
         &self,
         identity: &Identity,
+        era: Era,
         kind: ItemKind,
         name: &str,
     ) -> Result<(Route, bool), RouteError> {
-        let view = self.catalog.view_for(identity);
+        let view = self.catalog.view_for(identity, era);
         let found = match kind {
             ItemKind::Prompt => view.prompt(name),
             _ => view.tool(name),
@@ -495,7 +514,7 @@ impl Router {
         if let Some(route) = found {
             return Ok((route.clone(), false));
         }
-        if let Some(route) = self.catalog.refused_route(identity, kind, name) {
+        if let Some(route) = self.catalog.refused_route(identity, era, kind, name) {
             return Ok((route, true));
         }
         Err(

@@ -319,6 +319,11 @@ pub struct CallContext {
 }
 
 impl CallContext {
+    /// The protocol era of the client the call is made for.
+    pub(crate) fn era(&self) -> crate::catalog::Era {
+        crate::catalog::Era::of(&self.client.session)
+    }
+
     /// A context for work the gateway does on its own behalf (answering an
     /// upstream's sampling request): no progress, no catalogue access.
     pub fn detached(cancel: CancellationToken) -> Self {
@@ -345,7 +350,7 @@ impl CallContext {
     /// use, as its `tools/list` shows them.
     pub fn tools(&self) -> Vec<Value> {
         match self.router.router.upgrade() {
-            Some(router) => router.listed_tools(&self.identity),
+            Some(router) => router.listed_tools(&self.identity, self.era()),
             None => Vec::new(),
         }
     }

@@ -95,7 +95,9 @@ impl Builtin {
             Some(a @ Value::Object(_)) => a.clone(),
             Some(_) => return Ok(tool_error("`arguments` must be an object")),
         };
-        let view = router.catalog.view_for(&request.context.identity);
+        let view = router
+            .catalog
+            .view_for(&request.context.identity, request.context.era());
         let Some(tool) = view.hidden().get(name) else {
             let refusal = search::refusal(&view, name);
             drop(view);
@@ -106,7 +108,12 @@ impl Builtin {
             let identity = &request.context.identity;
             if router
                 .catalog
-                .refused_route(identity, crate::governance::ItemKind::Tool, name)
+                .refused_route(
+                    identity,
+                    request.context.era(),
+                    crate::governance::ItemKind::Tool,
+                    name,
+                )
                 .is_some()
             {
                 let params = json!({"name": name, "arguments": tool_arguments});
@@ -153,7 +160,9 @@ impl Builtin {
         });
         let mut sources = Vec::new();
         for (index, slot) in router.slots().iter().enumerate() {
-            if slot.name == SOURCE_NAME {
+            // A second connection is shown in its server's status.
+            let twin = slot.upstream.as_ref().is_some_and(|u| u.is_modern_twin());
+            if slot.name == SOURCE_NAME || twin {
                 continue;
             }
             let mut status = slot.source.status().await;
@@ -195,7 +204,7 @@ impl Source for Builtin {
                 .as_ref()
                 .map(|r| {
                     r.catalog
-                        .view_for(&request.context.identity)
+                        .view_for(&request.context.identity, request.context.era())
                         .hidden()
                         .clone()
                 })

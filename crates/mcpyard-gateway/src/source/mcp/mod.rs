@@ -3,18 +3,21 @@
 //! when it dies (a stdio child is restarted), left out of the catalog while
 //! it is down.
 
+pub(crate) mod pass_through;
 mod relay;
 
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use mcpyard_client::{ClientError, ConnectOptions, EraPolicy, McpClient, RequestOptions};
+use mcpyard_client::{
+    ClientError, ConnectOptions, EraPolicy, McpClient, RequestOptions, MODERN_PROTOCOL_VERSION,
+};
 use mcpyard_proto::RequestId;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::catalog::{ListKind, SourceLists};
+use crate::catalog::{Era, ListKind, SourceLists};
 use crate::downstream::Sessions;
 use crate::source::{CallContext, Source, SourceEvents, SourceRequest};
 use crate::{RouteError, UpstreamSpec};
@@ -34,6 +37,9 @@ pub(crate) enum State {
     LoginRequired {
         error: String,
     },
+    /// A connection for 2026-07-28 clients found that the server does not
+    /// speak that era: its clients are served through the handshake one.
+    NotOffered,
     Stopped,
 }
 
@@ -82,6 +88,11 @@ pub(crate) struct Upstream {
     /// Cancelled when the supervisor has stopped and the client is shut down.
     done: CancellationToken,
     me: Weak<Upstream>,
+    /// The era this connection is for: `Modern` for the second connection
+    /// to a server, opened when the first 2026-07-28 client comes.
+    era: Era,
+    /// The handshake connection's 2026-07-28 twin, when there is one.
+    twin: OnceLock<Arc<Upstream>>,
 }
 
 /// The capabilities mcpyard declares to every upstream: all it can relay.
@@ -119,6 +130,7 @@ impl Upstream {
     pub(crate) fn new(
         index: usize,
         spec: UpstreamSpec,
+        era: Era,
         sessions: Arc<Sessions>,
         relaying: Relaying,
         stop: CancellationToken,
@@ -158,7 +170,26 @@ impl Upstream {
             stop,
             done: CancellationToken::new(),
             me: me.clone(),
+            era,
+            twin: OnceLock::new(),
         })
+    }
+
+    /// Whether this is the second, 2026-07-28 connection to a server.
+    pub(crate) fn is_modern_twin(&self) -> bool {
+        self.era == Era::Modern
+    }
+
+    /// Gives the handshake connection its 2026-07-28 twin (for the status).
+    pub(crate) fn set_twin(&self, twin: Arc<Upstream>) {
+        let _ = self.twin.set(twin);
+    }
+
+    /// Whether this connection already speaks 2026-07-28 (a server of that
+    /// era alone): then no second connection is needed.
+    pub(crate) fn speaks_modern(&self) -> bool {
+        self.client()
+            .is_some_and(|c| c.protocol_version() == MODERN_PROTOCOL_VERSION)
     }
 
     fn set_state(&self, state: State) {
@@ -192,6 +223,7 @@ impl Upstream {
             State::Up => ("up", None),
             State::Down { error } => ("down", Some(error.clone())),
             State::LoginRequired { error } => ("login_required", Some(error.clone())),
+            State::NotOffered => ("not_offered", None),
             State::Stopped => ("stopped", None),
         };
         let client = self.client();
@@ -199,6 +231,10 @@ impl Upstream {
             .as_ref()
             .and_then(|c| c.initialize_result().get("serverInfo").cloned());
         let protocol_version = client.map(|c| c.protocol_version().to_owned());
+        let modern = self.twin.get().map(|twin| {
+            let s = twin.status();
+            json!({"state": s["state"], "error": s["error"], "restarts": s["restarts"]})
+        });
         json!({
             "name": self.spec.name,
             "kind": "mcp",
@@ -211,6 +247,8 @@ impl Upstream {
             "restarts": h.restarts,
             "serverInfo": server_info,
             "protocolVersion": protocol_version,
+            // The second connection, for 2026-07-28 clients, once one came.
+            "modernConnection": modern,
         })
     }
 
@@ -282,7 +320,9 @@ impl Upstream {
             }
         }
         events.down();
-        self.set_state(State::Stopped);
+        if !matches!(self.current_state(), State::NotOffered) {
+            self.set_state(State::Stopped);
+        }
         let client = self.client.write().expect("client lock poisoned").take();
         if let Some(c) = client {
             c.shutdown().await;
@@ -299,14 +339,19 @@ impl Upstream {
         &self,
         events: &SourceEvents,
     ) -> Result<(McpClient, SourceLists), Option<State>> {
-        let options = ConnectOptions {
-            capabilities: upstream_capabilities(),
-            label: self.spec.name.clone(),
+        let era = match self.era {
             // The handshake keeps what only its era has (server requests
             // in a session, logs, subscriptions); a server of the
             // 2026-07-28 era alone is spoken to in that era, its input
             // requests reaching the relay like server requests.
-            era: EraPolicy::HandshakeFirst,
+            Era::Handshake => EraPolicy::HandshakeFirst,
+            // What the server offers its 2026-07-28 clients.
+            Era::Modern => EraPolicy::Auto,
+        };
+        let options = ConnectOptions {
+            capabilities: upstream_capabilities(),
+            label: self.spec.name.clone(),
+            era,
             http_auth: self.spec.http_auth.clone(),
             ..ConnectOptions::default()
         };
@@ -317,7 +362,12 @@ impl Upstream {
             }
             _ = self.stop.cancelled() => return Err(None),
         };
-        tracing::info!(server = %self.spec.name, "upstream connected");
+        if self.is_modern_twin() && client.protocol_version() != MODERN_PROTOCOL_VERSION {
+            tracing::info!(server = %self.spec.name, "does not speak 2026-07-28; its clients of that era are served through the handshake connection");
+            client.shutdown().await;
+            return Err(Some(State::NotOffered));
+        }
+        tracing::info!(server = %self.spec.name, era = ?self.era, "upstream connected");
         *self.client.write().expect("client lock poisoned") = Some(client.clone());
         match self
             .start_session(&client, events, SourceLists::default())
@@ -344,6 +394,12 @@ impl Upstream {
     /// calls failing with its error) and waits out the backoff, doubling
     /// it. False when the gateway stops meanwhile.
     async fn down(&self, events: &SourceEvents, state: State, backoff: &mut Duration) -> bool {
+        if matches!(state, State::NotOffered) {
+            // Nothing to retry: the server is of the handshake era.
+            self.set_state(state);
+            events.down();
+            return false;
+        }
         match &state {
             State::LoginRequired { error } => {
                 tracing::warn!(server = %self.spec.name, %error, "upstream needs a login; retrying in {backoff:?}")
@@ -454,21 +510,34 @@ impl Upstream {
         let Some(client) = self.client() else {
             return Err(self.unavailable());
         };
-        // Our connection to the upstream was opened with `initialize`: a
-        // 2026-07-28 client's envelope belongs to its own hop, and such
-        // servers refuse it on a handshake-era connection.
+        // A 2026-07-28 client's envelope belongs to its own hop: the client
+        // library puts this hop's on a connection of that era, and servers
+        // refuse one on a handshake-era connection.
         mcpyard_proto::envelope::strip(&mut params);
+        // Both hops of the 2026-07-28 era: the server's input requests go
+        // back to the client as the server made them (see `pass_through`).
+        let pass_through = self.is_modern_twin() && context.era() == Era::Modern;
+        if pass_through {
+            pass_through::restore_state(&mut params);
+        }
         let (ctx, guard) = self.relay.begin(context, &mut params);
-        let options = RequestOptions {
+        let mut options = RequestOptions {
             timeout,
             cancel: Some(context.cancel.clone()),
             ..RequestOptions::default()
         };
-        let result = client
-            .request_with_id(method, Some(params), options, |id: RequestId| {
-                guard.sent_as(&ctx, id)
-            })
-            .await;
+        let on_sent = |id: RequestId| guard.sent_as(&ctx, id);
+        let result = if pass_through {
+            options.capabilities = Some(pass_through::capabilities(context));
+            client
+                .request_single_round(method, Some(params), options, on_sent)
+                .await
+                .map(pass_through::wrap_state)
+        } else {
+            client
+                .request_with_id(method, Some(params), options, on_sent)
+                .await
+        };
         drop(guard);
         result.map_err(|e| {
             if let Some(error) = login_required(&e) {

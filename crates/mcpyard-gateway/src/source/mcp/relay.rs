@@ -197,9 +197,10 @@ impl Relay {
     /// Whether `session`'s identity may use anything of this source: only
     /// then does it hear what the source says outside any call.
     fn may_hear(&self, session: &Session) -> bool {
-        self.catalog
-            .get()
-            .is_some_and(|c| c.view_for(&session.identity()).serves(self.source))
+        self.catalog.get().is_some_and(|c| {
+            c.view_for(&session.identity(), crate::catalog::Era::of(session))
+                .serves(self.source)
+        })
     }
 
     /// Where a log message goes: the call the transport names, on that
