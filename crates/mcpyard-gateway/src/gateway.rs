@@ -599,7 +599,10 @@ impl Gateway {
                 session.update(|n| n.log_level = Some(level.to_owned()));
                 Ok(json!({}))
             }
-            methods::TASKS_GET | methods::TASKS_RESULT | methods::TASKS_CANCEL => {
+            methods::TASKS_GET
+            | methods::TASKS_RESULT
+            | methods::TASKS_CANCEL
+            | methods::TASKS_UPDATE => {
                 let task_id = params
                     .get("taskId")
                     .and_then(Value::as_str)
@@ -611,6 +614,11 @@ impl Gateway {
                     return match method {
                         methods::TASKS_GET => own.get(task_id, owner).map_err(Into::into),
                         methods::TASKS_CANCEL => own.cancel(task_id, owner).map_err(Into::into),
+                        // The tasks the gateway runs itself ask their
+                        // client through the call, never through the task.
+                        methods::TASKS_UPDATE => Err(ErrorObject::invalid_params(format!(
+                            "task {task_id} is waiting for no input"
+                        ))),
                         _ => tokio::select! {
                             r = own.result(task_id, owner, related) => r,
                             _ = cancel.cancelled() => Err(ErrorObject::new(codes::REQUEST_TIMEOUT, "the request was cancelled")),
@@ -769,9 +777,13 @@ fn initialize(session: &Session, params: &Value) -> Value {
 /// `server/discover` (2026-07-28): what `initialize` would say, without
 /// creating anything.
 fn discover() -> Value {
+    let mut capabilities = server_capabilities();
+    // The era's tasks are an extension, which the gateway relays: a task
+    // an upstream creates is polled, answered and cancelled through it.
+    capabilities["extensions"] = json!({ tasks::EXTENSION: {} });
     json!({
         "supportedVersions": mcpyard_proto::SUPPORTED,
-        "capabilities": server_capabilities(),
+        "capabilities": capabilities,
         "serverInfo": server_info(),
         "instructions": INSTRUCTIONS,
     })

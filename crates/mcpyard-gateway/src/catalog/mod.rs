@@ -962,7 +962,10 @@ mod tests {
         // and not as unavailable names.
         c.set_lists(1, None);
         assert_eq!(tools(Era::Modern), tools(Era::Handshake));
-        assert!(c.era_view(Era::Modern).unavailable("a__needs_input").is_none());
+        assert!(c
+            .era_view(Era::Modern)
+            .unavailable("a__needs_input")
+            .is_none());
     }
 
     #[test]

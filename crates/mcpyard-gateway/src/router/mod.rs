@@ -418,15 +418,20 @@ impl Router {
     /// Remembers which upstream created a task, and for whom, for the
     /// `tasks/*` that follow.
     fn note_upstream_task(&self, slot: &Slot, owner: Option<String>, result: &Value) {
-        let Some(task_id) = result
-            .get("task")
-            .and_then(|t| t.get("taskId"))
-            .and_then(Value::as_str)
-        else {
+        // 2025-11-25: `{task: {taskId, ttl}}`; the 2026-07-28 tasks
+        // extension: `{resultType: "task", taskId, ttlMs}`.
+        let (task, ttl_key) = match result.get("task") {
+            Some(task) => (task, "ttl"),
+            None if result.get("resultType").and_then(Value::as_str) == Some("task") => {
+                (result, "ttlMs")
+            }
+            None => return,
+        };
+        let Some(task_id) = task.get("taskId").and_then(Value::as_str) else {
             return;
         };
-        let ttl = result
-            .pointer("/task/ttl")
+        let ttl = task
+            .get(ttl_key)
             .and_then(Value::as_u64)
             .map_or(UPSTREAM_TASK_TTL, std::time::Duration::from_millis)
             .min(UPSTREAM_TASK_TTL_MAX);

@@ -52,6 +52,9 @@ pub(crate) const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 
 /// The `tasks` server capability: list, cancel and task-augmented
 /// `tools/call`.
+/// The 2026-07-28 era's tasks extension (SEP-2663).
+pub(crate) const EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
 pub(crate) fn capability() -> Value {
     json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}})
 }

@@ -9,7 +9,14 @@ their own: a plain tool, and tools that need the client while they run
 import sys
 
 from mcp.server.fastmcp import Context, FastMCP
-from mcp.types import SamplingMessage, TextContent
+from mcp.shared.message import ServerMessageMetadata
+from mcp.types import (
+    ListRootsRequest,
+    ListRootsResult,
+    SamplingMessage,
+    ServerRequest,
+    TextContent,
+)
 from pydantic import BaseModel
 
 server = FastMCP("py1-reverser")
@@ -47,7 +54,14 @@ async def ask_name(ctx: Context) -> str:
 @server.tool()
 async def client_roots(ctx: Context) -> str:
     """Lists the client's roots."""
-    roots = await ctx.session.list_roots()
+    # Sent as part of this call (the SDK's `list_roots()` names no call), so
+    # that an HTTP transport puts it on the call's stream and a gateway in
+    # front of several clients knows which client to ask.
+    roots = await ctx.session.send_request(
+        ServerRequest(ListRootsRequest()),
+        ListRootsResult,
+        metadata=ServerMessageMetadata(related_request_id=ctx.request_id),
+    )
     return "roots: " + ", ".join(str(r.uri) for r in roots.roots)
 
 

@@ -24,6 +24,9 @@ pub(crate) const STATE_MARK: char = '~';
 /// What the gateway can pass on between the two hops.
 const RELAYED: [&str; 3] = ["sampling", "elicitation", "roots"];
 
+/// The extensions whose messages the gateway passes on.
+const RELAYED_EXTENSIONS: [&str; 1] = [crate::router::tasks::EXTENSION];
+
 /// Whether a client's `requestState` is a server's, passed through.
 pub(crate) fn is_passed_state(params: &Value) -> bool {
     params
@@ -58,6 +61,16 @@ pub(crate) fn capabilities(context: &CallContext) -> Value {
     for key in RELAYED {
         if let Some(v) = declared.get(key) {
             own.insert(key.to_owned(), v.clone());
+        }
+    }
+    if let Some(declared) = declared.get("extensions").and_then(Value::as_object) {
+        let extensions: Map<String, Value> = declared
+            .iter()
+            .filter(|(name, _)| RELAYED_EXTENSIONS.contains(&name.as_str()))
+            .map(|(n, v)| (n.clone(), v.clone()))
+            .collect();
+        if !extensions.is_empty() {
+            own.insert("extensions".into(), Value::Object(extensions));
         }
     }
     Value::Object(own)
