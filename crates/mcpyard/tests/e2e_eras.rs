@@ -518,3 +518,143 @@ async fn upstreams_of_the_stateless_era_are_spoken_to_in_it() {
     wait_for_tools(&client, &["modern__grown"], Duration::from_secs(30)).await;
     client.shutdown().await;
 }
+
+/// `py_tools_view.py` against `target` in `mode`: the tools listed and the
+/// text of each call in `calls`.
+fn tools_view(target: &str, mode: &str, calls: &[&str], command: Option<&[String]>) -> Value {
+    let mut cmd = Command::new(tool("venv/bin/python"));
+    cmd.arg(support_file("py_tools_view.py"))
+        .arg(target)
+        .args(["--mode", mode]);
+    for call in calls {
+        cmd.args(["--call", call]);
+    }
+    if let Some(argv) = command {
+        cmd.args(["--command", &json!(argv).to_string()]);
+    }
+    let (ok, stdout, stderr) = run(cmd, Duration::from_secs(150));
+    assert!(
+        ok,
+        "py_tools_view {target} ({mode}) failed:\n{stdout}\n{stderr}"
+    );
+    let summary: Value =
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"));
+    assert_eq!(summary["ok"], true, "{target} ({mode}): {summary}");
+    summary
+}
+
+/// The names of `summary`'s tools that start with `prefix`, without it.
+fn tools_of(summary: &Value, prefix: &str) -> Vec<String> {
+    summary["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t.as_str()?.strip_prefix(prefix))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A server of both eras may offer each something else (here: a tool that
+/// asks with a server request to handshake clients, one that asks with
+/// `input_required` to 2026-07-28 clients). Through the gateway, the
+/// Python SDK 2.x in its default mode sees, and can use, what the server
+/// offers a client of its own era, over HTTP and stdio upstreams and over
+/// the HTTP and stdio front doors; in legacy mode what it offers the
+/// handshake era; and a server of the handshake era alone the same tools in
+/// both eras. The status names each server's second connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_era_sees_through_the_gateway_what_a_server_offers_that_era() {
+    let dir = scratch();
+    let two_eras = support_file("py_two_eras_server.py");
+    let port = free_port();
+    let mut cmd = Command::new(tool("venv/bin/python"));
+    cmd.arg(&two_eras).arg("http").arg(port.to_string());
+    let _web = Proc::spawn("two-eras http", cmd, &dir.path().join("two-eras.log"));
+    wait_port(port, Duration::from_secs(30)).await;
+    let direct_url = format!("http://127.0.0.1:{port}/mcp");
+    let direct_modern = tools_view(&direct_url, "auto", &["ask_by_input"], None);
+    let direct_legacy = tools_view(&direct_url, "legacy", &["ask_by_request"], None);
+    assert_eq!(direct_modern["protocolVersion"], "2026-07-28");
+    assert_eq!(tools_of(&direct_modern, ""), ["ask_by_input", "echo"]);
+    assert_eq!(tools_of(&direct_legacy, ""), ["ask_by_request", "echo"]);
+
+    let config = format!(
+        "[servers.web]\nurl = \"{direct_url}\"\n\n[servers.both]\ncommand = {}\nargs = [{}, \"stdio\"]\n\n[servers.py1]\ncommand = {}\nargs = [{}]\n",
+        path_str(&tool("venv/bin/python")),
+        path_str(&two_eras),
+        path_str(&tool("venv1/bin/python")),
+        path_str(&support_file("py1_server.py")),
+    );
+    let gw = Gateway::start(&config, dir.path()).await;
+    let url = gw.url();
+    let calls = ["web__ask_by_input", "both__ask_by_input", "py1__reverse"];
+    let modern = tools_view(&url, "auto", &calls, None);
+    assert_eq!(modern["protocolVersion"], "2026-07-28", "{modern}");
+    for server in ["web__", "both__"] {
+        assert_eq!(
+            tools_of(&modern, server),
+            tools_of(&direct_modern, ""),
+            "{modern}"
+        );
+    }
+    // The server's own input request, answered by the client, reached it.
+    assert_eq!(
+        modern["results"]["web__ask_by_input"],
+        "hello ada (by input)"
+    );
+    assert_eq!(
+        modern["results"]["both__ask_by_input"],
+        "hello ada (by input)"
+    );
+
+    let legacy_calls = ["web__ask_by_request", "both__ask_by_request"];
+    let legacy = tools_view(&url, "legacy", &legacy_calls, None);
+    assert_eq!(legacy["protocolVersion"], "2025-11-25", "{legacy}");
+    for server in ["web__", "both__"] {
+        assert_eq!(
+            tools_of(&legacy, server),
+            tools_of(&direct_legacy, ""),
+            "{legacy}"
+        );
+    }
+    assert_eq!(
+        legacy["results"]["both__ask_by_request"],
+        "hello ada (by request)"
+    );
+    // A server of the handshake era alone: the same tools to both eras.
+    assert_eq!(tools_of(&modern, "py1__"), tools_of(&legacy, "py1__"));
+    assert!(!tools_of(&modern, "py1__").is_empty(), "{modern}");
+
+    let status = tools_view(&url, "legacy", &["mcpyard__status"], None);
+    let text = status["results"]["mcpyard__status"]
+        .as_str()
+        .unwrap_or_default();
+    for (server, state) in [("web", "up"), ("both", "up"), ("py1", "not_offered")] {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("- {server} [")))
+            .unwrap_or_else(|| panic!("no status line for {server}: {text}"));
+        assert!(
+            line.ends_with(&format!("2026-07-28 connection: {state}")),
+            "{line}"
+        );
+    }
+
+    // The stdio front door: the same catalogue for the same era.
+    let stdio_argv = vec![
+        env!("CARGO_BIN_EXE_mcpyard").to_owned(),
+        "stdio".to_owned(),
+        "--config".to_owned(),
+        dir.path().join("mcpyard.toml").display().to_string(),
+    ];
+    let over_stdio = tools_view("stdio", "auto", &["both__ask_by_input"], Some(&stdio_argv));
+    assert_eq!(over_stdio["protocolVersion"], "2026-07-28", "{over_stdio}");
+    assert_eq!(
+        tools_of(&over_stdio, "both__"),
+        tools_of(&direct_modern, "")
+    );
+    assert_eq!(
+        over_stdio["results"]["both__ask_by_input"],
+        "hello ada (by input)"
+    );
+}

@@ -363,6 +363,10 @@ pub(crate) fn status(
         if s["restarts"].as_u64().unwrap_or(0) > 0 {
             line.push_str(&format!(" restarts: {}", s["restarts"]));
         }
+        if let Some(state) = s["modernConnection"]["state"].as_str() {
+            // The second connection, for 2026-07-28 clients.
+            line.push_str(&format!(" 2026-07-28 connection: {state}"));
+        }
         lines.push(line);
     }
     lines.push(format!("catalog: {counts}"));
