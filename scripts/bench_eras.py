@@ -72,6 +72,11 @@ def tree_rss_kib(pid: int) -> tuple[int, int]:
     return total, count
 
 
+def own_rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
+
+
 def post(url: str, method: str, modern: bool, session: str | None = None, rid: int = 1) -> tuple[dict, str | None]:
     params: dict = {}
     headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
@@ -125,6 +130,7 @@ def run_once(binary: str) -> dict:
         handshake_ms = (time.perf_counter() - t) * 1000
         time.sleep(1.0)
         before, procs_before = tree_rss_kib(gw.pid)
+        own_before = own_rss_kib(gw.pid)
         t = time.perf_counter()
         first, _ = post(url, "tools/list", modern=True)
         first_ms = (time.perf_counter() - t) * 1000
@@ -136,9 +142,11 @@ def run_once(binary: str) -> dict:
             later.append((time.perf_counter() - t) * 1000)
         time.sleep(2.0)
         after, procs_after = tree_rss_kib(gw.pid)
+        own_after = own_rss_kib(gw.pid)
         return {"handshake_ms": handshake_ms, "first_ms": first_ms, "later_ms": statistics.median(later),
                 "before_mib": before / 1024, "after_mib": after / 1024,
-                "procs_before": procs_before, "procs_after": procs_after}
+                "procs_before": procs_before, "procs_after": procs_after,
+                "own_before_mib": own_before / 1024, "own_after_mib": own_after / 1024}
     finally:
         for p in procs:
             try:
@@ -162,10 +170,11 @@ def main() -> None:
     runs = [run_once(args.bin) for _ in range(args.runs)]
     med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
     print("| runs | handshake tools/list ms | first 2026-07-28 request ms | later ones ms (median) "
-          "| tree RSS before MiB (processes) | after MiB (processes) |")
-    print("|---|---|---|---|---|---|")
+          "| tree RSS before MiB (processes) | after MiB (processes) | gateway alone before / after MiB |")
+    print("|---|---|---|---|---|---|---|")
     print(f"| {args.runs} | {med['handshake_ms']:.1f} | {med['first_ms']:.0f} | {med['later_ms']:.1f} | "
-          f"{med['before_mib']:.1f} ({med['procs_before']:.0f}) | {med['after_mib']:.1f} ({med['procs_after']:.0f}) |")
+          f"{med['before_mib']:.1f} ({med['procs_before']:.0f}) | {med['after_mib']:.1f} ({med['procs_after']:.0f}) | "
+          f"{med['own_before_mib']:.1f} / {med['own_after_mib']:.1f} |")
 
 
 if __name__ == "__main__":
