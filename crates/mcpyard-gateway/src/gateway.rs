@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpyard_proto::{codes, methods, ErrorObject, Message, RequestId};
+use mcpyard_proto::{codes, envelope, methods, ErrorObject, Message, RequestId};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -348,6 +348,19 @@ impl Gateway {
         }
     }
 
+    /// The arguments of tool `name` that a 2026-07-28 client mirrors in
+    /// `Mcp-Param-*` headers, (argument, header suffix), as `identity` sees
+    /// the tool; none for a tool it may not use. The HTTP door checks the
+    /// headers against the body with it.
+    pub fn tool_param_headers(&self, identity: &crate::Identity, name: &str) -> Vec<(String, String)> {
+        self.inner
+            .router
+            .catalog
+            .view_for(identity, Era::Modern)
+            .param_headers(name)
+            .to_vec()
+    }
+
     /// The metrics in the OpenMetrics text format, the gateway's state read
     /// now; `None` when the gateway counts nothing (see
     /// [`GatewayConfig::metrics`]).
@@ -603,6 +616,15 @@ impl Gateway {
             | methods::TASKS_RESULT
             | methods::TASKS_CANCEL
             | methods::TASKS_UPDATE => {
+                if session.is_stateless() && !declares_tasks(session) {
+                    return Err(ErrorObject::new(
+                        envelope::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                        format!("{method} is of the tasks extension, which this request does not declare"),
+                    )
+                    .with_data(json!({
+                        "requiredCapabilities": {"extensions": {tasks::EXTENSION: {}}}
+                    })));
+                }
                 let task_id = params
                     .get("taskId")
                     .and_then(Value::as_str)
@@ -725,6 +747,16 @@ impl Gateway {
     }
 }
 
+/// Whether a 2026-07-28 request declares the tasks extension.
+fn declares_tasks(session: &Session) -> bool {
+    session
+        .negotiated()
+        .capabilities
+        .pointer("/extensions")
+        .and_then(|e| e.get(tasks::EXTENSION))
+        .is_some()
+}
+
 /// Whether a request's answer depends on the sources, and so waits for
 /// their first report at start. The status tool does not: it is how one
 /// sees which of them are still connecting.
@@ -780,6 +812,10 @@ fn discover() -> Value {
     let mut capabilities = server_capabilities();
     // The era's tasks are an extension, which the gateway relays: a task
     // an upstream creates is polled, answered and cancelled through it.
+    // The 2025-11-25 `tasks` capability is not of this era.
+    if let Some(c) = capabilities.as_object_mut() {
+        c.remove("tasks");
+    }
     capabilities["extensions"] = json!({ tasks::EXTENSION: {} });
     json!({
         "supportedVersions": mcpyard_proto::SUPPORTED,

@@ -130,6 +130,7 @@ fn check_headers(
     let name_key = match method {
         methods::TOOLS_CALL | methods::PROMPTS_GET => Some("name"),
         methods::RESOURCES_READ => Some("uri"),
+        methods::TASKS_GET | methods::TASKS_UPDATE | methods::TASKS_CANCEL => Some("taskId"),
         _ => None,
     };
     if let Some(key) = name_key {
@@ -143,14 +144,70 @@ fn check_headers(
     Ok(())
 }
 
+/// `Mcp-Param-*` against the body (SEP-2243): each argument the tool's
+/// schema marks with `x-mcp-header` is mirrored in its header when the body
+/// has it, with the same value (a string as is, anything else as its JSON
+/// text; `=?base64?...?=` decoded). A header whose value differs, is
+/// missing, or does not decode is a header mismatch.
+pub(crate) fn check_param_headers(
+    mirrored: &[(String, String)],
+    params: Option<&Value>,
+    headers: &HeaderMap,
+) -> Result<(), Rejection> {
+    let arguments = params.and_then(|p| p.get("arguments"));
+    for (argument, suffix) in mirrored {
+        let header = format!("mcp-param-{}", suffix.to_ascii_lowercase());
+        let sent = headers.get(&header).map(|v| v.to_str().map(param_header_value));
+        let body = arguments.and_then(|a| a.get(argument)).filter(|v| !v.is_null());
+        let mismatch = || {
+            Rejection::new(
+                HEADER_MISMATCH,
+                format!("Header mismatch: Mcp-Param-{suffix} does not match arguments.{argument}"),
+            )
+        };
+        match (body, sent) {
+            (None, None) => {}
+            (Some(value), Some(Ok(Ok(text)))) => {
+                let expected = match value {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                if text != expected {
+                    return Err(mismatch());
+                }
+            }
+            _ => return Err(mismatch()),
+        }
+    }
+    Ok(())
+}
+
 /// Undoes the `=?base64?...?=` encoding of a mirrored header value. A value
 /// that does not decode is returned as sent (it then fails to match).
 fn decode_header_value(raw: &str) -> String {
-    raw.strip_prefix("=?base64?")
-        .and_then(|r| r.strip_suffix("?="))
-        .and_then(|b64| base64::engine::general_purpose::STANDARD.decode(b64).ok())
-        .and_then(|bytes| String::from_utf8(bytes).ok())
-        .unwrap_or_else(|| raw.to_owned())
+    match strict_decode(raw) {
+        Ok(Some(decoded)) => decoded,
+        _ => raw.to_owned(),
+    }
+}
+
+/// A mirrored header value: `Ok(None)` when it is not `=?base64?...?=`
+/// encoded (a literal), `Err` when it is but does not decode (bad padding
+/// or characters, or not UTF-8).
+fn strict_decode(raw: &str) -> Result<Option<String>, ()> {
+    let Some(b64) = raw.strip_prefix("=?base64?").and_then(|r| r.strip_suffix("?=")) else {
+        return Ok(None);
+    };
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .map_err(|_| ())?;
+    String::from_utf8(bytes).map(Some).map_err(|_| ())
+}
+
+/// A mirrored header's value, decoded; `Err` for an encoding that does not
+/// decode.
+fn param_header_value(raw: &str) -> Result<String, ()> {
+    Ok(strict_decode(raw)?.unwrap_or_else(|| raw.to_owned()))
 }
 
 /// The HTTP status of a final answer in this era.
@@ -186,6 +243,15 @@ pub(crate) async fn post(
                 Ok(e) => e,
                 Err(rejection) => return rejection.into_response(Some(id)),
             };
+            if method == methods::TOOLS_CALL {
+                let name = params.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str);
+                let mirrored = name
+                    .map(|n| state.gateway.tool_param_headers(&identity, n))
+                    .unwrap_or_default();
+                if let Err(rejection) = check_param_headers(&mirrored, params.as_ref(), headers) {
+                    return rejection.into_response(Some(id));
+                }
+            }
             let session = Session::stateless_as(identity, &envelope.version, envelope.capabilities);
             let request = (id, method, params);
             answer_alone(state, session, accepts, status_of, request).await
@@ -255,6 +321,30 @@ mod tests {
                 CLIENT_INFO_KEY: {"name": "t", "version": "1"},
             }
         })
+    }
+
+    #[test]
+    fn mirrored_arguments_must_match_their_headers() {
+        let mirrored = vec![("region".to_owned(), "Region".to_owned())];
+        let call = |value: Value| Some(json!({"name": "t", "arguments": {"region": value}}));
+        let ok = |p: Option<Value>, h: &[(&'static str, &str)]| {
+            check_param_headers(&mirrored, p.as_ref(), &headers(h)).is_ok()
+        };
+        assert!(ok(call(json!("Hello")), &[("mcp-param-region", "Hello")]));
+        // Base64 decoded, strictly; a value without both markers is literal.
+        assert!(ok(call(json!("Hello")), &[("mcp-param-region", "=?base64?SGVsbG8=?=")]));
+        assert!(!ok(call(json!("Hello")), &[("mcp-param-region", "=?base64?SGVsbG8?=")]));
+        assert!(!ok(call(json!("Hello")), &[("mcp-param-region", "=?base64?SGVs!!!bG8=?=")]));
+        assert!(ok(call(json!("=?base64?SGVsbG8=")), &[("mcp-param-region", "=?base64?SGVsbG8=")]));
+        // Missing, different, or present for an argument the body lacks.
+        assert!(!ok(call(json!("Hello")), &[]));
+        assert!(!ok(call(json!("Hello")), &[("mcp-param-region", "Bye")]));
+        assert!(!ok(Some(json!({"name": "t", "arguments": {}})), &[("mcp-param-region", "x")]));
+        assert!(ok(Some(json!({"name": "t", "arguments": {}})), &[]));
+        // Not a string: its JSON text.
+        assert!(ok(call(json!(42)), &[("mcp-param-region", "42")]));
+        // A tool that mirrors nothing is not checked.
+        assert!(check_param_headers(&[], call(json!("x")).as_ref(), &headers(&[])).is_ok());
     }
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {

@@ -154,6 +154,9 @@ pub(crate) struct View {
     unavailable: HashMap<String, (usize, ItemKind)>,
     /// The tools offered but not listed, indexed for search.
     hidden: Arc<ToolIndex>,
+    /// Per exposed tool name, the arguments its schema mirrors in HTTP
+    /// headers (`x-mcp-header`, 2026-07-28): (argument, header suffix).
+    param_headers: Arc<HashMap<String, Vec<(String, String)>>>,
     /// Per source (by index), what its exposure made of its tools.
     exposure: Vec<SourceExposure>,
 }
@@ -236,6 +239,16 @@ impl View {
 
     pub(crate) fn len(&self, kind: ListKind) -> usize {
         self.lists[kind.index()].len()
+    }
+
+    /// The arguments of tool `name` its schema says a 2026-07-28 client
+    /// mirrors in `Mcp-Param-*` headers; none for a name this view does
+    /// not route (nothing tells a caller of a tool it may not use).
+    pub(crate) fn param_headers(&self, name: &str) -> &[(String, String)] {
+        match self.tools.get(name) {
+            Some(_) => self.param_headers.get(name).map_or(&[], Vec::as_slice),
+            None => &[],
+        }
     }
 
     /// The tools that are offered but not listed.
@@ -327,6 +340,7 @@ impl View {
             collisions: self.collisions.clone(),
             unavailable,
             hidden: Arc::new(ToolIndex::new(hidden)),
+            param_headers: self.param_headers.clone(),
             exposure: self.exposure.clone(),
         }
     }
@@ -454,6 +468,18 @@ impl Catalog {
         let mut entries = self.entries.write().expect("catalog lock poisoned");
         entries[handshake].pairing = Pairing::Handshake { modern };
         entries[modern].pairing = Pairing::Modern { handshake };
+    }
+
+    /// The entry that serves clients of `era` for the server of entry
+    /// `index`: its 2026-07-28 connection while that one is up.
+    pub(crate) fn serving(&self, index: usize, era: Era) -> usize {
+        let entries = self.entries.read().expect("catalog lock poisoned");
+        match entries.get(index).map(|e| e.pairing) {
+            Some(Pairing::Handshake { modern }) if era == Era::Modern && entries[modern].up => {
+                modern
+            }
+            _ => index,
+        }
     }
 
     /// The whole handshake-era view, before policy: what the gateway itself
@@ -681,6 +707,7 @@ fn decode_cursor(cursor: &str, kind: ListKind) -> Option<usize> {
 
 fn build_view(entries: &[Entry], era: Era) -> View {
     let mut view = View::default();
+    let mut param_headers = HashMap::new();
     let mut lists: [Vec<Value>; 4] = Default::default();
     let mut hidden = Vec::new();
     // The search tools, and where they go in the list if anything is hidden.
@@ -749,6 +776,12 @@ fn build_view(entries: &[Entry], era: Era) -> View {
                     },
                 );
                 let mut item = item.clone();
+                if kind == ListKind::Tools {
+                    let mirrored = mirrored_arguments(&item);
+                    if !mirrored.is_empty() {
+                        param_headers.insert(exposed.clone(), mirrored);
+                    }
+                }
                 item["name"] = Value::String(exposed);
                 if kind == ListKind::Tools && when_hiding_names.contains(name) {
                     when_hiding_at = lists[kind.index()].len();
@@ -798,8 +831,25 @@ fn build_view(entries: &[Entry], era: Era) -> View {
         tools.splice(at..at, when_hiding);
     }
     view.hidden = Arc::new(ToolIndex::new(hidden));
+    view.param_headers = Arc::new(param_headers);
     view.lists = lists.map(Arc::new);
     view
+}
+
+/// The top-level arguments a tool's input schema marks with `x-mcp-header`,
+/// with the header suffix each names.
+fn mirrored_arguments(tool: &Value) -> Vec<(String, String)> {
+    let Some(properties) = tool.pointer("/inputSchema/properties").and_then(Value::as_object)
+    else {
+        return Vec::new();
+    };
+    properties
+        .iter()
+        .filter_map(|(name, schema)| {
+            let suffix = schema.get("x-mcp-header")?.as_str()?;
+            Some((name.clone(), suffix.to_owned()))
+        })
+        .collect()
 }
 
 /// The name an item is listed under: the source's prefix and its own name.
@@ -960,7 +1010,10 @@ mod tests {
         );
         // Down (or of the handshake era alone): served by the first again,
         // and not as unavailable names.
+        assert_eq!(c.serving(0, Era::Modern), 1);
+        assert_eq!(c.serving(0, Era::Handshake), 0);
         c.set_lists(1, None);
+        assert_eq!(c.serving(0, Era::Modern), 0);
         assert_eq!(tools(Era::Modern), tools(Era::Handshake));
         assert!(c
             .era_view(Era::Modern)
