@@ -53,7 +53,11 @@ SUITE="stable"
 # install script pins; fewer is a failure (a broken run, or a changed peer).
 EVERYTHING_PASSES_STABLE="server-initialize logging-set-level ping tools-list server-sse-multiple-streams
 resources-list resources-subscribe resources-unsubscribe prompts-list"
-EVERYTHING_PASSES_ALPHA="@ALPHA@"
+# Under alpha, tasks-status-notifications passes on its one SKIPPED check
+# (the suite has not written that scenario's checks yet).
+EVERYTHING_PASSES_ALPHA="server-initialize logging-set-level ping tools-list server-sse-multiple-streams
+resources-list resources-subscribe resources-unsubscribe prompts-list tasks-status-notifications
+input-required-result-validate-input"
 # RUN:scenario pairs where the gateway is known to be checked less than the
 # server directly, and why. An entry that no longer applies fails the gates.
 # The gateway answers a POST as JSON when nothing related to the request is
