@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the official MCP conformance suite (server mode) four ways and checks
+# Runs the official MCP conformance suite (server mode) five ways and checks
 # that the gateway is as conformant as what it proxies:
 #   a  the fixture server (fixtures/conformance-server) directly
 #   b  mcpyard in front of the fixture (stdio upstream, names not prefixed)
@@ -26,8 +26,9 @@
 # stable one in .tools/npm, and a pre-release in .tools/npm-conf-alpha whose
 # scenarios include the 2026-07-28 era's (stateless requests, input_required
 # results with requestState, Mcp-Param headers, the tasks extension). The
-# fixture answers both eras, so every gate holds under either suite; only what
-# server-everything passes differs (EVERYTHING_PASSES per suite).
+# fixture answers both eras and passes every scenario of either suite; the
+# gates are the same under both, only what server-everything passes differs
+# (EVERYTHING_PASSES per suite).
 #
 # Usage: scripts/conformance.sh [--suite stable|alpha] [--direct-only] [--runs a,b,c,d,e] [--keep DIR]
 #   --suite NAME   stable (default): .tools/npm's suite; alpha: .tools/npm-conf-alpha's
