@@ -4,6 +4,10 @@
 #   .tools/npm      official MCP servers, the conformance suite, MCP Inspector,
 #                   Prism (a mock HTTP server validating requests against an
 #                   OpenAPI / Swagger document)
+#   .tools/npm-conf-alpha  a pre-release of the conformance suite with the
+#                   2026-07-28 era's scenarios (scripts/conformance.sh --suite
+#                   alpha), in a tree of its own so it never moves the stable
+#                   suite in .tools/npm
 #   .tools/npm-oauth  oidc-provider, a certified OpenID Provider: the real
 #                   authorization server of the OAuth tests (a tree of its own,
 #                   so its pins never move the MCP peers')
@@ -51,6 +55,7 @@ NPM_PEERS=(
 NPM_OAUTH_PEERS=(
   "oidc-provider@9.13.3"
 )
+CONFORMANCE_ALPHA_PEER="@modelcontextprotocol/conformance@0.2.0-alpha.12"
 PY_SDK2="mcp==2.3.0"
 PY_TELEMETRY=("prometheus_client==0.26.0" "opentelemetry-proto==1.45.2")
 PY_SDK1="mcp==1.30.0"
@@ -148,6 +153,21 @@ else
   npm install --prefix "$TOOLS/npm-oauth" --save-exact --ignore-scripts "${NPM_OAUTH_PEERS[@]}" >&2
 fi
 
+# --- the pre-release conformance suite ------------------------------------------
+alpha_have="$("$NODE" -e 'process.stdout.write(require(process.argv[1]).version)' \
+  "$TOOLS/npm-conf-alpha/node_modules/@modelcontextprotocol/conformance/package.json" 2>/dev/null || true)"
+if [ "$alpha_have" = "${CONFORMANCE_ALPHA_PEER##*@}" ]; then
+  log "conformance ${CONFORMANCE_ALPHA_PEER##*@} already in .tools/npm-conf-alpha"
+else
+  log "installing into .tools/npm-conf-alpha: $CONFORMANCE_ALPHA_PEER"
+  VERIFY=1
+  npm install --prefix "$TOOLS/npm-conf-alpha" --save-exact --ignore-scripts "$CONFORMANCE_ALPHA_PEER" >&2
+  alpha_have="$("$NODE" -e 'process.stdout.write(require(process.argv[1]).version)' \
+    "$TOOLS/npm-conf-alpha/node_modules/@modelcontextprotocol/conformance/package.json" 2>/dev/null || true)"
+  [ "$alpha_have" = "${CONFORMANCE_ALPHA_PEER##*@}" ] \
+    || die "conformance: wanted ${CONFORMANCE_ALPHA_PEER##*@} in .tools/npm-conf-alpha, found '${alpha_have:-nothing}'"
+fi
+
 # --- OAuth issuer --------------------------------------------------------------
 # Its own prefix: it needs Node 22 at run time, and keeping it apart lets it
 # be updated without re-resolving the MCP peers' tree.
@@ -204,6 +224,8 @@ done
 [ -n "$inspector_bin" ] || die "no MCP Inspector binary in .tools/npm/node_modules/.bin"
 "$TOOLS/npm/node_modules/.bin/conformance" list --server >/dev/null \
   || die "conformance suite does not run on $v"
+"$TOOLS/npm-conf-alpha/node_modules/.bin/conformance" list --server >/dev/null \
+  || die "the pre-release conformance suite (.tools/npm-conf-alpha) does not run on $v"
 "$NODE" --input-type=module -e "await import('$TOOLS/npm-oauth/node_modules/oidc-provider/lib/index.js')" \
   || die ".tools/npm-oauth/node_modules/oidc-provider does not load"
 "$TOOLS/venv/bin/python" -c 'import importlib.metadata as m, sys; v=m.version("mcp"); sys.exit(v != "2.3.0")' \
@@ -251,4 +273,4 @@ anyio.run(main)
 PY
   done
 fi
-log "ready: node $v, npm peers, oidc-provider, venv (mcp 2.3.0), venv1 (mcp 1.30.0), venv-time, venv-mcpo, venv-llama"
+log "ready: node $v, npm peers, conformance ${CONFORMANCE_ALPHA_PEER##*@}, oidc-provider, venv (mcp 2.3.0), venv1 (mcp 1.30.0), venv-time, venv-mcpo, venv-llama"

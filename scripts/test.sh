@@ -3,14 +3,17 @@
 #   1. scripts/install-test-deps.sh   the real peers the tests talk to, in .tools/
 #   2. cargo test --workspace         unit and end-to-end tests (--no-fail-fast: every crate runs)
 #   3. scripts/conformance.sh         the official MCP conformance suite, directly
-#                                     and through the gateway (see that script)
-#   4. scripts/conformance-client.sh  the same suite's client scenarios against
+#                                     and through the gateway (see that script), twice:
+#                                     step conformance with the stable suite, step
+#                                     conformance-2026 with the pre-release one
+#                                     (--suite alpha: the 2026-07-28 era's scenarios)
+#   4. scripts/conformance-client.sh  the stable suite's client scenarios against
 #                                     a client built on mcpyard-client, directly
 #                                     and (full mode) through the gateway
 # and prints a summary. Exits non-zero when any step fails.
 #
 # Environment:
-#   MCPYARD_CONFORMANCE  full (default): all four conformance runs and their gates;
+#   MCPYARD_CONFORMANCE  full (default): all five conformance runs of each suite and their gates;
 #                        direct: only the runs that need no gateway; off: skip steps 3 and 4
 #   CARGO_TEST_ARGS      extra arguments for `cargo test --workspace` (e.g. "-- --nocapture")
 set -uo pipefail
@@ -73,12 +76,16 @@ else
       failed_any=1; TOTAL_FAILED=$((TOTAL_FAILED + 1))
       conf_args=(--direct-only)
     fi
-    if step conformance scripts/conformance.sh "${conf_args[@]}"; then conf_ok=1; else conf_ok=0; failed_any=1; fi
-    read -r gp gf < <(sed -n 's/^conformance gates: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' \
-      "$LOGDIR/conformance.log" | tail -n 1 | awk '{print $1+0, $2+0}')
-    note "gates: $gp passed, $gf failed"
-    TOTAL_PASSED=$((TOTAL_PASSED + gp)); TOTAL_FAILED=$((TOTAL_FAILED + gf))
-    if [ "$conf_ok" -eq 0 ] && [ "$gf" -eq 0 ]; then TOTAL_FAILED=$((TOTAL_FAILED + 1)); fi
+    # One step per pinned release of the suite, each with its own gates.
+    for suite in stable alpha; do
+      name=conformance; [ "$suite" = alpha ] && name=conformance-2026
+      if step "$name" scripts/conformance.sh --suite "$suite" "${conf_args[@]}"; then conf_ok=1; else conf_ok=0; failed_any=1; fi
+      read -r gp gf < <(sed -n 's/^conformance gates: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' \
+        "$LOGDIR/$name.log" | tail -n 1 | awk '{print $1+0, $2+0}')
+      note "gates: $gp passed, $gf failed"
+      TOTAL_PASSED=$((TOTAL_PASSED + gp)); TOTAL_FAILED=$((TOTAL_FAILED + gf))
+      if [ "$conf_ok" -eq 0 ] && [ "$gf" -eq 0 ]; then TOTAL_FAILED=$((TOTAL_FAILED + 1)); fi
+    done
 
     # The client scenarios need no gateway: they run in every mode.
     if step conformance-client scripts/conformance-client.sh; then cc_ok=1; else cc_ok=0; failed_any=1; fi
@@ -105,7 +112,7 @@ printf '\n==== summary\n'
 for i in "${!STEP_NAMES[@]}"; do
   printf '  %-26s %-16s %5ss  %s\n' "${STEP_NAMES[$i]}" "${STEP_STATUS[$i]}" "${STEP_SECS[$i]}" "${STEP_NOTES[$i]}"
 done
-[ "$CONFORMANCE_MODE" = off ] && printf '  %-26s skipped (MCPYARD_CONFORMANCE=off)\n' conformance conformance-client
+[ "$CONFORMANCE_MODE" = off ] && printf '  %-26s skipped (MCPYARD_CONFORMANCE=off)\n' conformance conformance-2026 conformance-client
 if [ "$failed_any" -eq 0 ]; then echo "  all steps passed"; else echo "  SOME STEPS FAILED"; fi
 # Unit and end-to-end tests plus conformance gates, in one closing line.
 echo "tests: $TOTAL_PASSED passed, $TOTAL_FAILED failed"
