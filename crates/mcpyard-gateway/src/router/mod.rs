@@ -193,7 +193,12 @@ impl Router {
                 return Err(RouteError::invalid_params("`arguments` must be an object"));
             }
         }
-        let task = TaskRequest::from_params(&params)?;
+        // The 2025-11-25 `task` parameter means nothing in the 2026-07-28
+        // era, whose tasks the server decides on (the tasks extension).
+        let task = match context.era() {
+            Era::Handshake => TaskRequest::from_params(&params)?,
+            Era::Modern => None,
+        };
         let (route, refused) =
             self.resolve(&context.identity, context.era(), ItemKind::Tool, name)?;
         let slot = self.slots[route.source].clone();
