@@ -93,6 +93,9 @@ pub(crate) struct Upstream {
     era: Era,
     /// The handshake connection's 2026-07-28 twin, when there is one.
     twin: OnceLock<Arc<Upstream>>,
+    /// Set when the supervisor is started: a 2026-07-28 connection no
+    /// client of that era asked for never is, and has nothing to stop.
+    started: std::sync::atomic::AtomicBool,
 }
 
 /// The capabilities mcpyard declares to every upstream: all it can relay.
@@ -172,6 +175,7 @@ impl Upstream {
             me: me.clone(),
             era,
             twin: OnceLock::new(),
+            started: Default::default(),
         })
     }
 
@@ -624,6 +628,8 @@ impl Source for Upstream {
     fn start(&self, events: SourceEvents) {
         self.relay.attach_catalog(events.catalog.clone());
         if let Some(me) = self.me.upgrade() {
+            self.started
+                .store(true, std::sync::atomic::Ordering::Release);
             tokio::spawn(me.supervise(events));
         }
     }
@@ -644,7 +650,9 @@ impl Source for Upstream {
     }
 
     async fn stop(&self) {
-        self.done.cancelled().await
+        if self.started.load(std::sync::atomic::Ordering::Acquire) {
+            self.done.cancelled().await
+        }
     }
 }
 
