@@ -162,6 +162,7 @@ fn grant_name(grant: &Grant) -> &'static str {
         Grant::ClientCredentials => "client_credentials",
         Grant::AuthorizationCode { .. } => "authorization_code",
         Grant::IdentityAssertion { .. } => "identity_assertion",
+        Grant::JwtBearer { .. } => "jwt_bearer",
     }
 }
 
@@ -404,6 +405,14 @@ impl OAuthClient {
                 ];
                 self.token(&discovered, &client, &mut form, &scopes).await?
             }
+            Grant::JwtBearer { assertion } => {
+                let client = self.client(state, &discovered).await?;
+                let mut form = vec![
+                    ("grant_type", JWT_BEARER.to_owned()),
+                    ("assertion", assertion.expose().to_owned()),
+                ];
+                self.token(&discovered, &client, &mut form, &scopes).await?
+            }
             Grant::AuthorizationCode { .. } => {
                 let Some(authorizer) = &self.authorizer else {
                     return Err(self.login_required("no token yet"));
@@ -478,6 +487,14 @@ impl OAuthClient {
             "client_name": self.config.client_name,
             "token_endpoint_auth_method": "none",
         });
+        // SEP-837: the kind of client, so the server can hold it to the
+        // redirect rules of its kind; one without a redirect (client
+        // credentials, identity assertion) runs on a server, like a web one.
+        body["application_type"] = json!(match &self.config.grant {
+            Grant::AuthorizationCode { redirect_uri } if is_native_redirect(redirect_uri) =>
+                "native",
+            _ => "web",
+        });
         match &self.config.grant {
             Grant::AuthorizationCode { redirect_uri } => {
                 body["redirect_uris"] = json!([redirect_uri]);
@@ -491,6 +508,9 @@ impl OAuthClient {
             Grant::IdentityAssertion { .. } => {
                 body["grant_types"] = json!([JWT_BEARER]);
                 body["token_endpoint_auth_method"] = json!("client_secret_basic");
+            }
+            Grant::JwtBearer { .. } => {
+                body["grant_types"] = json!([JWT_BEARER]);
             }
         }
         let answer = oauth_http::post_json(&self.http, &endpoint, &body).await?;
@@ -876,6 +896,19 @@ impl HttpAuth for OAuthClient {
 }
 
 /// How a client with what it has authenticates, given what the server offers.
+/// Whether a redirect URI is a native application's (RFC 8252): a loopback
+/// address over plain HTTP, or a scheme of the application's own.
+fn is_native_redirect(redirect_uri: &str) -> bool {
+    let Ok(url) = Url::parse(redirect_uri) else {
+        return false;
+    };
+    match url.scheme() {
+        "https" => false,
+        "http" => matches!(url.host_str(), Some("127.0.0.1" | "localhost" | "[::1]")),
+        _ => true,
+    }
+}
+
 fn choose_method(
     has_key: bool,
     has_secret: bool,
@@ -1041,6 +1074,15 @@ mod tests {
         assert!(refused.contains("access_denied"), "{refused}");
         let no_code = redirect_error(false, &format!("{cb}?state=the-state")).await;
         assert!(no_code.contains("no code"), "{no_code}");
+    }
+
+    #[test]
+    fn loopback_and_own_scheme_redirects_are_native() {
+        assert!(super::is_native_redirect("http://127.0.0.1:3333/callback"));
+        assert!(super::is_native_redirect("http://localhost/cb"));
+        assert!(super::is_native_redirect("com.example.app:/cb"));
+        assert!(!super::is_native_redirect("https://app.example/cb"));
+        assert!(!super::is_native_redirect("http://app.example/cb"));
     }
 
     #[test]
