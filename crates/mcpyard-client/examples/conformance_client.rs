@@ -113,9 +113,13 @@ async fn exercise(client: &McpClient, context: &Value) -> Result<(), Box<dyn Err
         let arguments = match given.iter().find(|(n, _)| *n == name) {
             Some((_, arguments)) => arguments.clone(),
             None if name == ECHO_TOOL => {
-                // The schema-preservation scenario's echo tool wants the
-                // other tool's input schema back, exactly as it came.
-                let other = tools.iter().find(|t| t["name"] != ECHO_TOOL);
+                // The schema-preservation scenario's echo tool wants its
+                // focal tool's input schema back, exactly as it came (a
+                // gateway in between may list tools of its own too).
+                let other = tools
+                    .iter()
+                    .find(|t| t["name"] == FOCAL_TOOL)
+                    .or_else(|| tools.iter().find(|t| t["name"] != ECHO_TOOL));
                 json!({"schema": other.map_or(json!({}), |t| t["inputSchema"].clone())})
             }
             None => arguments_for(&tool["inputSchema"]),
@@ -140,8 +144,10 @@ async fn exercise(client: &McpClient, context: &Value) -> Result<(), Box<dyn Err
     Ok(())
 }
 
-/// The tool of the suite's schema-preservation scenario that echoes a schema.
+/// The tool of the suite's schema-preservation scenario that echoes a schema,
+/// and the tool whose schema it wants.
 const ECHO_TOOL: &str = "json_schema_echo";
+const FOCAL_TOOL: &str = "json_schema_2020_12_tool";
 
 /// Arguments for a tool from its input schema: each required property gets
 /// its `default`, its first `enum` value, or a value of its type. A `$ref`
