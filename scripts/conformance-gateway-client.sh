@@ -16,14 +16,15 @@
 #   3. starts `mcpyard serve` on a free loopback port, tokens in a temporary
 #      XDG state folder;
 #   4. runs the library's conformance example client against the gateway
-#      (no OAuth on that hop): it lists the tools and calls each, answering
+#      (no OAuth on that hop, no credentials: of the context only the
+#      scenario's toolCalls): it lists the tools and calls each, answering
 #      elicitations with their defaults, as it does directly;
 #   5. stops the gateway and removes the folder. Exits with the client's code
 #      (or login's, when the login fails).
 #
 # Environment: MCPYARD_BIN (default target/debug/mcpyard) and
 # CONFORMANCE_CLIENT_BIN (default target/debug/examples/conformance_client),
-# both built by scripts/conformance-client.sh when absent.
+# both set by scripts/conformance-client.sh (built into $CARGO_TARGET_DIR).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -126,8 +127,17 @@ for _ in $(seq 1 600); do
 done
 [ -n "$GATEWAY_URL" ] || { echo "the gateway did not start" >&2; cat "$WORK/gateway.log" >&2; exit 1; }
 
+# The client in front of the gateway gets no credentials: of the context
+# only the calls the scenario wants made (toolCalls), if any.
+CALLS="$(python3 -c 'import json, os, sys
+ctx = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+print(json.dumps({"toolCalls": ctx["toolCalls"]}) if "toolCalls" in ctx else "")')"
 rc=0
-env -u MCP_CONFORMANCE_SCENARIO -u MCP_CONFORMANCE_CONTEXT "$CLIENT" "$GATEWAY_URL" || rc=$?
+if [ -n "$CALLS" ]; then
+  env -u MCP_CONFORMANCE_SCENARIO MCP_CONFORMANCE_CONTEXT="$CALLS" "$CLIENT" "$GATEWAY_URL" || rc=$?
+else
+  env -u MCP_CONFORMANCE_SCENARIO -u MCP_CONFORMANCE_CONTEXT "$CLIENT" "$GATEWAY_URL" || rc=$?
+fi
 if [ "$rc" -ne 0 ]; then
   # What the gateway saw, for the suite's log (it never holds a token or secret).
   sed 's/^/[gateway] /' "$WORK/gateway.log" >&2

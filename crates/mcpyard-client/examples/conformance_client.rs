@@ -13,7 +13,10 @@
 //!   --command "target/debug/examples/conformance_client"
 //! ```
 //!
-//! Exits 0 when every call succeeded, 1 (with the error on stderr) otherwise.
+//! Exits 0 when every call succeeded or was answered with a JSON-RPC error,
+//! 1 (with the error on stderr) otherwise. `CONFORMANCE_ERA=auto` connects
+//! with [`EraPolicy::Auto`] (server/discover first) instead of the library's
+//! default policy (the handshake first).
 //! `RUST_LOG` sets what is logged to stderr (the suite keeps it).
 
 use std::error::Error;
@@ -25,7 +28,9 @@ use mcpyard_client::oauth::{
     Authorizer, ClientAuthMethod, Grant, MemoryTokenStore, OAuthClient, OAuthConfig, OAuthError,
     PrivateKeyJwt, Secret, TokenKey,
 };
-use mcpyard_client::{ClientHandler, ConnectOptions, McpClient, RequestOptions, TransportSpec};
+use mcpyard_client::{
+    ClientError, ClientHandler, ConnectOptions, EraPolicy, McpClient, RequestOptions, TransportSpec,
+};
 use mcpyard_proto::{methods, ErrorObject, RequestId};
 use serde_json::{json, Map, Value};
 
@@ -63,6 +68,11 @@ async fn run() -> Result<(), Box<dyn Error>> {
         connect_timeout: CALL_TIMEOUT,
         ..ConnectOptions::default()
     };
+    // The library's default era policy unless told otherwise (`auto`:
+    // server/discover first).
+    if std::env::var("CONFORMANCE_ERA").as_deref() == Ok("auto") {
+        options.era = EraPolicy::Auto;
+    }
     if scenario.starts_with("auth/") {
         let oauth = OAuthClient::new(
             &url,
@@ -78,35 +88,116 @@ async fn run() -> Result<(), Box<dyn Error>> {
         headers: vec![],
     };
     let client = McpClient::connect(spec, Arc::new(Defaults), options).await?;
-    let outcome = exercise(&client).await;
+    let outcome = exercise(&client, &context).await;
     client.shutdown().await;
     outcome
 }
 
-/// Lists the tools and calls each, with arguments for the ones the suite's
-/// scenarios define.
-async fn exercise(client: &McpClient) -> Result<(), Box<dyn Error>> {
+/// Lists the tools and calls each: with the arguments the scenario's
+/// context gives (`toolCalls`), else with arguments made from the tool's
+/// input schema. A call the server answers with a JSON-RPC error is
+/// reported and the next one made; any other failure ends the run.
+async fn exercise(client: &McpClient, context: &Value) -> Result<(), Box<dyn Error>> {
     let tools = client.list_all(methods::TOOLS_LIST, "tools").await?;
-    for tool in tools {
+    let given: Vec<(String, Value)> = context["toolCalls"]
+        .as_array()
+        .map(|calls| {
+            calls
+                .iter()
+                .filter_map(|c| Some((c["name"].as_str()?.to_owned(), c["arguments"].clone())))
+                .collect()
+        })
+        .unwrap_or_default();
+    for tool in &tools {
         let name = tool["name"].as_str().unwrap_or_default().to_owned();
-        let arguments = match name.as_str() {
-            "add_numbers" => json!({"a": 5, "b": 3}),
-            _ => json!({}),
+        let arguments = match given.iter().find(|(n, _)| *n == name) {
+            Some((_, arguments)) => arguments.clone(),
+            None if name == ECHO_TOOL => {
+                // The schema-preservation scenario's echo tool wants its
+                // focal tool's input schema back, exactly as it came (a
+                // gateway in between may list tools of its own too).
+                let other = tools
+                    .iter()
+                    .find(|t| t["name"] == FOCAL_TOOL)
+                    .or_else(|| tools.iter().find(|t| t["name"] != ECHO_TOOL));
+                json!({"schema": other.map_or(json!({}), |t| t["inputSchema"].clone())})
+            }
+            None => arguments_for(&tool["inputSchema"]),
         };
         let options = RequestOptions {
             timeout: Some(CALL_TIMEOUT),
             ..RequestOptions::default()
         };
-        let result = client
+        let called = client
             .request(
                 methods::TOOLS_CALL,
                 Some(json!({"name": name, "arguments": arguments})),
                 options,
             )
-            .await?;
-        println!("{name}: {result}");
+            .await;
+        match called {
+            Ok(result) => println!("{name}: {result}"),
+            Err(ClientError::Rpc(e)) => println!("{name}: the server refused the call: {e}"),
+            Err(e) => return Err(e.into()),
+        }
     }
     Ok(())
+}
+
+/// The tool of the suite's schema-preservation scenario that echoes a schema,
+/// and the tool whose schema it wants.
+const ECHO_TOOL: &str = "json_schema_echo";
+const FOCAL_TOOL: &str = "json_schema_2020_12_tool";
+
+/// Arguments for a tool from its input schema: each required property gets
+/// its `default`, its first `enum` value, or a value of its type. A `$ref`
+/// is followed only within the schema (`#/...`), never fetched.
+fn arguments_for(schema: &Value) -> Value {
+    let mut arguments = Map::new();
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if let Some(props) = schema["properties"].as_object() {
+        for (name, prop) in props {
+            if required.contains(&name.as_str()) {
+                arguments.insert(name.clone(), value_for(schema, prop, 0));
+            }
+        }
+    }
+    Value::Object(arguments)
+}
+
+fn value_for(root: &Value, schema: &Value, depth: usize) -> Value {
+    if depth > 8 {
+        return Value::Null;
+    }
+    if let Some(target) = schema["$ref"].as_str() {
+        return match target.strip_prefix('#') {
+            Some(pointer) => root
+                .pointer(pointer)
+                .map_or(Value::Null, |s| value_for(root, s, depth + 1)),
+            None => json!({}),
+        };
+    }
+    if let Some(default) = schema.get("default") {
+        return default.clone();
+    }
+    if let Some(first) = schema["enum"].as_array().and_then(|e| e.first()) {
+        return first.clone();
+    }
+    let kind = match &schema["type"] {
+        Value::Array(kinds) => kinds.iter().find(|k| *k != "null").cloned(),
+        other => Some(other.clone()),
+    };
+    match kind.as_ref().and_then(Value::as_str) {
+        Some("string") => json!("test"),
+        Some("integer" | "number") => json!(1),
+        Some("boolean") => json!(true),
+        Some("array") => json!([]),
+        Some("object") => arguments_for(schema),
+        _ => Value::Null,
+    }
 }
 
 /// The OAuth settings a scenario calls for, from its context.
@@ -136,6 +227,11 @@ fn oauth_config(scenario: &str, context: &Value) -> Result<OAuthConfig, Box<dyn 
             idp_client_id: text("idp_client_id").ok_or("no idp_client_id")?,
             idp_client_secret: None,
             id_token: Secret::new(id_token),
+        };
+    } else if let Some(jwt) = text("valid_jwt") {
+        // Workload identity: the platform's JWT is the grant.
+        config.grant = Grant::JwtBearer {
+            assertion: Secret::new(jwt),
         };
     } else if scenario.contains("client-credentials") {
         config.grant = Grant::ClientCredentials;

@@ -41,18 +41,23 @@ pub const MAX_INPUT_ROUNDS: usize = 10;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum EraPolicy {
     /// `initialize` and a session, as every server before 2026-07-28 wants.
-    #[default]
     Handshake,
     /// Ask with `server/discover` first and speak 2026-07-28 when the server
     /// offers it; fall back to the handshake otherwise. The legacy SSE
     /// transport always uses the handshake.
     Auto,
-    /// The handshake first; 2026-07-28 only for a server that refuses it
-    /// with -32022 (it serves none of the handshake's versions), on a new
-    /// connection, since the refused one may be bound to the handshake.
-    /// What a gateway wants: a server of both eras keeps what only the
-    /// handshake era has (a session for its own requests, log messages,
-    /// `resources/subscribe`), and one of the new era alone still works.
+    /// The handshake first; 2026-07-28 (`server/discover`) only for a server
+    /// that refuses it the ways a server of that era alone does: -32022 (it
+    /// serves none of the handshake's versions), -32020 (the
+    /// `MCP-Protocol-Version` header that era requires is missing), -32601
+    /// (no `initialize` method), each possibly as the body of an HTTP 4xx,
+    /// an HTTP 404 or 405, or an `initialize` result naming 2026-07-28. The
+    /// new era is tried on a new connection, since the refused one may be
+    /// bound to the handshake. The default, and what a gateway wants: a
+    /// server of both eras keeps what only the handshake era has (a session
+    /// for its own requests, log messages, `resources/subscribe`), and one
+    /// of the new era alone still works.
+    #[default]
     HandshakeFirst,
 }
 
@@ -98,7 +103,7 @@ impl Default for ConnectOptions {
             protocol_version: "2025-11-25".into(),
             connect_timeout: Duration::from_secs(30),
             label: "upstream".into(),
-            era: EraPolicy::Handshake,
+            era: EraPolicy::HandshakeFirst,
             request_timeout: None,
             http_auth: None,
         }

@@ -41,6 +41,7 @@ use crate::client::{
     LEGACY_SSE_PROTOCOL_VERSION, MAX_INPUT_ROUNDS, MAX_LIST_PAGES, MODERN_PROTOCOL_VERSION,
 };
 use crate::link::{Inbound, Link};
+use crate::tool_headers::ToolTable;
 use crate::transport::Transport;
 use crate::{ClientError, ClientHandler, TransportSpec};
 
@@ -87,20 +88,36 @@ async fn until_cancelled(token: Option<&CancellationToken>) {
     }
 }
 
-/// Whether `initialize` was refused with -32022: the server serves none of
-/// the handshake's versions. Over HTTP the error may come as a 4xx whose
-/// body is the JSON-RPC error.
+/// JSON-RPC codes with which a server of the 2026-07-28 era alone turns
+/// `initialize` away: -32022 (it serves none of the handshake's versions),
+/// -32020 (the request lacks the `MCP-Protocol-Version` header that era
+/// requires) and -32601 (it has no `initialize` method).
+const HANDSHAKE_REFUSALS: [i64; 3] = [UNSUPPORTED_PROTOCOL_VERSION, -32020, -32601];
+
+/// Starts the error of a handshake the server answered with the 2026-07-28
+/// version itself: that era is negotiated with `server/discover` instead.
+const ANSWERED_MODERN: &str = "the initialize result names 2026-07-28";
+
+/// Whether `initialize` was refused in a way that says the server speaks
+/// only the 2026-07-28 era: one of [`HANDSHAKE_REFUSALS`] (over HTTP
+/// possibly a 4xx whose body is the JSON-RPC error), an HTTP 404 or 405 (no
+/// handshake endpoint for a POST without a session), or an `initialize`
+/// result that names 2026-07-28.
 fn refuses_the_handshake(e: &ClientError) -> bool {
     let code = match e {
         ClientError::Rpc(err) => Some(err.code),
+        ClientError::Http {
+            status: 404 | 405, ..
+        } => return true,
         ClientError::Http { status, body } if (400..500).contains(status) => {
             serde_json::from_str::<Value>(body)
                 .ok()
                 .and_then(|v| v.pointer("/error/code").and_then(Value::as_i64))
         }
+        ClientError::Protocol(why) => return why.starts_with(ANSWERED_MODERN),
         _ => None,
     };
-    code == Some(UNSUPPORTED_PROTOCOL_VERSION)
+    code.is_some_and(|c| HANDSHAKE_REFUSALS.contains(&c))
 }
 
 /// One live connection of an [`McpClient`](crate::McpClient), from the
@@ -218,6 +235,8 @@ struct Inner {
     init_result: OnceLock<Value>,
     /// In the 2026-07-28 era, the `_meta` keys every request carries.
     envelope: OnceLock<Map<String, Value>>,
+    /// The tools' `x-mcp-header` declarations, from `tools/list`.
+    tools: Mutex<ToolTable>,
 }
 
 impl Drop for Inner {
@@ -344,6 +363,7 @@ impl Connection {
             next_id: AtomicI64::new(1),
             init_result: OnceLock::new(),
             envelope: OnceLock::new(),
+            tools: Mutex::new(ToolTable::default()),
         });
         tokio::spawn(dispatch(rx, shared.clone(), Arc::downgrade(&inner)));
         let client = Connection {
@@ -401,18 +421,27 @@ impl Connection {
             CLIENT_INFO_KEY.into(),
             json!({"name": options.client_name, "version": options.client_version}),
         );
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        let probe = self
-            .exchange(
+        let discover = || {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            self.exchange(
                 methods::SERVER_DISCOVER,
-                Some(json!({ "_meta": envelope })),
+                Some(json!({ "_meta": envelope.clone() })),
                 RequestOptions {
                     timeout: Some(left.min(DISCOVER_TIMEOUT)),
                     ..RequestOptions::default()
                 },
                 |_| {},
             )
-            .await;
+        };
+        let mut probe = discover().await;
+        // -32022 naming 2026-07-28 among the versions the server supports:
+        // the version it refused is the one sent, so asking once more is
+        // what the spec's retry with a supported version comes to.
+        if matches!(&probe, Err(ClientError::Rpc(e)) if e.code == UNSUPPORTED_PROTOCOL_VERSION
+            && e.data.as_ref().is_some_and(|d| offers_modern(&json!({"supportedVersions": d.get("supported")}))))
+        {
+            probe = discover().await;
+        }
         Ok(Some(match probe {
             Ok(discovered) if offers_modern(&discovered) => {
                 self.adopt(discovered, envelope, options);
@@ -531,6 +560,11 @@ impl Connection {
                 "the initialize result has no protocolVersion".into(),
             ));
         };
+        if agreed == MODERN_PROTOCOL_VERSION {
+            return Err(ClientError::Protocol(format!(
+                "{ANSWERED_MODERN}, which is negotiated with server/discover"
+            )));
+        }
         if !mcpyard_proto::is_supported(agreed) {
             return Err(ClientError::Protocol(format!(
                 "the server wants protocol version {agreed}, which is not supported"
@@ -729,6 +763,22 @@ impl Connection {
         if shared.closed.is_cancelled() {
             return Err(ClientError::Closed);
         }
+        // 2026-07-28 over HTTP: a tool call mirrors its declared arguments
+        // into headers, and a tool with invalid declarations is not called.
+        let mirrors = self.is_modern() && self.inner.transport.is_streamable_http();
+        let headers = match params.as_ref() {
+            Some(p) if mirrors && method == methods::TOOLS_CALL => {
+                let tool = p.get("name").and_then(Value::as_str).unwrap_or_default();
+                let arguments = p.get("arguments").cloned().unwrap_or(Value::Null);
+                self.inner
+                    .tools
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .call_headers(tool, &arguments)
+                    .map_err(ClientError::Protocol)?
+            }
+            _ => Vec::new(),
+        };
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         shared.pending().insert(id, tx);
@@ -741,7 +791,12 @@ impl Connection {
         on_sent(RequestId::Number(id));
         let message = Message::request(id, method, params);
         let exchange = async {
-            match self.inner.transport.send(&message, &scope).await? {
+            match self
+                .inner
+                .transport
+                .send_with(&message, &scope, &headers)
+                .await?
+            {
                 Some(Message::Response { result, .. }) => Ok(result),
                 Some(Message::Error { error, .. }) => Err(ClientError::Rpc(error)),
                 _ => rx.await.unwrap_or(Err(ClientError::Closed)),
@@ -751,7 +806,17 @@ impl Connection {
         let cancelled = until_cancelled(options.cancel.as_ref());
         tokio::select! {
             biased;
-            answer = exchange => answer,
+            answer = exchange => match answer {
+                Ok(mut page) if mirrors && method == methods::TOOLS_LIST => {
+                    self.inner
+                        .tools
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .learn(&mut page, &shared.label);
+                    Ok(page)
+                }
+                other => other,
+            },
             () = shared.closed.cancelled() => Err(ClientError::Closed),
             () = timeout => {
                 self.cancel_upstream(id, method, "timeout");

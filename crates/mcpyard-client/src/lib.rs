@@ -81,18 +81,27 @@
 //! # Ok(()) }
 //! ```
 //!
-//! One `initialize` per connection, or with [`EraPolicy::Auto`] and a
-//! server that offers it, the 2026-07-28 era: no session, an envelope on
-//! every request, `input_required` answers resolved through the handlers.
+//! One `initialize` per connection, or the 2026-07-28 era: no session, an
+//! envelope on every request, `input_required` answers resolved through the
+//! handlers. The default policy ([`EraPolicy::HandshakeFirst`]) tries
+//! `initialize` and turns to `server/discover` when the server refuses it
+//! the ways a server of the new era alone does (-32022, -32020, -32601, HTTP
+//! 404 or 405); [`EraPolicy::Auto`] asks with `server/discover` first. In
+//! that era over Streamable HTTP every request carries `Mcp-Method` (and
+//! `Mcp-Name`), a tool call mirrors the arguments its input schema marks
+//! with `x-mcp-header` into `Mcp-Param-*` headers, and a tool whose marks are
+//! invalid is left out of `tools/list` and never called.
 //!
 //! Over Streamable HTTP the connection heals itself (see
 //! [`McpClient::open`] for the whole policy): a server that forgot the
 //! session (it restarted: 404, or the 400 of servers built on the
 //! TypeScript SDK) gets a new one transparently and the request is sent
 //! again, [`ClientHandler::on_session_restarted`] telling the application,
-//! since what it learned in the old session may be stale; a broken response
-//! stream is resumed with `Last-Event-ID` when the server numbered its
-//! events; the server's own stream is reopened with a backoff of 1 s
+//! since what it learned in the old session may be stale; a response stream
+//! that breaks or that the server closes before the answer (SSE polling) is
+//! resumed with GET and `Last-Event-ID` when the server numbered its events,
+//! after the server's `retry` hint (at most 5 s), and a resumed stream that
+//! delivers no message for 15 s fails the request; the server's own stream is reopened with a backoff of 1 s
 //! doubling to 30 s. A stdio child that exits or a legacy SSE stream that
 //! ends closes the client: build a new one.
 //!
@@ -226,6 +235,7 @@ mod link;
 pub mod oauth;
 pub mod sampling;
 mod spec;
+mod tool_headers;
 mod transport;
 
 pub use client::{

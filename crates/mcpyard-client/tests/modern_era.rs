@@ -247,7 +247,7 @@ async fn time_server_over_stdio_is_spoken_to_in_the_modern_era() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_handshake_stays_the_default() {
+async fn the_handshake_policy_keeps_the_handshake() {
     let client = McpClient::connect(
         time_server(),
         Arc::new(Answering::default()),

@@ -9,6 +9,7 @@ use tokio::sync::Mutex;
 use url::Url;
 
 use super::discovery::{discover, Discovered};
+use super::dpop::{self, DpopKey};
 use super::http::{self as oauth_http, now_secs, RawToken};
 use super::pkce;
 use super::www_authenticate::BearerChallenge;
@@ -146,6 +147,11 @@ pub struct OAuthClient {
     authorizer: Option<Arc<dyn Authorizer>>,
     http: reqwest::Client,
     state: Mutex<State>,
+    /// The key DPoP-bound tokens are bound to (used when the authorization
+    /// server offers DPoP with ES256).
+    dpop: DpopKey,
+    /// The access token issued as a DPoP token, if the current one is.
+    dpop_bound: std::sync::Mutex<Option<String>>,
 }
 
 impl fmt::Debug for OAuthClient {
@@ -162,6 +168,7 @@ fn grant_name(grant: &Grant) -> &'static str {
         Grant::ClientCredentials => "client_credentials",
         Grant::AuthorizationCode { .. } => "authorization_code",
         Grant::IdentityAssertion { .. } => "identity_assertion",
+        Grant::JwtBearer { .. } => "jwt_bearer",
     }
 }
 
@@ -186,6 +193,8 @@ impl OAuthClient {
             authorizer: None,
             http: oauth_http::build()?,
             state: Mutex::new(State::default()),
+            dpop: DpopKey::generate()?,
+            dpop_bound: std::sync::Mutex::new(None),
         })
     }
 
@@ -404,6 +413,14 @@ impl OAuthClient {
                 ];
                 self.token(&discovered, &client, &mut form, &scopes).await?
             }
+            Grant::JwtBearer { assertion } => {
+                let client = self.client(state, &discovered).await?;
+                let mut form = vec![
+                    ("grant_type", JWT_BEARER.to_owned()),
+                    ("assertion", assertion.expose().to_owned()),
+                ];
+                self.token(&discovered, &client, &mut form, &scopes).await?
+            }
             Grant::AuthorizationCode { .. } => {
                 let Some(authorizer) = &self.authorizer else {
                     return Err(self.login_required("no token yet"));
@@ -478,6 +495,14 @@ impl OAuthClient {
             "client_name": self.config.client_name,
             "token_endpoint_auth_method": "none",
         });
+        // SEP-837: the kind of client, so the server can hold it to the
+        // redirect rules of its kind; one without a redirect (client
+        // credentials, identity assertion) runs on a server, like a web one.
+        body["application_type"] = json!(match &self.config.grant {
+            Grant::AuthorizationCode { redirect_uri } if is_native_redirect(redirect_uri) =>
+                "native",
+            _ => "web",
+        });
         match &self.config.grant {
             Grant::AuthorizationCode { redirect_uri } => {
                 body["redirect_uris"] = json!([redirect_uri]);
@@ -491,6 +516,9 @@ impl OAuthClient {
             Grant::IdentityAssertion { .. } => {
                 body["grant_types"] = json!([JWT_BEARER]);
                 body["token_endpoint_auth_method"] = json!("client_secret_basic");
+            }
+            Grant::JwtBearer { .. } => {
+                body["grant_types"] = json!([JWT_BEARER]);
             }
         }
         let answer = oauth_http::post_json(&self.http, &endpoint, &body).await?;
@@ -743,7 +771,11 @@ impl OAuthClient {
             ClientAuthMethod::None => form.push(("client_id", client.client_id.clone())),
         }
         let pairs: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let raw: RawToken = oauth_http::token_request(&self.http, &endpoint, &pairs, basic).await?;
+        let dpop = self.uses_dpop(discovered).then_some(&self.dpop);
+        let raw: RawToken =
+            oauth_http::token_request(&self.http, &endpoint, &pairs, basic, dpop).await?;
+        *self.dpop_bound.lock().unwrap_or_else(|e| e.into_inner()) =
+            raw.is_dpop().then(|| raw.access_token.expose().to_owned());
         raw.into_token_set(None, scopes)
     }
 
@@ -779,11 +811,21 @@ impl OAuthClient {
                 None
             }
         };
-        let raw = oauth_http::token_request(&self.http, &endpoint, &form, basic).await?;
+        let raw = oauth_http::token_request(&self.http, &endpoint, &form, basic, None).await?;
         Ok(raw.access_token)
     }
 
     async fn on_refusal(&self, refusal: Refusal<'_>) -> Result<bool, OAuthError> {
+        // RFC 9449 section 9: the server wants its nonce in the proof; the
+        // request is sent again with it, unless the proof carried that very
+        // nonce already (no loop).
+        if let (Some(nonce), Some(challenge)) = (refusal.dpop_nonce, refusal.www_authenticate) {
+            let known = DpopKey::nonce(&self.dpop.rs_nonce);
+            if challenge.contains("use_dpop_nonce") && known.as_deref() != Some(nonce) {
+                DpopKey::set_nonce(&self.dpop.rs_nonce, nonce);
+                return Ok(true);
+            }
+        }
         let challenge = refusal
             .www_authenticate
             .and_then(BearerChallenge::parse)
@@ -794,7 +836,7 @@ impl OAuthClient {
             .stored
             .tokens
             .as_ref()
-            .map(|t| format!("Bearer {}", t.access_token.expose()));
+            .map(|t| self.authorization_value(t.access_token.expose()));
         if current.is_some() && current.as_deref() != refusal.sent {
             // Another request already replaced the refused credentials.
             return Ok(true);
@@ -854,6 +896,35 @@ impl OAuthClient {
         Ok(true)
     }
 
+    /// Whether tokens are asked for bound to the DPoP key: the
+    /// authorization server offers DPoP with ES256.
+    fn uses_dpop(&self, discovered: &Discovered) -> bool {
+        discovered
+            .server
+            .dpop_signing_alg_values_supported
+            .as_ref()
+            .is_some_and(|algs| algs.iter().any(|a| a == dpop::ALGORITHM))
+    }
+
+    /// Whether `token` is the DPoP-bound one.
+    fn is_dpop_bound(&self, token: &str) -> bool {
+        self.dpop_bound
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_deref()
+            == Some(token)
+    }
+
+    /// The `Authorization` value for `token`: the DPoP scheme for a bound
+    /// token, Bearer otherwise.
+    fn authorization_value(&self, token: &str) -> String {
+        if self.is_dpop_bound(token) {
+            format!("DPoP {token}")
+        } else {
+            format!("Bearer {token}")
+        }
+    }
+
     fn can_obtain_alone(&self) -> bool {
         self.authorizer.is_some() || !matches!(self.config.grant, Grant::AuthorizationCode { .. })
     }
@@ -867,7 +938,27 @@ impl HttpAuth for OAuthClient {
         Ok(self
             .current(&mut state)
             .await?
-            .map(|t| format!("Bearer {}", t.expose())))
+            .map(|t| self.authorization_value(t.expose())))
+    }
+
+    async fn proof(
+        &self,
+        method: &str,
+        url: &str,
+        authorization: &str,
+    ) -> Result<Option<String>, ClientError> {
+        let Some(token) = authorization.strip_prefix("DPoP ") else {
+            return Ok(None);
+        };
+        if !self.is_dpop_bound(token) {
+            return Ok(None);
+        }
+        let nonce = DpopKey::nonce(&self.dpop.rs_nonce);
+        Ok(Some(
+            self.dpop
+                .proof(method, url, Some(token), nonce.as_deref())
+                .map_err(ClientError::from)?,
+        ))
     }
 
     async fn challenged(&self, refusal: Refusal<'_>) -> Result<bool, ClientError> {
@@ -876,6 +967,19 @@ impl HttpAuth for OAuthClient {
 }
 
 /// How a client with what it has authenticates, given what the server offers.
+/// Whether a redirect URI is a native application's (RFC 8252): a loopback
+/// address over plain HTTP, or a scheme of the application's own.
+fn is_native_redirect(redirect_uri: &str) -> bool {
+    let Ok(url) = Url::parse(redirect_uri) else {
+        return false;
+    };
+    match url.scheme() {
+        "https" => false,
+        "http" => matches!(url.host_str(), Some("127.0.0.1" | "localhost" | "[::1]")),
+        _ => true,
+    }
+}
+
 fn choose_method(
     has_key: bool,
     has_secret: bool,
@@ -993,6 +1097,7 @@ mod tests {
                     token_endpoint_auth_methods_supported: None,
                     client_id_metadata_document_supported: false,
                     authorization_response_iss_parameter_supported: iss_promised,
+                    dpop_signing_alg_values_supported: None,
                 },
                 from_metadata: true,
             },
@@ -1041,6 +1146,15 @@ mod tests {
         assert!(refused.contains("access_denied"), "{refused}");
         let no_code = redirect_error(false, &format!("{cb}?state=the-state")).await;
         assert!(no_code.contains("no code"), "{no_code}");
+    }
+
+    #[test]
+    fn loopback_and_own_scheme_redirects_are_native() {
+        assert!(super::is_native_redirect("http://127.0.0.1:3333/callback"));
+        assert!(super::is_native_redirect("http://localhost/cb"));
+        assert!(super::is_native_redirect("com.example.app:/cb"));
+        assert!(!super::is_native_redirect("https://app.example/cb"));
+        assert!(!super::is_native_redirect("http://app.example/cb"));
     }
 
     #[test]

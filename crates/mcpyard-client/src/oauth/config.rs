@@ -86,6 +86,15 @@ pub enum Grant {
         /// The person's ID token from the identity provider.
         id_token: Secret,
     },
+    /// Workload identity federation (the SEP-1933 extension): a JWT the
+    /// workload's platform issued it (a Kubernetes service account token,
+    /// a cloud instance identity) is presented as a JWT bearer grant
+    /// (RFC 7523) with the client id alone. A refused assertion ends the
+    /// attempt: it is neither retried nor traded for another grant.
+    JwtBearer {
+        /// The workload's JWT, its audience the authorization server.
+        assertion: Secret,
+    },
 }
 
 /// How the client authenticates at the token endpoint.

@@ -30,6 +30,9 @@ pub(crate) struct ServerMetadata {
     pub(crate) client_id_metadata_document_supported: bool,
     #[serde(default)]
     pub(crate) authorization_response_iss_parameter_supported: bool,
+    /// RFC 9449: the server binds tokens to a DPoP key signed with these.
+    #[serde(default)]
+    pub(crate) dpop_signing_alg_values_supported: Option<Vec<String>>,
 }
 
 /// What discovery found.
@@ -203,6 +206,7 @@ async fn legacy(http: &reqwest::Client, server: &Url) -> Result<Discovered, OAut
             token_endpoint_auth_methods_supported: None,
             client_id_metadata_document_supported: false,
             authorization_response_iss_parameter_supported: false,
+            dpop_signing_alg_values_supported: None,
         },
         from_metadata: false,
     })

@@ -9,6 +9,7 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::dpop::DpopKey;
 use super::{OAuthError, Secret, TokenSet};
 
 /// Metadata and token answers are small; anything past this is refused.
@@ -126,27 +127,54 @@ struct TokenAnswer {
 }
 
 /// A form POST to a token endpoint. `basic` is the client id and secret
-/// for HTTP Basic (client_secret_basic), already chosen by the caller.
+/// for HTTP Basic (client_secret_basic), already chosen by the caller. With
+/// `dpop`, the request carries a DPoP proof (a DPoP-bound token is asked
+/// for), and a `use_dpop_nonce` refusal is answered once with the nonce the
+/// server gave.
 pub(crate) async fn token_request(
     http: &reqwest::Client,
     endpoint: &url::Url,
     form: &[(&str, &str)],
     basic: Option<(&str, &Secret)>,
+    dpop: Option<&DpopKey>,
 ) -> Result<RawToken, OAuthError> {
     let body = serde_urlencoded::to_string(form)
         .map_err(|e| OAuthError::Config(format!("cannot encode the token request: {e}")))?;
-    let mut req = http
-        .post(endpoint.as_str())
-        .header(ACCEPT, "application/json")
-        .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
-        .body(body);
-    if let Some((id, secret)) = basic {
-        // RFC 6749 section 2.3.1: both parts form-urlencoded before Basic.
-        req = req.basic_auth(form_encode(id), Some(form_encode(secret.expose())));
-    }
-    let resp = req.send().await.map_err(http_error)?;
-    let status = resp.status();
-    let bytes = read_body(resp).await?;
+    let mut attempt = 0;
+    let (status, bytes) = loop {
+        attempt += 1;
+        let mut req = http
+            .post(endpoint.as_str())
+            .header(ACCEPT, "application/json")
+            .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .body(body.clone());
+        if let Some((id, secret)) = basic {
+            // RFC 6749 section 2.3.1: both parts form-urlencoded before Basic.
+            req = req.basic_auth(form_encode(id), Some(form_encode(secret.expose())));
+        }
+        if let Some(key) = dpop {
+            let nonce = DpopKey::nonce(&key.as_nonce);
+            req = req.header(
+                "DPoP",
+                key.proof("POST", endpoint.as_str(), None, nonce.as_deref())?,
+            );
+        }
+        let resp = req.send().await.map_err(http_error)?;
+        let status = resp.status();
+        let nonce = resp
+            .headers()
+            .get("dpop-nonce")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let bytes = read_body(resp).await?;
+        if let (Some(key), Some(nonce), false) = (dpop, &nonce, status.is_success()) {
+            DpopKey::set_nonce(&key.as_nonce, nonce);
+            if attempt == 1 && oauth_error(&bytes).error == "use_dpop_nonce" {
+                continue;
+            }
+        }
+        break (status, bytes);
+    };
     if !status.is_success() {
         let err = oauth_error(&bytes);
         return Err(OAuthError::TokenRefused {
@@ -185,6 +213,13 @@ pub(crate) struct RawToken {
 }
 
 impl RawToken {
+    /// Whether the token is bound to the client's DPoP key.
+    pub(crate) fn is_dpop(&self) -> bool {
+        self.token_type
+            .as_deref()
+            .is_some_and(|t| t.eq_ignore_ascii_case("dpop"))
+    }
+
     /// The stored form: `previous_refresh` is kept when the server did not
     /// rotate it, `asked` stands for the scopes when the server did not say.
     pub(crate) fn into_token_set(
@@ -193,11 +228,11 @@ impl RawToken {
         asked: &[String],
     ) -> Result<TokenSet, OAuthError> {
         if let Some(t) = &self.token_type {
-            // RFC 6749 7.1: the type is case-insensitive; DPoP and others
-            // need more than a bearer header.
-            if !t.eq_ignore_ascii_case("bearer") {
+            // RFC 6749 7.1: the type is case-insensitive; a DPoP token is
+            // taken only when one was asked for (`is_dpop`).
+            if !t.eq_ignore_ascii_case("bearer") && !self.is_dpop() {
                 return Err(OAuthError::Http(format!(
-                    "the token endpoint issued a `{t}` token; only Bearer is supported"
+                    "the token endpoint issued a `{t}` token; only Bearer and DPoP are supported"
                 )));
             }
         }

@@ -14,6 +14,18 @@
 //! upstream and an optional identity); [`MemoryTokenStore`] keeps them for
 //! the life of the process. A revoked or expired refresh token ends in
 //! [`OAuthError::LoginRequired`].
+//!
+//! When the authorization server offers DPoP with ES256
+//! (`dpop_signing_alg_values_supported`, RFC 9449), tokens are asked for
+//! bound to a key the client makes and keeps in memory: each request then
+//! carries `Authorization: DPoP ...` and a fresh proof
+//! ([`HttpAuth::proof`](crate::HttpAuth::proof)), and a `use_dpop_nonce`
+//! refusal, at the token endpoint or the server, is answered with the
+//! server's nonce. A bound token kept in a store outlives the key: after a
+//! restart it is refused and a new one obtained. Registration names the
+//! client's `application_type` (SEP-837), an authorization response's `iss`
+//! is checked against the issuer (RFC 9207), and
+//! [`Grant::JwtBearer`] presents a workload's platform JWT (SEP-1933).
 
 mod config;
 mod error;
@@ -24,6 +36,8 @@ mod store;
 mod client;
 #[cfg(feature = "oauth")]
 mod discovery;
+#[cfg(feature = "oauth")]
+mod dpop;
 #[cfg(feature = "oauth")]
 mod http;
 #[cfg(feature = "oauth")]

@@ -13,8 +13,13 @@ impl BearerChallenge {
     /// Reads the first Bearer challenge of a header value; `None` when there
     /// is none.
     pub(crate) fn parse(header: &str) -> Option<Self> {
-        let start = find_scheme(header, "bearer")?;
-        let mut rest = &header[start + "bearer".len()..];
+        // A DPoP challenge (RFC 9449 section 7.1) carries the same
+        // parameters.
+        let (start, scheme) = match find_scheme(header, "bearer") {
+            Some(start) => (start, "bearer"),
+            None => (find_scheme(header, "dpop")?, "dpop"),
+        };
+        let mut rest = &header[start + scheme.len()..];
         let mut challenge = BearerChallenge::default();
         loop {
             rest = rest.trim_start_matches([' ', '\t', ',']);

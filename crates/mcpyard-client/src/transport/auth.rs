@@ -24,6 +24,9 @@ pub struct Refusal<'a> {
     /// 2 means the credentials obtained after its first refusal were
     /// refused too.
     pub attempt: u32,
+    /// The `DPoP-Nonce` header (RFC 9449 section 9), if any: with a
+    /// `use_dpop_nonce` challenge, the nonce the next proof must carry.
+    pub dpop_nonce: Option<&'a str>,
 }
 
 /// Supplies credentials to the HTTP transports and reacts to refusals.
@@ -45,6 +48,18 @@ pub trait HttpAuth: Send + Sync + fmt::Debug {
     /// send the request again; `Ok(false)`: give up and report the refusal;
     /// `Err`: report this instead.
     async fn challenged(&self, refusal: Refusal<'_>) -> Result<bool, ClientError>;
+
+    /// The `DPoP` header (RFC 9449 proof) of one request that carries
+    /// `authorization` (as [`authorization`](HttpAuth::authorization) gave
+    /// it), for its `method` and `url`. The default: none (Bearer tokens).
+    async fn proof(
+        &self,
+        _method: &str,
+        _url: &str,
+        _authorization: &str,
+    ) -> Result<Option<String>, ClientError> {
+        Ok(None)
+    }
 
     /// A request that carried credentials was not refused. The default does
     /// nothing: `oauth::OAuthClient` bounds its retries

@@ -61,19 +61,33 @@ pub(crate) async fn send_authorized(
     };
     let mut attempts = 1;
     loop {
-        let mut req = build();
+        let (http, req) = build().build_split();
+        let mut req = req.map_err(transport_error)?;
         let sent = auth.authorization().await?;
-        if let Some(value) = &sent {
-            let mut value = HeaderValue::from_str(value)
+        if let Some(sent) = &sent {
+            let mut value = HeaderValue::from_str(sent)
                 .map_err(|_| ClientError::Transport("invalid Authorization value".into()))?;
             value.set_sensitive(true);
-            req = req.header(AUTHORIZATION, value);
+            req.headers_mut().insert(AUTHORIZATION, value);
+            let proof = auth
+                .proof(req.method().as_str(), req.url().as_str(), sent)
+                .await?;
+            if let Some(proof) = proof {
+                let value = HeaderValue::from_str(&proof)
+                    .map_err(|_| ClientError::Transport("invalid DPoP proof".into()))?;
+                req.headers_mut().insert("dpop", value);
+            }
         }
-        let resp = req.send().await.map_err(transport_error)?;
+        let resp = http.execute(req).await.map_err(transport_error)?;
         let status = resp.status().as_u16();
         let challenge = resp
             .headers()
             .get(WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let dpop_nonce = resp
+            .headers()
+            .get("dpop-nonce")
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
         let refused = status == 401
@@ -95,6 +109,7 @@ pub(crate) async fn send_authorized(
             www_authenticate: challenge.as_deref(),
             sent: sent.as_deref(),
             attempt: attempts,
+            dpop_nonce: dpop_nonce.as_deref(),
         };
         if !auth.challenged(refusal).await? {
             return Ok(resp);

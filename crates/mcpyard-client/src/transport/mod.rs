@@ -20,6 +20,7 @@ pub use auth::{HttpAuth, Refusal};
 #[cfg(feature = "oauth")]
 pub(crate) use http_common::error_text;
 pub use stdio::kill_stdio_process_groups;
+pub(crate) use streamable_http::encode_header_value;
 
 use crate::link::Link;
 use crate::{ClientError, TransportSpec};
@@ -84,9 +85,21 @@ impl Transport {
         message: &Message,
         scope: &CancellationToken,
     ) -> Result<Option<Message>, ClientError> {
+        self.send_with(message, scope, &[]).await
+    }
+
+    /// [`Transport::send`] with `headers` added to the HTTP request that
+    /// carries the message (a tool call's `Mcp-Param-*`); other transports
+    /// have no headers to carry them.
+    pub(crate) async fn send_with(
+        &self,
+        message: &Message,
+        scope: &CancellationToken,
+        headers: &[(String, String)],
+    ) -> Result<Option<Message>, ClientError> {
         match self {
             Transport::Stdio(t) => t.send(message).await.map(|()| None),
-            Transport::StreamableHttp(t) => t.send(message, scope).await,
+            Transport::StreamableHttp(t) => t.send(message, scope, headers).await,
             Transport::Sse(t) => t.send(message).await.map(|()| None),
         }
     }

@@ -37,6 +37,14 @@ const LAST_EVENT_ID: &str = "last-event-id";
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 /// How many times a response stream that ended early is resumed.
 const MAX_RESUMES: u32 = 10;
+/// Longest wait before resuming a response stream the server closed: its
+/// `retry` hint is honoured up to this, so a large hint cannot hold a call
+/// past its time.
+const MAX_RESUME_DELAY: Duration = Duration::from_secs(5);
+/// How long a resumed response stream may deliver no message before the
+/// call fails: a server that closed the stream and never sends the answer
+/// must not hold the call until its timeout.
+pub(crate) const RESUMED_IDLE_LIMIT: Duration = Duration::from_secs(15);
 /// Reconnection delay when the server did not set one.
 const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 /// Longest wait between two attempts to open the GET stream.
@@ -96,8 +104,18 @@ impl Core {
     }
 
     async fn post(&self, message: &Message) -> Result<reqwest::Response, ClientError> {
+        self.post_with(message, &[]).await
+    }
+
+    /// POSTs `message` with `extra` headers (a tool call's `Mcp-Param-*`).
+    async fn post_with(
+        &self,
+        message: &Message,
+        extra: &[(String, String)],
+    ) -> Result<reqwest::Response, ClientError> {
         let body = message.to_vec();
         let mirrored = modern_headers(message);
+        let standard = standard_headers(message);
         send_authorized(self.auth.as_ref(), || {
             let mut req = self
                 .http
@@ -112,8 +130,18 @@ impl Core {
                 for (name, value) in mirrored {
                     req = req.header(*name, value);
                 }
-            } else if message.method() != Some(methods::INITIALIZE) {
-                req = self.with_session(req);
+            } else {
+                // The method and name go along in every era: a server that
+                // does not route on them ignores them.
+                for (name, value) in &standard {
+                    req = req.header(*name, value);
+                }
+                if message.method() != Some(methods::INITIALIZE) {
+                    req = self.with_session(req);
+                }
+            }
+            for (name, value) in extra {
+                req = req.header(name.as_str(), value.as_str());
             }
             req
         })
@@ -173,6 +201,7 @@ impl StreamableHttpTransport {
         &self,
         message: &Message,
         scope: &CancellationToken,
+        extra: &[(String, String)],
     ) -> Result<Option<Message>, ClientError> {
         let is_initialize = message.method() == Some(methods::INITIALIZE);
         if is_initialize {
@@ -181,7 +210,7 @@ impl StreamableHttpTransport {
             }
         }
         let session = self.core.session();
-        let mut resp = self.core.post(message).await?;
+        let mut resp = self.core.post_with(message, extra).await?;
         if session.is_some() && !is_initialize {
             resp = self
                 .resend_if_session_lost(resp, session.as_deref(), message)
@@ -316,30 +345,40 @@ impl StreamableHttpTransport {
 /// the era is read from the envelope in `params._meta`, so a message is
 /// modern exactly when the server would treat it so.
 fn modern_headers(message: &Message) -> Option<Vec<(&'static str, String)>> {
-    let Message::Request { method, params, .. } = message else {
+    let Message::Request { params, .. } = message else {
         return None;
     };
     let version = mcpyard_proto::meta(params.as_ref())?
         .get(mcpyard_proto::envelope::PROTOCOL_VERSION_KEY)?
         .as_str()?;
-    let mut headers = vec![
-        (VERSION_HEADER, version.to_owned()),
-        (METHOD_HEADER, method.clone()),
-    ];
+    let mut headers = vec![(VERSION_HEADER, version.to_owned())];
+    headers.extend(standard_headers(message));
+    Some(headers)
+}
+
+/// `Mcp-Method` for every request and notification, and `Mcp-Name` for the
+/// requests that name a tool, prompt or resource.
+fn standard_headers(message: &Message) -> Vec<(&'static str, String)> {
+    let (method, params) = match message {
+        Message::Request { method, params, .. } => (method, params.as_ref()),
+        Message::Notification { method, .. } => (method, None),
+        _ => return Vec::new(),
+    };
+    let mut headers = vec![(METHOD_HEADER, method.clone())];
     let name_key = match method.as_str() {
         methods::TOOLS_CALL | methods::PROMPTS_GET => Some("name"),
         methods::RESOURCES_READ => Some("uri"),
         _ => None,
     };
-    if let Some(name) = name_key.and_then(|k| params.as_ref()?.get(k)?.as_str()) {
+    if let Some(name) = name_key.and_then(|k| params?.get(k)?.as_str()) {
         headers.push((NAME_HEADER, encode_header_value(name)));
     }
-    Some(headers)
+    headers
 }
 
 /// A header value as sent: visible ASCII (and inner spaces) verbatim,
 /// anything else as `=?base64?<base64 of its UTF-8>?=`.
-fn encode_header_value(value: &str) -> String {
+pub(crate) fn encode_header_value(value: &str) -> String {
     let plain = value.bytes().all(|b| (0x20..=0x7e).contains(&b))
         && value == value.trim()
         && !(value.starts_with("=?base64?") && value.ends_with("?="));
@@ -429,7 +468,10 @@ async fn answer(
 
 /// Reads the event stream answering one POST until the answer to `related`
 /// came. A stream that ends before it is resumed with GET + Last-Event-ID
-/// when the server gave event ids (SSE polling), else the request fails.
+/// when the server gave event ids (SSE polling): after the server's `retry`
+/// hint (at most [`MAX_RESUME_DELAY`]), at once without one, at most
+/// [`MAX_RESUMES`] times. A resumed stream that delivers no message for
+/// [`RESUMED_IDLE_LIMIT`] fails the request, as does a stream without ids.
 async fn read_response_stream(
     core: Arc<Core>,
     mut resp: reqwest::Response,
@@ -440,10 +482,39 @@ async fn read_response_stream(
     let mut decoder = SseDecoder::new(MAX_MESSAGE_BYTES);
     let mut resumes = 0;
     loop {
+        let mut idle_until =
+            (resumes > 0).then(|| tokio::time::Instant::now() + RESUMED_IDLE_LIMIT);
         let end = loop {
-            match next_events(&mut resp, &mut decoder, &stop).await {
+            let next = async {
+                match idle_until {
+                    Some(at) => {
+                        tokio::time::timeout_at(at, next_events(&mut resp, &mut decoder, &stop))
+                            .await
+                            .ok()
+                    }
+                    None => Some(next_events(&mut resp, &mut decoder, &stop).await),
+                }
+            };
+            let Some(next) = next.await else {
+                if let Some(id) = related.clone() {
+                    core.link
+                        .fail(
+                            id,
+                            ClientError::Transport(format!(
+                                "the server closed the response stream before the answer, and the resumed stream delivered nothing for {} s",
+                                RESUMED_IDLE_LIMIT.as_secs()
+                            )),
+                        )
+                        .await;
+                }
+                return;
+            };
+            match next {
                 Ok(events) => {
                     for event in events.into_iter().filter(|e| e.event == "message") {
+                        if idle_until.is_some() && !event.data.trim().is_empty() {
+                            idle_until = Some(tokio::time::Instant::now() + RESUMED_IDLE_LIMIT);
+                        }
                         let got = deliver_body(
                             &core.link,
                             event.data.as_bytes(),
@@ -483,12 +554,20 @@ async fn read_response_stream(
             return;
         }
         resumes += 1;
-        let delay = decoder.retry().map_or(DEFAULT_RETRY, Duration::from_millis);
+        let delay = decoder.retry().map_or(Duration::ZERO, |ms| {
+            Duration::from_millis(ms).min(MAX_RESUME_DELAY)
+        });
         tokio::select! {
             () = tokio::time::sleep(delay) => {}
             () = stop.cancelled() => return,
         }
-        match core.get_stream(last_id.as_deref()).await {
+        let mut resumed = core.get_stream(last_id.as_deref()).await;
+        if matches!(resumed, Err(ClientError::Transport(_))) {
+            // A pooled connection the server closed while we waited (its
+            // keep-alive may be as short as the hint): once more, afresh.
+            resumed = core.get_stream(last_id.as_deref()).await;
+        }
+        match resumed {
             Ok(r) if r.status().is_success() && body_kind(&r) == BodyKind::EventStream => {
                 resp = r;
                 decoder = SseDecoder::new(MAX_MESSAGE_BYTES).with_last_id(last_id);

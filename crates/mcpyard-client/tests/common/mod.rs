@@ -210,3 +210,73 @@ pub fn first_text(result: &Value) -> &str {
 pub fn names(tools: &[Value]) -> Vec<&str> {
     tools.iter().filter_map(|t| t["name"].as_str()).collect()
 }
+
+/// A Python script of `tests/support` serving HTTP on a free loopback port,
+/// run with the Python SDK 2.x of `.tools/venv`: killed and reaped on drop.
+pub struct PyServer {
+    child: Child,
+    pub port: u16,
+}
+
+impl Drop for PyServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl PyServer {
+    /// Starts `script` with `args`, in which `{port}` stands for the port,
+    /// and waits (at most 30 s) until it accepts connections.
+    pub fn start(script: &str, args: &[&str]) -> PyServer {
+        let python = require(workspace_root().join(".tools/venv/bin/python"));
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free loopback port")
+            .port();
+        let args: Vec<String> = args
+            .iter()
+            .map(|a| a.replace("{port}", &port.to_string()))
+            .collect();
+        let child = Command::new(python)
+            .arg(
+                Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("tests/support")
+                    .join(script),
+            )
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the Python server");
+        let mut server = PyServer { child, port };
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        let start = std::time::Instant::now();
+        while std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+            if let Ok(Some(status)) = server.child.try_wait() {
+                panic!("{script} exited before listening: {status}");
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "{script} did not listen on port {port} in time"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        server
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+}
+
+/// A child process killed and reaped on drop.
+pub struct Reaped(pub Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

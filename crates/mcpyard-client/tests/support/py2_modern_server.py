@@ -4,10 +4,13 @@ user (answered with `input_required` in that era), and a tool that adds a
 tool and announces the change to `subscriptions/listen` streams.
 
 Usage: python py2_modern_server.py stdio [--modern-only]
-       python py2_modern_server.py http PORT [--modern-only]   (binds 127.0.0.1)
+       python py2_modern_server.py http PORT [--modern-only[=HOW]]   (binds 127.0.0.1)
 
 --modern-only makes it a server of the 2026-07-28 era alone: `initialize`
 is refused with -32022 naming the versions it serves, as such servers do.
+Over HTTP, HOW picks another refusal such servers give: `32020` (HTTP 400,
+-32020 "Missing MCP-Protocol-Version header"), `32601` (HTTP 400, method
+not found), `404` or `405` (that status, no JSON-RPC body).
 """
 
 import sys
@@ -92,8 +95,8 @@ def refuse_the_handshake() -> None:
     ServerRunner._handle_initialize = refuse
 
 
-def refusing_the_handshake_over_http(app):
-    """The app, with an `initialize` POST refused (HTTP 400, -32022)."""
+def refusing_the_handshake_over_http(app, how="32022"):
+    """The app, with an `initialize` POST refused (by default HTTP 400, -32022)."""
     import json
 
     async def wrapped(scope, receive, send):
@@ -110,9 +113,18 @@ def refusing_the_handshake_over_http(app):
         except ValueError:
             request = None
         if isinstance(request, dict) and request.get("method") == "initialize":
+            if how in ("404", "405"):
+                await send({"type": "http.response.start", "status": int(how),
+                            "headers": [(b"content-type", b"text/plain")]})
+                await send({"type": "http.response.body", "body": b"Not here"})
+                return None
             requested = (request.get("params") or {}).get("protocolVersion")
-            error = {"code": -32022, "message": "Unsupported protocol version",
-                     "data": {"supported": ["2026-07-28"], "requested": requested}}
+            error = {
+                "32022": {"code": -32022, "message": "Unsupported protocol version",
+                          "data": {"supported": ["2026-07-28"], "requested": requested}},
+                "32020": {"code": -32020, "message": "Missing MCP-Protocol-Version header"},
+                "32601": {"code": -32601, "message": "Method not found: initialize"},
+            }[how]
             payload = json.dumps({"jsonrpc": "2.0", "id": request.get("id"), "error": error}).encode()
             await send({"type": "http.response.start", "status": 400,
                         "headers": [(b"content-type", b"application/json")]})
@@ -129,10 +141,12 @@ def refusing_the_handshake_over_http(app):
 
 
 if __name__ == "__main__":
-    if "--modern-only" in sys.argv and sys.argv[1] == "http":
+    refusal = next((a for a in sys.argv if a.startswith("--modern-only")), None)
+    if refusal and sys.argv[1] == "http":
         import uvicorn
 
-        app = refusing_the_handshake_over_http(server.streamable_http_app())
+        how = refusal.partition("=")[2] or "32022"
+        app = refusing_the_handshake_over_http(server.streamable_http_app(), how)
         uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
         sys.exit(0)
     if "--modern-only" in sys.argv:
