@@ -352,7 +352,11 @@ impl Gateway {
     /// `Mcp-Param-*` headers, (argument, header suffix), as `identity` sees
     /// the tool; none for a tool it may not use. The HTTP door checks the
     /// headers against the body with it.
-    pub fn tool_param_headers(&self, identity: &crate::Identity, name: &str) -> Vec<(String, String)> {
+    pub fn tool_param_headers(
+        &self,
+        identity: &crate::Identity,
+        name: &str,
+    ) -> Vec<(String, String)> {
         self.inner
             .router
             .catalog

@@ -157,8 +157,12 @@ pub(crate) fn check_param_headers(
     let arguments = params.and_then(|p| p.get("arguments"));
     for (argument, suffix) in mirrored {
         let header = format!("mcp-param-{}", suffix.to_ascii_lowercase());
-        let sent = headers.get(&header).map(|v| v.to_str().map(param_header_value));
-        let body = arguments.and_then(|a| a.get(argument)).filter(|v| !v.is_null());
+        let sent = headers
+            .get(&header)
+            .map(|v| v.to_str().map(param_header_value));
+        let body = arguments
+            .and_then(|a| a.get(argument))
+            .filter(|v| !v.is_null());
         let mismatch = || {
             Rejection::new(
                 HEADER_MISMATCH,
@@ -195,7 +199,10 @@ fn decode_header_value(raw: &str) -> String {
 /// encoded (a literal), `Err` when it is but does not decode (bad padding
 /// or characters, or not UTF-8).
 fn strict_decode(raw: &str) -> Result<Option<String>, ()> {
-    let Some(b64) = raw.strip_prefix("=?base64?").and_then(|r| r.strip_suffix("?=")) else {
+    let Some(b64) = raw
+        .strip_prefix("=?base64?")
+        .and_then(|r| r.strip_suffix("?="))
+    else {
         return Ok(None);
     };
     let bytes = base64::engine::general_purpose::STANDARD
@@ -244,7 +251,10 @@ pub(crate) async fn post(
                 Err(rejection) => return rejection.into_response(Some(id)),
             };
             if method == methods::TOOLS_CALL {
-                let name = params.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str);
+                let name = params
+                    .as_ref()
+                    .and_then(|p| p.get("name"))
+                    .and_then(Value::as_str);
                 let mirrored = name
                     .map(|n| state.gateway.tool_param_headers(&identity, n))
                     .unwrap_or_default();
@@ -332,14 +342,29 @@ mod tests {
         };
         assert!(ok(call(json!("Hello")), &[("mcp-param-region", "Hello")]));
         // Base64 decoded, strictly; a value without both markers is literal.
-        assert!(ok(call(json!("Hello")), &[("mcp-param-region", "=?base64?SGVsbG8=?=")]));
-        assert!(!ok(call(json!("Hello")), &[("mcp-param-region", "=?base64?SGVsbG8?=")]));
-        assert!(!ok(call(json!("Hello")), &[("mcp-param-region", "=?base64?SGVs!!!bG8=?=")]));
-        assert!(ok(call(json!("=?base64?SGVsbG8=")), &[("mcp-param-region", "=?base64?SGVsbG8=")]));
+        assert!(ok(
+            call(json!("Hello")),
+            &[("mcp-param-region", "=?base64?SGVsbG8=?=")]
+        ));
+        assert!(!ok(
+            call(json!("Hello")),
+            &[("mcp-param-region", "=?base64?SGVsbG8?=")]
+        ));
+        assert!(!ok(
+            call(json!("Hello")),
+            &[("mcp-param-region", "=?base64?SGVs!!!bG8=?=")]
+        ));
+        assert!(ok(
+            call(json!("=?base64?SGVsbG8=")),
+            &[("mcp-param-region", "=?base64?SGVsbG8=")]
+        ));
         // Missing, different, or present for an argument the body lacks.
         assert!(!ok(call(json!("Hello")), &[]));
         assert!(!ok(call(json!("Hello")), &[("mcp-param-region", "Bye")]));
-        assert!(!ok(Some(json!({"name": "t", "arguments": {}})), &[("mcp-param-region", "x")]));
+        assert!(!ok(
+            Some(json!({"name": "t", "arguments": {}})),
+            &[("mcp-param-region", "x")]
+        ));
         assert!(ok(Some(json!({"name": "t", "arguments": {}})), &[]));
         // Not a string: its JSON text.
         assert!(ok(call(json!(42)), &[("mcp-param-region", "42")]));

@@ -106,4 +106,15 @@ impl HttpAuth for UpstreamAuth {
         let client = self.current();
         self.after(client.challenged(refusal).await)
     }
+
+    /// A DPoP-bound token's proof, from the same client as the token.
+    async fn proof(
+        &self,
+        method: &str,
+        url: &str,
+        authorization: &str,
+    ) -> Result<Option<String>, ClientError> {
+        let client = self.current();
+        self.after(client.proof(method, url, authorization).await)
+    }
 }

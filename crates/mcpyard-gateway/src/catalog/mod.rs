@@ -839,7 +839,9 @@ fn build_view(entries: &[Entry], era: Era) -> View {
 /// The top-level arguments a tool's input schema marks with `x-mcp-header`,
 /// with the header suffix each names.
 fn mirrored_arguments(tool: &Value) -> Vec<(String, String)> {
-    let Some(properties) = tool.pointer("/inputSchema/properties").and_then(Value::as_object)
+    let Some(properties) = tool
+        .pointer("/inputSchema/properties")
+        .and_then(Value::as_object)
     else {
         return Vec::new();
     };
