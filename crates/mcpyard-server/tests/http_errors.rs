@@ -514,12 +514,39 @@ fn stateless_post(method: &str, version: &str) -> http::request::Builder {
 #[tokio::test]
 async fn stateless_requests_are_served_without_a_session() {
     let c = Client::default().await;
-    let body = stateless_body(11, "ping", "2026-07-28");
-    let a = c.send(stateless_post("ping", "2026-07-28"), &body).await;
+    let body = stateless_body(11, "tools/list", "2026-07-28");
+    let a = c.send(stateless_post("tools/list", "2026-07-28"), &body).await;
     assert_eq!(a.status, StatusCode::OK, "{}", a.text);
     assert_eq!(a.json()["id"], json!(11));
-    assert!(a.json()["result"].is_object());
+    assert!(a.json()["result"]["tools"].is_array());
     assert!(a.header("mcp-session-id").is_none());
+}
+
+/// The era removed `initialize`, `ping`, `logging/setLevel` and the
+/// resource subscriptions: they are unknown methods there, 404 with
+/// -32601 and the request's id.
+#[tokio::test]
+async fn methods_the_stateless_era_removed_are_not_found() {
+    let c = Client::default().await;
+    for (id, method) in [
+        "initialize",
+        "ping",
+        "logging/setLevel",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "tasks/list",
+        "tasks/result",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let id = 100 + id as i64;
+        let body = stateless_body(id, method, "2026-07-28");
+        let a = c.send(stateless_post(method, "2026-07-28"), &body).await;
+        assert_eq!(a.status, StatusCode::NOT_FOUND, "{method}: {}", a.text);
+        assert_eq!(a.json()["error"]["code"], json!(-32601), "{method}");
+        assert_eq!(a.json()["id"], json!(id), "{method}");
+    }
 }
 
 #[tokio::test]
