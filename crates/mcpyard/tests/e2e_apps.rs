@@ -324,3 +324,48 @@ async fn with_apps_off_nothing_is_declared_or_rewritten() {
         "{summary}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_python_sdk_client_of_the_stateless_era_reads_views_and_calls_by_own_names() {
+    let (_dir, gw) = two_servers("").await;
+    let summary = run_python(
+        &tool("venv/bin/python"),
+        &[
+            support_file("py_apps_check.py").display().to_string(),
+            gw.url(),
+        ],
+        Duration::from_secs(90),
+    );
+    assert_eq!(summary["protocolVersion"], "2026-07-28", "{summary}");
+    // It declares no UI extension: the app-only tool is not listed to it,
+    // the others carry their exposed views.
+    let tools = summary["tools"].as_object().expect("tools");
+    assert!(!tools.contains_key("a__refresh"), "{summary}");
+    assert_eq!(
+        tools["b__weather"]["ui"]["resourceUri"], "ui://b/weather/view.html",
+        "{summary}"
+    );
+    assert!(
+        summary["resources"]
+            .as_array()
+            .is_some_and(|r| r.contains(&json!("ui://a/weather/view.html"))),
+        "{summary}"
+    );
+    let read = &summary["read"]["ok"][0];
+    assert_eq!(read["uri"], "ui://b/weather/view.html", "{summary}");
+    assert!(
+        read["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("weather view of B")),
+        "{summary}"
+    );
+    // One server has `refresh`; two have `weather`, and a stateless
+    // request has no session that was served a view.
+    assert_eq!(summary["refresh"]["ok"], "refreshed by A", "{summary}");
+    assert!(
+        summary["weather"]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("more than one server")),
+        "{summary}"
+    );
+}
