@@ -65,6 +65,10 @@ pub struct GatewayConfig {
     /// read with [`Gateway::metrics_text`](crate::Gateway::metrics_text).
     /// `None`: nothing is counted.
     pub metrics: Option<Arc<crate::Metrics>>,
+    /// MCP Apps (`io.modelcontextprotocol/ui`): declared to upstreams and
+    /// clients, `ui://` URIs unique per source, apps' calls by their
+    /// server's own tool names.
+    pub apps: crate::AppsConfig,
 }
 
 impl Default for GatewayConfig {
@@ -85,6 +89,7 @@ impl Default for GatewayConfig {
             max_sessions_per_identity: 1_000,
             search_tools: true,
             metrics: None,
+            apps: crate::AppsConfig::default(),
         }
     }
 }

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::catalog::{resource_uri, Catalog, Era, ListKind};
+use crate::catalog::{apps, resource_uri, AppsConfig, Catalog, Era, ListKind};
 use crate::config::ConfigError;
 use crate::downstream::{era, is_log_level, round_trips, Downstream, SessionCaps, Sessions};
 use crate::governance::trace::{self, CallSpans};
@@ -116,6 +116,7 @@ impl Gateway {
             sampler,
             audit: config.audit.clone(),
             redactor: config.guard.as_ref().and_then(|g| g.redactor()),
+            apps: config.apps,
         };
         let builtin = Arc::new(Builtin::new(sessions.clone(), config.search_tools));
         let mut entries = vec![(
@@ -182,11 +183,9 @@ impl Gateway {
             slots.push(slot);
             twins.push((main, index));
         }
-        let catalog = Arc::new(Catalog::new(
-            entries,
-            config.page_size,
-            config.policy.clone(),
-        ));
+        let catalog = Arc::new(
+            Catalog::new(entries, config.page_size, config.policy.clone()).with_apps(config.apps),
+        );
         for &(main, twin) in &twins {
             catalog.pair_eras(main, twin);
         }
@@ -551,15 +550,21 @@ impl Gateway {
         };
         match method {
             methods::INITIALIZE => {
-                let result = initialize(session, &params);
+                let result = initialize(session, &params, &catalog.apps());
                 if let Some(metrics) = &self.inner.metrics {
                     metrics.session_started(&session.protocol_version());
                 }
                 Ok(result)
             }
-            methods::SERVER_DISCOVER => Ok(discover()),
+            methods::SERVER_DISCOVER => Ok(discover(&catalog.apps())),
             methods::PING => Ok(json!({})),
-            methods::TOOLS_LIST => catalog.page(ListKind::Tools, cursor(), &identity, era),
+            methods::TOOLS_LIST => {
+                let mut page = catalog.page(ListKind::Tools, cursor(), &identity, era)?;
+                if catalog.apps().enabled {
+                    apps::for_client(&mut page, &session.negotiated().capabilities);
+                }
+                Ok(page)
+            }
             methods::RESOURCES_LIST => catalog.page(ListKind::Resources, cursor(), &identity, era),
             methods::RESOURCES_TEMPLATES_LIST => {
                 catalog.page(ListKind::ResourceTemplates, cursor(), &identity, era)
@@ -774,15 +779,19 @@ fn needs_sources(method: &str, params: &Value) -> bool {
     }
 }
 
-fn server_capabilities() -> Value {
-    json!({
-        "tools": {"listChanged": true},
-        "resources": {"subscribe": true, "listChanged": true},
-        "prompts": {"listChanged": true},
-        "logging": {},
-        "completions": {},
-        "tasks": tasks::capability(),
-    })
+/// What the gateway serves; `extensions`: those it relays (MCP Apps when on).
+fn server_capabilities(apps: &AppsConfig) -> Value {
+    apps::with_extensions(
+        json!({
+            "tools": {"listChanged": true},
+            "resources": {"subscribe": true, "listChanged": true},
+            "prompts": {"listChanged": true},
+            "logging": {},
+            "completions": {},
+            "tasks": tasks::capability(),
+        }),
+        apps,
+    )
 }
 
 pub(crate) fn server_info() -> Value {
@@ -791,7 +800,7 @@ pub(crate) fn server_info() -> Value {
 
 const INSTRUCTIONS: &str = "mcpyard aggregates several MCP servers behind one endpoint. Tool names are prefixed with their server's name (`server__tool`). Call `mcpyard__status` to see every server and its health, and `mcpyard__docs` for reference pages. When some tools are hidden, `mcpyard__search_tools` finds them by what you want to do and `mcpyard__call_tool` calls them.";
 
-fn initialize(session: &Session, params: &Value) -> Value {
+fn initialize(session: &Session, params: &Value, apps: &AppsConfig) -> Value {
     let requested = params
         .get("protocolVersion")
         .and_then(Value::as_str)
@@ -804,7 +813,7 @@ fn initialize(session: &Session, params: &Value) -> Value {
     });
     json!({
         "protocolVersion": version,
-        "capabilities": server_capabilities(),
+        "capabilities": server_capabilities(apps),
         "serverInfo": server_info(),
         "instructions": INSTRUCTIONS,
     })
@@ -812,15 +821,15 @@ fn initialize(session: &Session, params: &Value) -> Value {
 
 /// `server/discover` (2026-07-28): what `initialize` would say, without
 /// creating anything.
-fn discover() -> Value {
-    let mut capabilities = server_capabilities();
+fn discover(apps: &AppsConfig) -> Value {
+    let mut capabilities = server_capabilities(apps);
     // The era's tasks are an extension, which the gateway relays: a task
     // an upstream creates is polled, answered and cancelled through it.
     // The 2025-11-25 `tasks` capability is not of this era.
     if let Some(c) = capabilities.as_object_mut() {
         c.remove("tasks");
     }
-    capabilities["extensions"] = json!({ tasks::EXTENSION: {} });
+    capabilities["extensions"][tasks::EXTENSION] = json!({});
     json!({
         "supportedVersions": mcpyard_proto::SUPPORTED,
         "capabilities": capabilities,

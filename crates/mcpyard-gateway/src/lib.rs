@@ -32,7 +32,9 @@ mod source;
 pub mod testing;
 
 pub use catalog::matches as glob_match;
-pub use catalog::{Exposure, Hit, IndexedTool, ListKind, Listing, SourceLists, ToolIndex};
+pub use catalog::{
+    AppsConfig, Exposure, Hit, IndexedTool, ListKind, Listing, SourceLists, ToolIndex,
+};
 pub use config::{ConfigError, GatewayConfig, UpstreamSampling, UpstreamSpec};
 pub use downstream::{Negotiated, Outbound, Session};
 pub use error::{Fault, RouteError};

@@ -515,7 +515,9 @@ fn stateless_post(method: &str, version: &str) -> http::request::Builder {
 async fn stateless_requests_are_served_without_a_session() {
     let c = Client::default().await;
     let body = stateless_body(11, "tools/list", "2026-07-28");
-    let a = c.send(stateless_post("tools/list", "2026-07-28"), &body).await;
+    let a = c
+        .send(stateless_post("tools/list", "2026-07-28"), &body)
+        .await;
     assert_eq!(a.status, StatusCode::OK, "{}", a.text);
     assert_eq!(a.json()["id"], json!(11));
     assert!(a.json()["result"]["tools"].is_array());

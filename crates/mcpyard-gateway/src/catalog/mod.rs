@@ -9,6 +9,7 @@
 //! what is listed; the tools left unlisted are indexed for search
 //! (`search.rs`) with each new view.
 
+pub(crate) mod apps;
 mod exposure;
 pub(crate) mod resource_uri;
 mod search;
@@ -21,6 +22,7 @@ use mcpyard_proto::{methods, ErrorObject};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+pub use apps::AppsConfig;
 pub use exposure::matches;
 use exposure::Decision;
 pub use exposure::{Exposure, Listing};
@@ -419,6 +421,10 @@ pub(crate) struct Catalog {
     /// Who may see what; `None`: everyone sees the whole view.
     policy: Option<Arc<Policy>>,
     views: Mutex<IdentityViews>,
+    /// MCP Apps: `ui://` URIs per source, calls by a server's own names.
+    apps: AppsConfig,
+    /// Which sources served which session an app.
+    served: apps::Served,
 }
 
 /// The views of the identities seen since the catalogue last changed.
@@ -458,6 +464,8 @@ impl Catalog {
             page_size: page_size.max(1),
             policy: policy.filter(|p| !p.allows_all()),
             views: Mutex::default(),
+            apps: AppsConfig::default(),
+            served: apps::Served::default(),
         }
     }
 
@@ -480,6 +488,16 @@ impl Catalog {
             }
             _ => index,
         }
+    }
+
+    /// This catalog with these MCP Apps settings (the default: on).
+    pub(crate) fn with_apps(mut self, apps: AppsConfig) -> Self {
+        self.apps = apps;
+        self
+    }
+
+    pub(crate) fn apps(&self) -> AppsConfig {
+        self.apps
     }
 
     /// The whole handshake-era view, before policy: what the gateway itself
@@ -625,7 +643,7 @@ impl Catalog {
         if lists.is_some() {
             entry.lists = lists;
         }
-        let views = [Era::Handshake, Era::Modern].map(|era| build_view(&entries, era));
+        let views = [Era::Handshake, Era::Modern].map(|era| build_view(&entries, era, &self.apps));
         let view = &views[match entries[source].pairing {
             Pairing::Modern { .. } => Era::Modern as usize,
             _ => Era::Handshake as usize,
@@ -705,7 +723,7 @@ fn decode_cursor(cursor: &str, kind: ListKind) -> Option<usize> {
     offset.parse().ok()
 }
 
-fn build_view(entries: &[Entry], era: Era) -> View {
+fn build_view(entries: &[Entry], era: Era, apps_config: &AppsConfig) -> View {
     let mut view = View::default();
     let mut param_headers = HashMap::new();
     let mut lists: [Vec<Value>; 4] = Default::default();
@@ -727,6 +745,9 @@ fn build_view(entries: &[Entry], era: Era) -> View {
         let listing = entry.exposure.listing_rule(src.default_listing.as_deref());
         let when_hiding_names: HashSet<&str> =
             src.listed_when_hiding.iter().map(String::as_str).collect();
+        // Its `ui://` URIs under its own authority, and those its tools name.
+        let ui_authority = rewrites_ui(apps_config, entry).then(|| apps::authority(&entry.name));
+        let mut named_ui = Vec::new();
         if !entry.up {
             for kind in [ListKind::Tools, ListKind::Prompts] {
                 for name in src.get(kind).iter().filter_map(|i| i.get("name")?.as_str()) {
@@ -783,6 +804,9 @@ fn build_view(entries: &[Entry], era: Era) -> View {
                     }
                 }
                 item["name"] = Value::String(exposed);
+                if let (ListKind::Tools, Some(authority)) = (kind, &ui_authority) {
+                    named_ui.extend(apps::rewrite_tool(&mut item, authority));
+                }
                 if kind == ListKind::Tools && when_hiding_names.contains(name) {
                     when_hiding_at = lists[kind.index()].len();
                     when_hiding.push(item);
@@ -806,6 +830,10 @@ fn build_view(entries: &[Entry], era: Era) -> View {
             }
         }
         for item in src.get(ListKind::Resources) {
+            let mut item = item.clone();
+            if let Some(authority) = &ui_authority {
+                apps::rewrite_resource(&mut item, "uri", authority);
+            }
             let Some(uri) = item.get("uri").and_then(Value::as_str) else {
                 continue;
             };
@@ -815,14 +843,23 @@ fn build_view(entries: &[Entry], era: Era) -> View {
                 continue;
             }
             view.resources.insert(uri.to_owned(), source);
-            lists[ListKind::Resources.index()].push(item.clone());
+            lists[ListKind::Resources.index()].push(item);
+        }
+        // A UI resource its tools name routes even when it is not listed
+        // (the extension lets servers leave them out of `resources/list`).
+        for uri in named_ui {
+            view.resources.entry(uri).or_insert(source);
         }
         for item in src.get(ListKind::ResourceTemplates) {
+            let mut item = item.clone();
+            if let Some(authority) = &ui_authority {
+                apps::rewrite_resource(&mut item, "uriTemplate", authority);
+            }
             let Some(template) = item.get("uriTemplate").and_then(Value::as_str) else {
                 continue;
             };
             view.templates.push((template.to_owned(), source));
-            lists[ListKind::ResourceTemplates.index()].push(item.clone());
+            lists[ListKind::ResourceTemplates.index()].push(item);
         }
     }
     if !hidden.is_empty() {
@@ -852,6 +889,13 @@ fn mirrored_arguments(tool: &Value) -> Vec<(String, String)> {
             Some((name.clone(), suffix.to_owned()))
         })
         .collect()
+}
+
+/// Whether a source's `ui://` URIs are put under its own authority: with
+/// apps on, for every source whose names are prefixed (one whose names are
+/// not keeps its URIs as they are, like its names).
+fn rewrites_ui(apps: &AppsConfig, entry: &Entry) -> bool {
+    apps.enabled && !entry.prefix.is_empty() && entry.name != crate::source::builtin::SOURCE_NAME
 }
 
 /// The name an item is listed under: the source's prefix and its own name.

@@ -187,7 +187,33 @@ impl Router {
         let name = params
             .get("name")
             .and_then(Value::as_str)
-            .ok_or_else(|| RouteError::invalid_params("`name` must be a string"))?;
+            .ok_or_else(|| RouteError::invalid_params("`name` must be a string"))?
+            .to_owned();
+        // An app's call by its server's own name: from here on, the call
+        // by the listed name (policy, limits and audit see only that);
+        // a refusal answers for the name asked, as for an unknown one.
+        if let Some(listed) = self.catalog.resolve_app_tool(
+            &context.identity,
+            context.era(),
+            app_session(&context),
+            &name,
+        )? {
+            params["name"] = Value::String(listed.clone());
+            return self
+                .call_listed_tool(context, params, &listed)
+                .await
+                .map_err(|e| as_asked(e, &name));
+        }
+        self.call_listed_tool(context, params, &name).await
+    }
+
+    /// `tools/call` of a listed name.
+    async fn call_listed_tool(
+        &self,
+        context: CallContext,
+        mut params: Value,
+        name: &str,
+    ) -> Result<Value, RouteError> {
         if let Some(args) = params.get("arguments") {
             if !args.is_object() && !args.is_null() {
                 return Err(RouteError::invalid_params("`arguments` must be an object"));
@@ -248,9 +274,27 @@ impl Router {
             methods::RESOURCES_READ => {
                 // Decided on, and sent as, the URI the upstream will read.
                 let uri = resource_uri::normalize(&string_param(&params, "uri")?)?;
+                // A server's own `ui://` URI, when one source has it.
+                let asked = uri.clone();
+                let uri = self
+                    .catalog
+                    .resolve_app_uri(
+                        &context.identity,
+                        context.era(),
+                        app_session(&context),
+                        &uri,
+                    )?
+                    .unwrap_or(uri);
                 params["uri"] = Value::String(uri.clone());
                 let (source, listed) =
                     self.resource_route(&context.identity, context.era(), &uri)?;
+                if let Some(upstream_uri) = self.catalog.upstream_ui_uri(source, &uri) {
+                    let read = self.read_app(source, uri.clone(), upstream_uri, params, context);
+                    return read.await.map_err(|e| match e {
+                        _ if !listed => not_found(&asked),
+                        e => as_asked(e, &asked),
+                    });
+                }
                 if !listed {
                     // Nothing lists it: however its owner fails, it is not
                     // found, word for word what a refused URI gets.
@@ -309,6 +353,30 @@ impl Router {
         drop(view);
         let slot = self.slots[source].clone();
         self.run(slot, target, method, params, context).await
+    }
+
+    /// Reads a `ui://` resource exposed under its source's authority: sent
+    /// upstream as the source's own URI, answered under the exposed one,
+    /// and remembered as an app the session was served.
+    async fn read_app(
+        &self,
+        source: usize,
+        uri: String,
+        upstream_uri: String,
+        mut params: Value,
+        context: CallContext,
+    ) -> Result<Value, RouteError> {
+        params["uri"] = Value::String(upstream_uri.clone());
+        let session = app_session(&context).map(str::to_owned);
+        let slot = self.slots[source].clone();
+        let mut result = self
+            .run(slot, uri.clone(), methods::RESOURCES_READ, params, context)
+            .await?;
+        crate::catalog::apps::rewrite_read_result(&mut result, &upstream_uri, &uri);
+        if let Some(session) = session {
+            self.catalog.note_app_served(&session, source);
+        }
+        Ok(result)
     }
 
     /// The source a resource URI is read from: the identity's view, else
@@ -554,6 +622,26 @@ pub(crate) fn task_owner(session: &crate::Session) -> Option<String> {
     let identity = session.identity();
     // Session ids are hex: an owner of this form can never equal one.
     (identity.kind != crate::IdentityKind::Anonymous).then(|| identity.qualified_name())
+}
+
+/// A policy's refusal of a resolved name, for the name the client asked:
+/// as for an unknown name, telling nothing of the one it resolved to.
+fn as_asked(error: RouteError, asked: &str) -> RouteError {
+    match error {
+        RouteError::Denied { kind, rule, .. } => RouteError::Denied {
+            kind,
+            name: asked.to_owned(),
+            rule,
+        },
+        other => other,
+    }
+}
+
+/// The session whose apps a call may come from; `None` in the stateless
+/// era, where each request is a session of its own.
+fn app_session(context: &CallContext) -> Option<&str> {
+    let session = &context.client.session;
+    (!session.is_stateless()).then(|| session.id())
 }
 
 fn string_param(params: &Value, key: &str) -> Result<String, RouteError> {

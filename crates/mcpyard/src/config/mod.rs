@@ -6,6 +6,7 @@
 //! everything, so every error can name the file and the key.
 
 mod api;
+mod apps;
 mod auth;
 mod error;
 mod expand;
@@ -466,6 +467,7 @@ fn from_text(
         max_sessions,
         max_sessions_per_identity,
         search_tools: top.search_tools.unwrap_or(defaults.search_tools),
+        apps: apps::settings(top.apps.as_ref()),
         policy: access,
         rate_limiter,
         metrics: (metrics != MetricsSettings::Off)

@@ -673,3 +673,20 @@ fn the_json_forms_of_other_clients_are_read() {
         .unwrap_err();
     assert_eq!(e.key.as_deref(), Some("mcpServers.x.oauth.redirectUri"));
 }
+
+#[test]
+fn apps_are_on_unless_turned_off() {
+    let on = toml("").unwrap().gateway.apps;
+    assert!(on.enabled && on.resolve_unprefixed);
+    let s = toml("[apps]\nresolve_unprefixed = false\n").unwrap();
+    assert!(s.gateway.apps.enabled && !s.gateway.apps.resolve_unprefixed);
+    assert!(
+        !toml("[apps]\nenabled = false\n")
+            .unwrap()
+            .gateway
+            .apps
+            .enabled
+    );
+    let e = toml_err("[apps]\nenable = true\n");
+    assert!(e.contains("enable"), "{e}");
+}

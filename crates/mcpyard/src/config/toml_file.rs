@@ -26,6 +26,8 @@ pub(crate) struct TomlFile {
     pub(crate) max_sessions_per_identity: Option<u64>,
     /// Whether the search tools are listed while some tool is hidden.
     pub(crate) search_tools: Option<bool>,
+    /// `[apps]`: MCP Apps (the UI extension).
+    pub(crate) apps: Option<super::apps::RawApps>,
     #[serde(default)]
     pub(crate) servers: OrderedMap<TomlServer>,
     /// `[inference]`: local models as tools (on, discovering, by default).

@@ -84,6 +84,9 @@ pub(crate) struct Upstream {
     /// fetches it again.
     changes: Arc<Changes>,
     sessions: Arc<Sessions>,
+    /// Declared in `initialize`: [`upstream_capabilities`] and the
+    /// extensions the gateway relays.
+    capabilities: Value,
     stop: CancellationToken,
     /// Cancelled when the supervisor has stopped and the client is shut down.
     done: CancellationToken,
@@ -126,6 +129,8 @@ pub(crate) struct Relaying {
     pub(crate) audit: Option<crate::AuditTrail>,
     /// The guardrails' redaction of what is relayed.
     pub(crate) redactor: Option<Arc<crate::governance::guard::Redactor>>,
+    /// MCP Apps: whether the UI extension is declared to upstreams.
+    pub(crate) apps: crate::catalog::AppsConfig,
 }
 
 impl Upstream {
@@ -170,6 +175,10 @@ impl Upstream {
             credential_lost: tokio::sync::Notify::new(),
             changes,
             sessions,
+            capabilities: crate::catalog::apps::with_extensions(
+                upstream_capabilities(),
+                &relaying.apps,
+            ),
             stop,
             done: CancellationToken::new(),
             me: me.clone(),
@@ -353,7 +362,7 @@ impl Upstream {
             Era::Modern => EraPolicy::Auto,
         };
         let options = ConnectOptions {
-            capabilities: upstream_capabilities(),
+            capabilities: self.capabilities.clone(),
             label: self.spec.name.clone(),
             era,
             http_auth: self.spec.http_auth.clone(),
