@@ -899,11 +899,12 @@ impl OAuthClient {
     /// Whether tokens are asked for bound to the DPoP key: the
     /// authorization server offers DPoP with ES256.
     fn uses_dpop(&self, discovered: &Discovered) -> bool {
-        discovered
-            .server
-            .dpop_signing_alg_values_supported
-            .as_ref()
-            .is_some_and(|algs| algs.iter().any(|a| a == dpop::ALGORITHM))
+        self.config.dpop
+            && discovered
+                .server
+                .dpop_signing_alg_values_supported
+                .as_ref()
+                .is_some_and(|algs| algs.iter().any(|a| a == dpop::ALGORITHM))
     }
 
     /// Whether `token` is the DPoP-bound one.

@@ -38,6 +38,10 @@ pub struct OAuthConfig {
     /// How many times a 403 `insufficient_scope` may widen the scopes of
     /// one request before the refusal is reported.
     pub max_step_ups: u32,
+    /// Ask for DPoP-bound tokens (RFC 9449) when the authorization server
+    /// offers DPoP with ES256 (the default). Off for a server that takes
+    /// only Bearer tokens although its authorization server offers DPoP.
+    pub dpop: bool,
 }
 
 impl Default for OAuthConfig {
@@ -55,6 +59,7 @@ impl Default for OAuthConfig {
             scopes: None,
             resource: None,
             max_step_ups: 2,
+            dpop: true,
         }
     }
 }

@@ -290,6 +290,10 @@ impl OAuthSettings {
             client_metadata_url: self.client_metadata_url.clone(),
             scopes: self.scopes.clone(),
             resource: self.resource.clone(),
+            // Authorization servers (oidc-provider, Keycloak) offer DPoP to
+            // every client while many MCP servers behind them take Bearer
+            // tokens only: a DPoP-bound token would lock the upstream out.
+            dpop: false,
             ..OAuthConfig::default()
         }
     }
