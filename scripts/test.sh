@@ -7,7 +7,7 @@
 #                                     step conformance with the stable suite, step
 #                                     conformance-2026 with the pre-release one
 #                                     (--suite alpha: the 2026-07-28 era's scenarios)
-#   4. scripts/conformance-client.sh  the stable suite's client scenarios against
+#   4. scripts/conformance-client.sh  each suite's client scenarios (--suite pinned|alpha) against
 #                                     a client built on mcpyard-client, directly
 #                                     and (full mode) through the gateway
 # and prints a summary. Exits non-zero when any step fails.
@@ -87,24 +87,23 @@ else
       if [ "$conf_ok" -eq 0 ] && [ "$gf" -eq 0 ]; then TOTAL_FAILED=$((TOTAL_FAILED + 1)); fi
     done
 
-    # The client scenarios need no gateway: they run in every mode.
-    if step conformance-client scripts/conformance-client.sh; then cc_ok=1; else cc_ok=0; failed_any=1; fi
-    read -r gp gf < <(sed -n 's/^conformance gates: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' \
-      "$LOGDIR/conformance-client.log" | tail -n 1 | awk '{print $1+0, $2+0}')
-    note "gates: $gp passed, $gf failed"
-    TOTAL_PASSED=$((TOTAL_PASSED + gp)); TOTAL_FAILED=$((TOTAL_FAILED + gf))
-    if [ "$cc_ok" -eq 0 ] && [ "$gf" -eq 0 ]; then TOTAL_FAILED=$((TOTAL_FAILED + 1)); fi
-
-    # The same client scenarios made through mcpyard, the scenario's server
-    # as its OAuth-protected upstream.
-    if [ "$CONFORMANCE_MODE" = full ]; then
-      if step conformance-client-gateway scripts/conformance-client.sh --through-gateway; then ccg_ok=1; else ccg_ok=0; failed_any=1; fi
-      read -r gp gf < <(sed -n 's/^conformance gates: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' \
-        "$LOGDIR/conformance-client-gateway.log" | tail -n 1 | awk '{print $1+0, $2+0}')
-      note "gates: $gp passed, $gf failed"
-      TOTAL_PASSED=$((TOTAL_PASSED + gp)); TOTAL_FAILED=$((TOTAL_FAILED + gf))
-      if [ "$ccg_ok" -eq 0 ] && [ "$gf" -eq 0 ]; then TOTAL_FAILED=$((TOTAL_FAILED + 1)); fi
-    fi
+    # The client scenarios need no gateway: they run in every mode, with
+    # each pinned release of the suite; through mcpyard (the scenario's
+    # server as its OAuth-protected upstream) in full mode.
+    for suite in pinned alpha; do
+      suffix=""; [ "$suite" = alpha ] && suffix="-2026"
+      runs=(direct); [ "$CONFORMANCE_MODE" = full ] && runs+=(gateway)
+      for run in "${runs[@]}"; do
+        name="conformance-client$suffix"; extra=()
+        if [ "$run" = gateway ]; then name="conformance-client-gateway$suffix"; extra=(--through-gateway); fi
+        if step "$name" scripts/conformance-client.sh --suite "$suite" "${extra[@]}"; then cc_ok=1; else cc_ok=0; failed_any=1; fi
+        read -r gp gf < <(sed -n 's/^conformance gates: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' \
+          "$LOGDIR/$name.log" | tail -n 1 | awk '{print $1+0, $2+0}')
+        note "gates: $gp passed, $gf failed"
+        TOTAL_PASSED=$((TOTAL_PASSED + gp)); TOTAL_FAILED=$((TOTAL_FAILED + gf))
+        if [ "$cc_ok" -eq 0 ] && [ "$gf" -eq 0 ]; then TOTAL_FAILED=$((TOTAL_FAILED + 1)); fi
+      done
+    done
   fi
 fi
 
