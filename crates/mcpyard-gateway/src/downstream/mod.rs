@@ -273,22 +273,26 @@ impl Downstream {
             stream: stream.clone(),
             subscription_id: id.clone(),
         });
-        stream
-            .send(listener.acknowledgment())
-            .await
-            .map_err(|_| ErrorObject::internal("the client went away"))?;
         let key = format!("listen-{}", uuid::Uuid::new_v4().simple());
         let _registered = ListenRegistration {
             downstream: self.clone(),
             key: key.clone(),
         };
-        self.sessions.add_listener(&key, listener.clone());
+        // The acknowledgment says what the stream carries: the upstreams are
+        // subscribed first, so that a change the client makes on seeing it
+        // is heard (the first request of the 2026-07-28 era may still be
+        // waiting for the upstreams' connections of that era).
         if !listener.filter.resource_uris.is_empty() {
             startup.await;
         }
         for uri in &listener.filter.resource_uris {
             self.watch(uri, &key).await;
         }
+        stream
+            .send(listener.acknowledgment())
+            .await
+            .map_err(|_| ErrorObject::internal("the client went away"))?;
+        self.sessions.add_listener(&key, listener.clone());
         tokio::select! {
             () = stream.closed() => {}
             () = cancel.cancelled() => {}
