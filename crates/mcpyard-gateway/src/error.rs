@@ -10,7 +10,7 @@ use mcpyard_client::ClientError;
 use mcpyard_proto::{codes, ErrorObject};
 use serde_json::json;
 
-use crate::governance::{ItemKind, RATE_LIMITED};
+use crate::call::{ItemKind, RATE_LIMITED};
 
 /// Why a routed request got no result.
 #[derive(Debug, thiserror::Error)]

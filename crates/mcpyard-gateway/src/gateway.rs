@@ -10,16 +10,19 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::catalog::{apps, resource_uri, AppsConfig, Catalog, Era, ListKind};
+use crate::catalog::{apps, resource_uri, AppsConfig, Catalog};
+
+use crate::call::ItemKind;
+use crate::call::{Era, ListKind};
 use crate::config::ConfigError;
 use crate::downstream::{era, is_log_level, round_trips, Downstream, SessionCaps, Sessions};
 use crate::governance::trace::{self, CallSpans};
-use crate::governance::{ItemKind, PolicyLayer, RateLimitLayer};
-use crate::router::tasks::{self, TaskEvent, TaskLimits, TaskStore};
+use crate::governance::{PolicyLayer, RateLimitLayer};
 use crate::router::{task_owner, Router, Slot};
 use crate::source::builtin::{self, Builtin};
-use crate::source::mcp::{pass_through, Relaying, Upstream};
-use crate::source::{ClientHandle, Progress, Source, SourceEvents, SourceKind};
+use crate::source::mcp::pass_through;
+use crate::source::{ClientHandle, Progress, Relaying, Source, SourceEvents};
+use crate::tasks::{self, TaskEvent, TaskLimits, TaskStore};
 use crate::{GatewayConfig, Metrics, Outbound, RouteError, Session};
 
 /// The running gateway. Cheap to clone.
@@ -89,8 +92,8 @@ const STARTUP_GRACE: Duration = Duration::from_secs(15);
 /// clients are served through the first connection.
 #[derive(Debug, Default)]
 struct ModernEra {
-    /// (twin's slot, handshake connection, cancelled at its first report)
-    twins: Vec<(usize, Arc<Upstream>, CancellationToken)>,
+    /// (second instance's slot, the first one, cancelled at its first report)
+    twins: Vec<(usize, Arc<dyn Source>, CancellationToken)>,
     /// Set when the twins were started, with the deadline their first
     /// reports are waited for.
     started: std::sync::OnceLock<tokio::time::Instant>,
@@ -120,14 +123,13 @@ impl Gateway {
         };
         let builtin = Arc::new(Builtin::new(sessions.clone(), config.search_tools));
         let mut entries = vec![(
-            builtin::SOURCE_NAME.to_owned(),
+            crate::call::GATEWAY_SOURCE.to_owned(),
             builtin::PREFIX.to_owned(),
             Default::default(),
         )];
         let mut slots = vec![Slot::new(
-            builtin::SOURCE_NAME.to_owned(),
+            crate::call::GATEWAY_SOURCE.to_owned(),
             builtin.clone(),
-            None,
             Default::default(),
         )];
         for spec in config.sources {
@@ -138,46 +140,17 @@ impl Gateway {
                 spec.exposure.clone(),
             ));
             let name = spec.name().to_owned();
-            let (source, upstream): (Arc<dyn Source>, _) = match spec.kind {
-                SourceKind::Mcp(upstream_spec) => {
-                    let upstream = Upstream::new(
-                        index,
-                        *upstream_spec,
-                        Era::Handshake,
-                        sessions.clone(),
-                        relaying.clone(),
-                        stop.child_token(),
-                    );
-                    (upstream.clone(), Some(upstream))
-                }
-                SourceKind::Other(source) => (source, None),
-            };
-            slots.push(Slot::new(name, source, upstream, spec.limits));
+            let source = spec.kind.into_source(index, &sessions, &relaying, &stop);
+            slots.push(Slot::new(name, source, spec.limits));
         }
         // The 2026-07-28 twins, after every source so that indexes stay.
         let mut twins = Vec::new();
         let handshake_slots = slots.len();
         for main in 0..handshake_slots {
-            let Some(upstream) = slots[main].upstream.clone() else {
+            let index = slots.len();
+            let Some(twin) = slots[main].source.second_era(index) else {
                 continue;
             };
-            // The legacy SSE transport has no 2026-07-28 era.
-            if matches!(
-                upstream.spec.transport,
-                mcpyard_client::TransportSpec::Sse { .. }
-            ) {
-                continue;
-            }
-            let index = slots.len();
-            let twin = Upstream::new(
-                index,
-                upstream.spec.clone(),
-                Era::Modern,
-                sessions.clone(),
-                relaying.clone(),
-                stop.child_token(),
-            );
-            upstream.set_twin(twin.clone());
             entries.push(entries[main].clone());
             let slot = slots[main].twin(twin);
             slots.push(slot);
@@ -236,8 +209,8 @@ impl Gateway {
             twins: twins
                 .iter()
                 .filter_map(|&(main, twin)| {
-                    let upstream = router.upstream(main)?.clone();
-                    Some((twin, upstream, CancellationToken::new()))
+                    let first = router.source(main)?.clone();
+                    Some((twin, first, CancellationToken::new()))
                 })
                 .collect(),
             started: Default::default(),
@@ -323,7 +296,7 @@ impl Gateway {
         if first {
             let router = &self.inner.router;
             for (index, handshake, reported) in &modern.twins {
-                if handshake.speaks_modern() {
+                if handshake.serves_both_eras() {
                     reported.cancel();
                     continue;
                 }
@@ -539,7 +512,7 @@ impl Gateway {
         let catalog = &router.catalog;
         let cursor = || params.get("cursor").and_then(Value::as_str);
         let identity = session.identity();
-        let era = Era::of(session);
+        let era = session.era();
         let context = |params: &Value| {
             let progress = Progress::new(session, related.clone(), params);
             let client = ClientHandle {
@@ -658,17 +631,15 @@ impl Gateway {
                 }
                 // Another requestor's task gets the answer of one never made.
                 let owner = task_owner(session);
-                let upstream =
-                    router
-                        .task_upstream(task_id, owner.as_deref())
-                        .ok_or_else(|| {
-                            ErrorObject::from(tasks::TaskError::NotFound {
-                                task_id: task_id.to_owned(),
-                            })
-                        })?;
-                let timeout = Some(upstream.spec.timeout);
-                Ok(upstream
-                    .forward(method, params.clone(), &context(&params), timeout)
+                let source = router
+                    .task_source(task_id, owner.as_deref())
+                    .ok_or_else(|| {
+                        ErrorObject::from(tasks::TaskError::NotFound {
+                            task_id: task_id.to_owned(),
+                        })
+                    })?;
+                Ok(source
+                    .request(method, params.clone(), Some(&context(&params)))
                     .await?)
             }
             methods::TASKS_LIST => self.list_tasks(session, cursor()).await,
@@ -703,8 +674,8 @@ impl Gateway {
                 }
             }
             methods::NOTIFICATION_ROOTS_LIST_CHANGED => {
-                for u in self.inner.router.upstreams() {
-                    u.notify(method, None).await;
+                for source in self.inner.router.sources() {
+                    source.notify(method, None).await;
                 }
             }
             _ => tracing::debug!(method, "client notification ignored"),
@@ -723,8 +694,8 @@ impl Gateway {
         }
         // An upstream lists every task it runs: keep the requestor's only.
         let mut all = Vec::new();
-        for (upstream, ids) in router.task_upstreams(task_owner(session).as_deref()) {
-            if let Ok(r) = upstream.request(methods::TASKS_LIST, json!({})).await {
+        for (source, ids) in router.task_sources(task_owner(session).as_deref()) {
+            if let Ok(r) = source.request(methods::TASKS_LIST, json!({}), None).await {
                 if let Some(items) = r.get("tasks").and_then(Value::as_array) {
                     all.extend(
                         items
@@ -794,10 +765,6 @@ fn server_capabilities(apps: &AppsConfig) -> Value {
     )
 }
 
-pub(crate) fn server_info() -> Value {
-    json!({"name": "mcpyard", "title": "mcpyard MCP gateway", "version": env!("CARGO_PKG_VERSION")})
-}
-
 const INSTRUCTIONS: &str = "mcpyard aggregates several MCP servers behind one endpoint. Tool names are prefixed with their server's name (`server__tool`). Call `mcpyard__status` to see every server and its health, and `mcpyard__docs` for reference pages. When some tools are hidden, `mcpyard__search_tools` finds them by what you want to do and `mcpyard__call_tool` calls them.";
 
 fn initialize(session: &Session, params: &Value, apps: &AppsConfig) -> Value {
@@ -814,7 +781,7 @@ fn initialize(session: &Session, params: &Value, apps: &AppsConfig) -> Value {
     json!({
         "protocolVersion": version,
         "capabilities": server_capabilities(apps),
-        "serverInfo": server_info(),
+        "serverInfo": era::server_info(),
         "instructions": INSTRUCTIONS,
     })
 }
@@ -833,7 +800,7 @@ fn discover(apps: &AppsConfig) -> Value {
     json!({
         "supportedVersions": mcpyard_proto::SUPPORTED,
         "capabilities": capabilities,
-        "serverInfo": server_info(),
+        "serverInfo": era::server_info(),
         "instructions": INSTRUCTIONS,
     })
 }

@@ -19,6 +19,7 @@
 //! request to [`Gateway::request`] and everything else to
 //! [`Gateway::receive`].
 
+mod call;
 mod catalog;
 mod config;
 mod downstream;
@@ -28,14 +29,17 @@ mod gateway;
 pub mod governance;
 mod router;
 mod source;
+mod tasks;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use catalog::matches as glob_match;
-pub use catalog::{
-    AppsConfig, Exposure, Hit, IndexedTool, ListKind, Listing, SourceLists, ToolIndex,
+pub use call::{
+    CallLimits, Identity, IdentityKind, ItemKind, ListKind, SizeLimits, SourceLists, ToolSizes,
+    EVERY_GROUP,
 };
-pub use config::{ConfigError, GatewayConfig, UpstreamSampling, UpstreamSpec};
+pub use catalog::matches as glob_match;
+pub use catalog::{AppsConfig, Exposure, Hit, IndexedTool, Listing, ToolIndex};
+pub use config::{ConfigError, GatewayConfig};
 pub use downstream::{Negotiated, Outbound, Session};
 pub use error::{Fault, RouteError};
 pub use files::{FileError, Sandbox, SandboxKeys};
@@ -45,12 +49,11 @@ pub use governance::guard::{
     builtin_detectors, DenyRule, Guard, GuardConfig, GuardError, PatternError, WebhookConfig,
 };
 pub use governance::metrics::{Metrics, CONTENT_TYPE as METRICS_CONTENT_TYPE};
-pub use governance::size::{SizeLimits, ToolSizes};
 pub use governance::trace::{TARGET as TRACE_TARGET, TRACEPARENT};
 pub use mcpyard_client::sampling::{SamplingPolicy, SamplingRequest};
 pub use router::{Layer, Next, RouteFuture, RoutedCall};
 pub use source::builtin::spread_wrapped_arguments;
 pub use source::{
-    CallContext, CallLimits, ClientHandle, Identity, IdentityKind, Progress, RouterHandle, Sampler,
-    SamplingUsage, Source, SourceEvents, SourceRequest, SourceSpec, EVERY_GROUP,
+    CallContext, ClientHandle, Progress, RouterHandle, Sampler, SamplingUsage, Source,
+    SourceEvents, SourceHealth, SourceRequest, SourceSpec, UpstreamSampling, UpstreamSpec,
 };

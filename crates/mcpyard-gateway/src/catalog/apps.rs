@@ -24,8 +24,8 @@ use std::sync::Mutex;
 
 use serde_json::{json, Value};
 
-use super::Era;
-use crate::source::Identity;
+use crate::call::Era;
+use crate::call::Identity;
 use crate::RouteError;
 
 /// The extension's identifier in `capabilities.extensions`.
@@ -377,7 +377,7 @@ impl super::Catalog {
             .read()
             .expect("catalog lock poisoned")
             .iter()
-            .position(|e| e.name == crate::source::builtin::SOURCE_NAME)
+            .position(|e| e.name == crate::call::GATEWAY_SOURCE)
     }
 }
 

@@ -18,7 +18,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, RwLock};
 
 use base64::Engine;
-use mcpyard_proto::{methods, ErrorObject};
+use mcpyard_proto::ErrorObject;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
@@ -28,110 +28,11 @@ use exposure::Decision;
 pub use exposure::{Exposure, Listing};
 pub use search::{Hit, IndexedTool, ToolIndex};
 
-use crate::governance::{Item, ItemKind, Policy, Verdict};
-use crate::source::Identity;
+use crate::governance::{Item, Policy, Verdict};
+
+use crate::call::ItemKind;
+use crate::call::{Era, Identity, ListKind, SourceLists};
 use crate::RouteError;
-
-/// The four kinds of list a source can offer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ListKind {
-    Tools,
-    Resources,
-    ResourceTemplates,
-    Prompts,
-}
-
-impl ListKind {
-    pub(crate) const ALL: [ListKind; 4] = [
-        ListKind::Tools,
-        ListKind::Resources,
-        ListKind::ResourceTemplates,
-        ListKind::Prompts,
-    ];
-
-    pub(crate) fn list_method(self) -> &'static str {
-        match self {
-            ListKind::Tools => methods::TOOLS_LIST,
-            ListKind::Resources => methods::RESOURCES_LIST,
-            ListKind::ResourceTemplates => methods::RESOURCES_TEMPLATES_LIST,
-            ListKind::Prompts => methods::PROMPTS_LIST,
-        }
-    }
-
-    /// The key of the items in the list result.
-    pub(crate) fn key(self) -> &'static str {
-        match self {
-            ListKind::Tools => "tools",
-            ListKind::Resources => "resources",
-            ListKind::ResourceTemplates => "resourceTemplates",
-            ListKind::Prompts => "prompts",
-        }
-    }
-
-    /// The notification that tells clients this list changed.
-    pub(crate) fn changed_notification(self) -> &'static str {
-        match self {
-            ListKind::Tools => methods::NOTIFICATION_TOOLS_LIST_CHANGED,
-            ListKind::Resources | ListKind::ResourceTemplates => {
-                methods::NOTIFICATION_RESOURCES_LIST_CHANGED
-            }
-            ListKind::Prompts => methods::NOTIFICATION_PROMPTS_LIST_CHANGED,
-        }
-    }
-
-    pub(crate) fn from_notification(method: &str) -> Option<&'static [ListKind]> {
-        match method {
-            methods::NOTIFICATION_TOOLS_LIST_CHANGED => Some(&[ListKind::Tools]),
-            methods::NOTIFICATION_RESOURCES_LIST_CHANGED => {
-                Some(&[ListKind::Resources, ListKind::ResourceTemplates])
-            }
-            methods::NOTIFICATION_PROMPTS_LIST_CHANGED => Some(&[ListKind::Prompts]),
-            _ => None,
-        }
-    }
-
-    fn index(self) -> usize {
-        self as usize
-    }
-}
-
-/// What one source offers, as it listed it (names unprefixed).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct SourceLists {
-    items: [Vec<Value>; 4],
-    /// The source runs task-augmented `tools/call` itself; otherwise the
-    /// gateway runs them, and says so on each tool.
-    pub(crate) runs_tasks: bool,
-    /// The tools this source would list under `expose = "default"` (own
-    /// names or patterns); `None`: all of them.
-    pub(crate) default_listing: Option<Vec<String>>,
-    /// Tools (own names) listed only while some other tool is hidden: the
-    /// gateway's search tools.
-    pub(crate) listed_when_hiding: Vec<String>,
-}
-
-impl SourceLists {
-    /// Lists holding only these tools (`tools/list` items, own names).
-    pub fn tools(tools: Vec<Value>) -> Self {
-        let mut lists = Self::default();
-        lists.set(ListKind::Tools, tools);
-        lists
-    }
-
-    pub fn get(&self, kind: ListKind) -> &[Value] {
-        &self.items[kind.index()]
-    }
-
-    pub fn set(&mut self, kind: ListKind, items: Vec<Value>) {
-        self.items[kind.index()] = items;
-    }
-
-    /// What `expose = "default"` lists for this source: these names or
-    /// patterns only (a large API's curated set, or none), instead of all.
-    pub fn set_default_listing(&mut self, names: Option<Vec<String>>) {
-        self.default_listing = names;
-    }
-}
 
 /// Where a name leads: the source's index and the name it knows.
 #[derive(Debug, Clone, PartialEq)]
@@ -348,29 +249,6 @@ impl View {
     }
 }
 
-/// The protocol era a client speaks, which decides the catalogue it sees:
-/// a server of both eras may offer each something else, and the gateway
-/// keeps a connection in each era such a server's clients use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub(crate) enum Era {
-    /// `initialize` and a session (2024-11-05 to 2025-11-25).
-    #[default]
-    Handshake,
-    /// The 2026-07-28 era: an envelope on every request, no session.
-    Modern,
-}
-
-impl Era {
-    /// The era of a session's requests.
-    pub(crate) fn of(session: &crate::Session) -> Self {
-        if session.is_stateless() {
-            Self::Modern
-        } else {
-            Self::Handshake
-        }
-    }
-}
-
 /// How an entry stands to the other era's connection of the same server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Pairing {
@@ -437,6 +315,16 @@ struct IdentityViews {
 
 /// Identities whose views are kept before the cache starts over.
 const MAX_CACHED_VIEWS: usize = 1024;
+
+impl crate::source::ListsPort for Catalog {
+    fn set_lists(&self, index: usize, lists: Option<SourceLists>) -> Vec<ListKind> {
+        Catalog::set_lists(self, index, lists)
+    }
+
+    fn serves(&self, index: usize, identity: &Identity, era: Era) -> bool {
+        self.view_for(identity, era).serves(index)
+    }
+}
 
 impl Catalog {
     /// A catalog with one entry per source, in order: `(name, prefix,
@@ -629,7 +517,7 @@ impl Catalog {
         if let Some(lists) = lists.as_mut().filter(|l| !l.runs_tasks) {
             lists.items[ListKind::Tools.index()]
                 .iter_mut()
-                .for_each(crate::router::tasks::advertise);
+                .for_each(crate::tasks::advertise);
         }
         let mut entries = self.entries.write().expect("catalog lock poisoned");
         let Some(entry) = entries.get_mut(source) else {
@@ -895,7 +783,7 @@ fn mirrored_arguments(tool: &Value) -> Vec<(String, String)> {
 /// apps on, for every source whose names are prefixed (one whose names are
 /// not keeps its URIs as they are, like its names).
 fn rewrites_ui(apps: &AppsConfig, entry: &Entry) -> bool {
-    apps.enabled && !entry.prefix.is_empty() && entry.name != crate::source::builtin::SOURCE_NAME
+    apps.enabled && !entry.prefix.is_empty() && entry.name != crate::call::GATEWAY_SOURCE
 }
 
 /// The name an item is listed under: the source's prefix and its own name.
@@ -1344,7 +1232,7 @@ mod tests {
 
     #[test]
     fn each_identity_sees_what_the_policy_lets_it_use_until_the_catalogue_changes() {
-        use crate::source::IdentityKind;
+        use crate::call::IdentityKind;
         let c = denying_bob("a__secret*");
         let bob = Identity::named(IdentityKind::ApiKey, "bob", vec![]);
         let anyone = Identity::anonymous();
@@ -1384,7 +1272,7 @@ mod tests {
 
     #[test]
     fn a_denied_tool_of_a_source_that_is_down_is_as_unknown_as_any() {
-        use crate::source::IdentityKind;
+        use crate::call::IdentityKind;
         let c = denying_bob("a__secret");
         c.set_lists(0, None);
         let bob = Identity::named(IdentityKind::ApiKey, "bob", vec![]);

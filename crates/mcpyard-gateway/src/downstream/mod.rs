@@ -20,11 +20,10 @@ use tokio_util::sync::CancellationToken;
 
 pub(crate) use session::is_log_level;
 pub use session::{Negotiated, Outbound, Session};
-pub(crate) use sessions::Sessions;
+pub(crate) use sessions::{SessionCaps, Sessions};
 
 use crate::router::Router;
-use crate::source::mcp::Upstream;
-use crate::source::{ClientHandle, Progress};
+use crate::source::{ClientHandle, Progress, Source};
 use listen::{ListenFilter, Listener, SUBSCRIPTION_ID};
 use round_trips::RoundTrips;
 use sessions::AtCapacity;
@@ -42,12 +41,8 @@ pub(crate) struct Downstream {
     stop: CancellationToken,
 }
 
-/// How many sessions may live at once, in all and per identity.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct SessionCaps {
-    pub(crate) total: usize,
-    pub(crate) per_identity: usize,
-}
+/// A source a subscription goes to, with its catalogue index.
+type Target = (usize, Arc<dyn Source>);
 
 impl Downstream {
     pub(crate) fn new(
@@ -126,7 +121,7 @@ impl Downstream {
     fn retire(&self, session: &Session) {
         session.end();
         self.router.own_tasks.end_owner(session.id());
-        self.router.end_upstream_task_owner(session.id());
+        self.router.end_source_task_owner(session.id());
         self.unsubscribe_orphans(session.id());
     }
 
@@ -138,13 +133,16 @@ impl Downstream {
             return;
         };
         for (source, uri) in orphaned {
-            let Some(upstream) = self.router.upstream(source).cloned() else {
+            let Some(source) = self.router.source(source).cloned() else {
                 continue;
             };
             runtime.spawn(async move {
                 let params = json!({ "uri": uri });
-                if let Err(e) = upstream.request(methods::RESOURCES_UNSUBSCRIBE, params).await {
-                    tracing::debug!(server = %upstream.spec.name, error = %e, "unsubscribe after the session ended failed");
+                let unsubscribed = source
+                    .request(methods::RESOURCES_UNSUBSCRIBE, params, None)
+                    .await;
+                if let Err(e) = unsubscribed {
+                    tracing::debug!(server = %source.name(), error = %e, "unsubscribe after the session ended failed");
                 }
             });
         }
@@ -179,8 +177,7 @@ impl Downstream {
         let subscribe = method == methods::RESOURCES_SUBSCRIBE;
         let mut accepted = None;
         let mut refused = None;
-        for upstream in targets {
-            let source = upstream.index();
+        for (source, target) in targets {
             let ask = !tracked
                 || if subscribe {
                     subscriptions.add(source, &uri, session.id())
@@ -188,13 +185,8 @@ impl Downstream {
                     subscriptions.remove(source, &uri, session.id())
                 };
             let outcome = if ask {
-                upstream
-                    .forward(
-                        method,
-                        params.clone(),
-                        &context,
-                        Some(upstream.spec.timeout),
-                    )
+                target
+                    .request(method, params.clone(), Some(&context))
                     .await
                     .map_err(ErrorObject::from)
             } else {
@@ -226,15 +218,17 @@ impl Downstream {
     /// template of it, else the one whose resources share its origin, else
     /// the one upstream that takes subscriptions at all (true); none for a
     /// URI no source can own (false: not found).
-    fn subscription_targets(&self, uri: &str) -> (Vec<Arc<Upstream>>, bool) {
+    fn subscription_targets(&self, uri: &str) -> (Vec<Target>, bool) {
         let view = self.router.catalog.view();
         let owner = view
             .resource_source(uri)
             .or_else(|| view.resource_owner(uri))
-            .or_else(|| self.router.only_upstream_with("/resources/subscribe"));
-        match owner.and_then(|s| self.router.upstream(s)) {
-            Some(upstream) => (vec![upstream.clone()], true),
-            None => (Vec::new(), false),
+            .or_else(|| self.router.only_source_with("/resources/subscribe"));
+        let target = owner.and_then(|s| Some((s, self.router.source(s)?.clone())));
+        match target {
+            // A source without resources of its own (the gateway's) owns none.
+            Some((index, source)) if source.offers("/resources") => (vec![(index, source)], true),
+            _ => (Vec::new(), false),
         }
     }
 
@@ -306,16 +300,16 @@ impl Downstream {
     async fn watch(&self, uri: &str, key: &str) {
         let params = json!({ "uri": uri });
         let subscriptions = &self.sessions.subscriptions;
-        for upstream in self.subscription_targets(uri).0 {
-            if !subscriptions.add(upstream.index(), uri, key) {
+        for (index, source) in self.subscription_targets(uri).0 {
+            if !subscriptions.add(index, uri, key) {
                 continue;
             }
-            if let Err(e) = upstream
-                .request(methods::RESOURCES_SUBSCRIBE, params.clone())
+            if let Err(e) = source
+                .request(methods::RESOURCES_SUBSCRIBE, params.clone(), None)
                 .await
             {
-                subscriptions.remove(upstream.index(), uri, key);
-                tracing::debug!(server = %upstream.spec.name, %uri, error = %e, "listen: the upstream refused the subscription");
+                subscriptions.remove(index, uri, key);
+                tracing::debug!(server = %source.name(), %uri, error = %e, "listen: the upstream refused the subscription");
             }
         }
     }

@@ -29,7 +29,7 @@ use sha2::Sha256;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::source::Identity;
+use crate::call::Identity;
 
 type Outcome = Result<Value, ErrorObject>;
 
@@ -338,7 +338,7 @@ pub(crate) async fn ask(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::IdentityKind;
+    use crate::call::IdentityKind;
 
     fn call_params() -> Value {
         json!({"name": "every__trigger-sampling-request", "arguments": {}})

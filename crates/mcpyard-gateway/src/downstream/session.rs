@@ -12,7 +12,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::round_trips::{self, InputSink};
-use crate::source::Identity;
+use crate::call::{Era, Identity};
 
 /// Where messages for a client go: its session stream (GET stream, legacy
 /// SSE stream, stdout) or the response stream of one of its POSTs.
@@ -153,6 +153,16 @@ impl Session {
 
     pub fn is_stateless(&self) -> bool {
         self.stateless
+    }
+
+    /// The era of the session's requests, which decides the catalogue
+    /// they see.
+    pub(crate) fn era(&self) -> Era {
+        if self.stateless {
+            Era::Modern
+        } else {
+            Era::Handshake
+        }
     }
 
     /// Who the session belongs to, with the groups and scopes of their

@@ -9,8 +9,14 @@ use mcpyard_proto::Message;
 
 use super::listen::Listener;
 use super::subscriptions::Subscriptions;
-use super::SessionCaps;
 use crate::Session;
+
+/// How many sessions may live at once, in all and per identity.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SessionCaps {
+    pub(crate) total: usize,
+    pub(crate) per_identity: usize,
+}
 
 /// Every session is in use and the registry is full.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -21,9 +21,9 @@ use std::time::{Instant, SystemTime};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::governance::size::json_len;
+use crate::call::json_len;
 use crate::router::{Layer, Next, RouteFuture, RoutedCall};
-use crate::{IdentityKind, RouteError};
+use crate::RouteError;
 
 /// Records waiting for the writer at most; past it a record is dropped and
 /// counted, rather than making a call wait for the disk.
@@ -279,7 +279,7 @@ impl Layer for AuditLayer {
                 "" => "anonymous".to_owned(),
                 name => name.to_owned(),
             },
-            identity_kind: kind_name(context.identity.kind),
+            identity_kind: context.identity.kind.as_str(),
             session: (!session.is_stateless()).then(|| session.id().to_owned()),
             source: call.source().to_owned(),
             tool: call.target.clone(),
@@ -339,15 +339,6 @@ fn error_outcome(error: &RouteError, refusal: Option<String>) -> (Outcome, Optio
             RouteError::Busy { .. } => (Outcome::Limited, Some("max_in_flight".to_owned())),
             _ => (Outcome::Error, Some(error.fault().as_str().to_owned())),
         },
-    }
-}
-
-pub(crate) fn kind_name(kind: IdentityKind) -> &'static str {
-    match kind {
-        IdentityKind::Anonymous => "anonymous",
-        IdentityKind::ApiKey => "api_key",
-        IdentityKind::Token => "token",
-        IdentityKind::Local => "local",
     }
 }
 

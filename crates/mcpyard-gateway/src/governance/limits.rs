@@ -14,15 +14,12 @@ use std::time::Duration;
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota};
 
+use crate::call::Identity;
+use crate::call::ItemKind;
 use crate::catalog::matches as glob_matches;
-use crate::governance::policy::{item_kind, ItemKind};
+use crate::governance::policy::item_kind;
 use crate::router::{Layer, Next, RouteFuture, RoutedCall};
-use crate::source::Identity;
 use crate::RouteError;
-
-/// The JSON-RPC error code of a call refused by a rate limit (in the range
-/// JSON-RPC leaves to implementations; 429 as in HTTP's Too Many Requests).
-pub const RATE_LIMITED: i64 = -32029;
 
 /// What a bucket is kept for: one per identity, per tool, per source, or
 /// per combination of those.
@@ -211,7 +208,7 @@ impl Layer for RateLimitLayer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::IdentityKind;
+    use crate::call::IdentityKind;
 
     fn limit(calls: u32, per: Vec<Dimension>) -> RateLimit {
         RateLimit {

@@ -231,14 +231,17 @@ impl Metrics {
 
     fn observe(&self, router: &Router, sessions: &Sessions) {
         // A server's second connection is in its status.
-        for upstream in router.upstreams().filter(|u| !u.is_modern_twin()) {
-            let status = upstream.status();
-            let label = SourceLabel {
-                source: upstream.spec.name.clone(),
+        for source in router.sources().filter(|s| !s.is_second_era()) {
+            let Some(health) = source.health() else {
+                continue;
             };
-            let up = status["healthy"].as_bool().unwrap_or(false);
-            self.upstream_up.get_or_create(&label).set(i64::from(up));
-            let restarts = status["restarts"].as_u64().unwrap_or(0);
+            let label = SourceLabel {
+                source: source.name().to_owned(),
+            };
+            self.upstream_up
+                .get_or_create(&label)
+                .set(i64::from(health.up));
+            let restarts = health.restarts;
             let counter = self.upstream_restarts.get_or_create(&label);
             // The supervisor's own count is the truth; the counter follows it.
             let seen = counter.get();
@@ -296,7 +299,7 @@ impl Layer for CallMetrics {
         };
         // Only the gateway's own sources (local models) report model usage
         // the gateway can trust as its own; an MCP upstream's is its business.
-        let counts_tokens = call.slot.upstream.is_none();
+        let counts_tokens = call.slot.source.reports_own_usage();
         let metrics = &*self.metrics;
         Box::pin(async move {
             let in_flight = metrics.in_flight.get_or_create_owned(&SourceLabel {

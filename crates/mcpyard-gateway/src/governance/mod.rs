@@ -10,16 +10,14 @@ mod policy;
 pub(crate) mod size;
 pub(crate) mod trace;
 
+pub use crate::call::{ItemKind, RATE_LIMITED};
 pub use limits::{
     Dimension, LimitReached, LocalRateLimiter, Metered, RateLimit, RateLimitLayer, RateLimiter,
-    RATE_LIMITED,
 };
-pub use policy::{
-    Condition, ConditionError, Effect, Item, ItemKind, Policy, PolicyLayer, Rule, Verdict,
-};
+pub use policy::{Condition, ConditionError, Effect, Item, Policy, PolicyLayer, Rule, Verdict};
 
+use crate::call::{Identity, IdentityKind};
 use crate::catalog::matches as glob_matches;
-use crate::source::{Identity, IdentityKind};
 
 /// Whether `pattern`, from a rule's or a limit's `identities`, names
 /// `identity`. `key:NAME`, `token:NAME` and `local:NAME` name one kind of
@@ -71,7 +69,7 @@ mod tests {
 
     #[test]
     fn only_a_configured_identity_is_in_every_group() {
-        let every = vec![crate::source::EVERY_GROUP.to_owned()];
+        let every = vec![crate::call::EVERY_GROUP.to_owned()];
         let key = Identity::named(IdentityKind::ApiKey, "k", every.clone());
         let token = Identity::named(IdentityKind::Token, "t", every);
         assert!(key.in_group("ops"));

@@ -14,10 +14,11 @@ use cel::{Context, Env, Program};
 use mcpyard_proto::methods;
 use serde_json::{json, Value};
 
+use crate::call::ItemKind;
+use crate::call::{Identity, IdentityKind};
 use crate::catalog::matches as glob_matches;
 use crate::catalog::resource_uri;
 use crate::router::{Layer, Next, RouteFuture, RoutedCall};
-use crate::source::{Identity, IdentityKind};
 use crate::RouteError;
 
 /// What a rule, or the default, does with the calls it matches.
@@ -26,24 +27,6 @@ pub enum Effect {
     #[default]
     Allow,
     Deny,
-}
-
-/// The kinds of item a policy speaks of.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ItemKind {
-    Tool,
-    Prompt,
-    Resource,
-}
-
-impl ItemKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Tool => "tool",
-            Self::Prompt => "prompt",
-            Self::Resource => "resource",
-        }
-    }
 }
 
 /// One item of the catalogue as the policy sees it: its kind, the name a

@@ -4,45 +4,11 @@
 //! so: one way for every kind of source (an API's `max_response_bytes` is
 //! its source's result limit here).
 
-use std::collections::BTreeMap;
-
 use mcpyard_proto::methods;
 use serde_json::{json, Value};
 
+use crate::call::json_len;
 use crate::router::{Layer, Next, RouteFuture, RoutedCall};
-
-/// The size limits of one source's calls, in bytes of JSON.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SizeLimits {
-    /// The largest `arguments` object a call may send (`None`: no limit).
-    pub max_arguments: Option<u64>,
-    /// A larger result is cut to this size (`None`: no limit).
-    pub max_result: Option<u64>,
-    /// By the source's own tool name: limits that replace the source's.
-    pub tools: BTreeMap<String, ToolSizes>,
-}
-
-/// One tool's own limits; an unset one falls back to its source's.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ToolSizes {
-    pub max_arguments: Option<u64>,
-    pub max_result: Option<u64>,
-}
-
-impl SizeLimits {
-    /// The limits of the source's tool `name` (its own, unprefixed name).
-    pub fn for_tool(&self, name: Option<&str>) -> ToolSizes {
-        let own = name.and_then(|n| self.tools.get(n));
-        ToolSizes {
-            max_arguments: own.and_then(|t| t.max_arguments).or(self.max_arguments),
-            max_result: own.and_then(|t| t.max_result).or(self.max_result),
-        }
-    }
-
-    fn is_unlimited(&self) -> bool {
-        self.max_arguments.is_none() && self.max_result.is_none() && self.tools.is_empty()
-    }
-}
 
 /// The router's size layer: it reads each call's limits from its source's
 /// [`CallLimits`](crate::CallLimits).
@@ -88,26 +54,6 @@ fn refusal(method: &str, message: String) -> Result<Value, crate::RouteError> {
         Ok(json!({"content": [{"type": "text", "text": message}], "isError": true}))
     } else {
         Err(crate::RouteError::invalid_params(message))
-    }
-}
-
-/// The size of a value as compact JSON.
-pub(crate) fn json_len(value: &Value) -> u64 {
-    let mut counter = ByteCounter(0);
-    // Writing into a counter cannot fail.
-    let _ = serde_json::to_writer(&mut counter, value);
-    counter.0
-}
-
-struct ByteCounter(u64);
-
-impl std::io::Write for ByteCounter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0 += buf.len() as u64;
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
     }
 }
 
@@ -307,6 +253,7 @@ fn consider(best: &mut Option<(u64, Vec<PathStep>, Piece)>, piece: Piece, path: 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::call::{SizeLimits, ToolSizes};
 
     fn text_of(result: &Value) -> String {
         result["content"]

@@ -91,7 +91,7 @@ impl Layer for CallSpans {
         if span.is_disabled() {
             return next.run(call);
         }
-        if call.slot.upstream.is_some() {
+        if call.slot.source.carries_trace() {
             if let Some(traceparent) = traceparent_of(&span) {
                 put_traceparent(&mut call.request.params, traceparent);
             }

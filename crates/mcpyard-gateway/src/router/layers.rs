@@ -11,12 +11,45 @@ use std::time::{Duration, Instant};
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use serde_json::Value;
-use tokio::sync::OwnedSemaphorePermit;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tracing::Instrument;
 
-use super::Slot;
-use crate::source::{CallLimits, SourceRequest};
+use crate::call::CallLimits;
+use crate::source::Source;
+use crate::source::SourceRequest;
 use crate::RouteError;
+
+/// One registered source as the router holds it.
+#[derive(Debug)]
+pub(crate) struct Slot {
+    pub(crate) name: String,
+    pub(crate) source: Arc<dyn Source>,
+    pub(crate) limits: CallLimits,
+    pub(crate) in_flight: Arc<Semaphore>,
+}
+
+impl Slot {
+    pub(crate) fn new(name: String, source: Arc<dyn Source>, limits: CallLimits) -> Self {
+        let in_flight = Arc::new(Semaphore::new(limits.max_in_flight.max(1)));
+        Self {
+            name,
+            source,
+            limits,
+            in_flight,
+        }
+    }
+
+    /// The slot of a source's second instance (for 2026-07-28 clients):
+    /// the source's limits, and its calls in flight counted together.
+    pub(crate) fn twin(&self, source: Arc<dyn Source>) -> Self {
+        Self {
+            name: self.name.clone(),
+            source,
+            limits: self.limits.clone(),
+            in_flight: self.in_flight.clone(),
+        }
+    }
+}
 
 /// One step of the call path. A layer may look at or change the call, stop
 /// it with an error, or pass it on with [`Next::run`]: returning

@@ -4,33 +4,34 @@
 //! including the agent's inner calls and the calls behind gateway-run tasks.
 
 mod layers;
-pub(crate) mod tasks;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
 use mcpyard_proto::methods;
 use serde_json::Value;
-use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+pub(crate) use layers::Slot;
 pub use layers::{Layer, Next, RouteFuture, RoutedCall};
 
-use crate::catalog::{resource_uri, Catalog, Era, ListKind, Route};
+use crate::catalog::{resource_uri, Catalog, Route};
+
+use crate::call::Identity;
+use crate::call::ItemKind;
+use crate::call::{Era, ListKind};
 use crate::governance::audit::AuditLayer;
 use crate::governance::size::SizeLayer;
-use crate::governance::ItemKind;
-use crate::source::mcp::Upstream;
 use crate::source::{
-    CallContext, CallLimits, ClientHandle, Identity, Progress, RouterHandle, Source, SourceRequest,
+    CallContext, ClientHandle, InnerCalls, Progress, RouterHandle, Source, SourceRequest,
 };
+use crate::tasks::{TaskRequest, TaskStore};
 use crate::{AuditTrail, RouteError};
-use tasks::{TaskRequest, TaskStore};
 
 /// A task an upstream created: which slot runs it and whose it is, as
 /// [`task_owner`] names the requestor (`None`: nobody may reach it).
 #[derive(Debug, Clone)]
-struct UpstreamTask {
+struct SourceTask {
     slot: usize,
     owner: Option<String>,
     /// When the upstream forgets it (its `ttl`): the record goes then too,
@@ -40,50 +41,8 @@ struct UpstreamTask {
 
 /// How long an upstream task is remembered when its `ttl` is not given,
 /// and at most.
-const UPSTREAM_TASK_TTL: std::time::Duration = std::time::Duration::from_secs(60 * 60);
-const UPSTREAM_TASK_TTL_MAX: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
-
-/// One registered source as the router holds it.
-#[derive(Debug)]
-pub(crate) struct Slot {
-    pub(crate) name: String,
-    pub(crate) source: Arc<dyn Source>,
-    /// Set for MCP upstreams: subscriptions, their own tasks and roots
-    /// changes speak to them directly.
-    pub(crate) upstream: Option<Arc<Upstream>>,
-    pub(crate) limits: CallLimits,
-    pub(crate) in_flight: Arc<Semaphore>,
-}
-
-impl Slot {
-    pub(crate) fn new(
-        name: String,
-        source: Arc<dyn Source>,
-        upstream: Option<Arc<Upstream>>,
-        limits: CallLimits,
-    ) -> Self {
-        let in_flight = Arc::new(Semaphore::new(limits.max_in_flight.max(1)));
-        Self {
-            name,
-            source,
-            upstream,
-            limits,
-            in_flight,
-        }
-    }
-
-    /// The slot of a server's second connection (for 2026-07-28 clients):
-    /// the server's limits, and its calls in flight counted together.
-    pub(crate) fn twin(&self, upstream: Arc<Upstream>) -> Self {
-        Self {
-            name: self.name.clone(),
-            source: upstream.clone(),
-            upstream: Some(upstream),
-            limits: self.limits.clone(),
-            in_flight: self.in_flight.clone(),
-        }
-    }
-}
+const SOURCE_TASK_TTL: std::time::Duration = std::time::Duration::from_secs(60 * 60);
+const SOURCE_TASK_TTL_MAX: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
 
 #[derive(Debug)]
 pub(crate) struct Router {
@@ -96,7 +55,7 @@ pub(crate) struct Router {
     pub(crate) own_tasks: TaskStore,
     /// The tasks upstreams created and ran themselves, by id: tasks/* are
     /// routed by it, and only to the requestor that created the task.
-    upstream_tasks: Mutex<HashMap<String, UpstreamTask>>,
+    source_tasks: Mutex<HashMap<String, SourceTask>>,
     stop: CancellationToken,
     me: Weak<Router>,
 }
@@ -126,7 +85,7 @@ impl Router {
             slots: slots.into_iter().map(Arc::new).collect(),
             layers,
             own_tasks,
-            upstream_tasks: Mutex::default(),
+            source_tasks: Mutex::default(),
             stop,
             me: me.clone(),
         })
@@ -136,13 +95,14 @@ impl Router {
         &self.slots
     }
 
-    /// The MCP upstreams with their catalog index.
-    pub(crate) fn upstreams(&self) -> impl Iterator<Item = &Arc<Upstream>> {
-        self.slots.iter().filter_map(|s| s.upstream.as_ref())
+    /// Every source, in catalogue order.
+    pub(crate) fn sources(&self) -> impl Iterator<Item = &Arc<dyn Source>> {
+        self.slots.iter().map(|s| &s.source)
     }
 
-    pub(crate) fn upstream(&self, index: usize) -> Option<&Arc<Upstream>> {
-        self.slots.get(index)?.upstream.as_ref()
+    /// The source at catalogue `index`.
+    pub(crate) fn source(&self, index: usize) -> Option<&Arc<dyn Source>> {
+        self.slots.get(index).map(|s| &s.source)
     }
 
     /// Every tool of the catalogue `identity` may use, as its `tools/list`
@@ -164,9 +124,7 @@ impl Router {
         progress: Progress,
     ) -> CallContext {
         CallContext {
-            router: RouterHandle {
-                router: self.me.clone(),
-            },
+            router: RouterHandle::new(self.me.clone()),
             cancel,
             progress,
             client,
@@ -237,10 +195,7 @@ impl Router {
                 .run(slot, target, methods::TOOLS_CALL, params, context)
                 .await;
         }
-        let runs_tasks = slot
-            .upstream
-            .as_ref()
-            .is_some_and(|u| u.has_capability("/tasks/requests/tools/call"));
+        let runs_tasks = slot.source.offers("/tasks/requests/tools/call");
         match task {
             Some(task) if !runs_tasks => self.start_task(slot, target, params, context, task),
             _ => {
@@ -248,7 +203,7 @@ impl Router {
                 let result = self
                     .run(slot.clone(), target, methods::TOOLS_CALL, params, context)
                     .await?;
-                self.note_upstream_task(&slot, owner, &result);
+                self.note_source_task(&slot, owner, &result);
                 Ok(result)
             }
         }
@@ -404,25 +359,21 @@ impl Router {
             .era_view(era)
             .resource_owner(uri)
             .or_else(|| {
-                let only = self.only_upstream_with("/resources")?;
+                let only = self.only_source_with("/resources")?;
                 Some(self.catalog.serving(only, era))
             })
             .map(|source| (source, false))
             .ok_or_else(|| not_found(uri))
     }
 
-    /// The index of the one MCP upstream whose capabilities include
-    /// `capability` (a JSON pointer); `None` when none or several do.
-    pub(crate) fn only_upstream_with(&self, capability: &str) -> Option<usize> {
+    /// The index of the one source that offers `capability` (a JSON
+    /// pointer, see [`Source::offers`]); `None` when none or several do.
+    pub(crate) fn only_source_with(&self, capability: &str) -> Option<usize> {
         let mut offering = self
             .slots
             .iter()
             .enumerate()
-            .filter(|(_, s)| {
-                s.upstream
-                    .as_ref()
-                    .is_some_and(|u| !u.is_modern_twin() && u.has_capability(capability))
-            })
+            .filter(|(_, s)| !s.source.is_second_era() && s.source.offers(capability))
             .map(|(i, _)| i);
         let first = offering.next()?;
         offering.next().is_none().then_some(first)
@@ -493,7 +444,7 @@ impl Router {
 
     /// Remembers which upstream created a task, and for whom, for the
     /// `tasks/*` that follow.
-    fn note_upstream_task(&self, slot: &Slot, owner: Option<String>, result: &Value) {
+    fn note_source_task(&self, slot: &Slot, owner: Option<String>, result: &Value) {
         // 2025-11-25: `{task: {taskId, ttl}}`; the 2026-07-28 tasks
         // extension: `{resultType: "task", taskId, ttlMs}`.
         let (task, ttl_key) = match result.get("task") {
@@ -509,15 +460,15 @@ impl Router {
         let ttl = task
             .get(ttl_key)
             .and_then(Value::as_u64)
-            .map_or(UPSTREAM_TASK_TTL, std::time::Duration::from_millis)
-            .min(UPSTREAM_TASK_TTL_MAX);
+            .map_or(SOURCE_TASK_TTL, std::time::Duration::from_millis)
+            .min(SOURCE_TASK_TTL_MAX);
         if let Some(index) = self.slots.iter().position(|s| std::ptr::eq(&**s, slot)) {
             let now = std::time::Instant::now();
-            let mut tasks = self.upstream_tasks.lock().expect("tasks lock poisoned");
+            let mut tasks = self.source_tasks.lock().expect("tasks lock poisoned");
             tasks.retain(|_, task| task.expires > now);
             tasks.insert(
                 task_id.to_owned(),
-                UpstreamTask {
+                SourceTask {
                     slot: index,
                     owner,
                     expires: now + ttl,
@@ -528,13 +479,13 @@ impl Router {
 
     /// The upstream that created task `task_id`, when `owner` created it:
     /// another requestor's task is as unknown to it as one never created.
-    pub(crate) fn task_upstream(
+    pub(crate) fn task_source(
         &self,
         task_id: &str,
         owner: Option<&str>,
-    ) -> Option<&Arc<Upstream>> {
+    ) -> Option<&Arc<dyn Source>> {
         let index = {
-            let tasks = self.upstream_tasks.lock().expect("tasks lock poisoned");
+            let tasks = self.source_tasks.lock().expect("tasks lock poisoned");
             let task = tasks.get(task_id)?;
             // Unbound (`None`) on both sides: anonymous 2026-07-28 clients,
             // all one identity, whose handle is the unguessable task id.
@@ -543,18 +494,18 @@ impl Router {
             }
             task.slot
         };
-        self.upstream(index)
+        self.source(index)
     }
 
     /// The upstreams that created tasks for `owner`, each with the ids of
     /// those tasks: what its `tasks/list` may show of theirs.
-    pub(crate) fn task_upstreams(&self, owner: Option<&str>) -> Vec<(&Arc<Upstream>, Vec<String>)> {
+    pub(crate) fn task_sources(&self, owner: Option<&str>) -> Vec<(&Arc<dyn Source>, Vec<String>)> {
         let Some(owner) = owner else {
             return Vec::new();
         };
         let mut by_slot: std::collections::BTreeMap<usize, Vec<String>> = Default::default();
         for (id, task) in self
-            .upstream_tasks
+            .source_tasks
             .lock()
             .expect("tasks lock poisoned")
             .iter()
@@ -565,14 +516,14 @@ impl Router {
         }
         by_slot
             .into_iter()
-            .filter_map(|(i, ids)| Some((self.upstream(i)?, ids)))
+            .filter_map(|(i, ids)| Some((self.source(i)?, ids)))
             .collect()
     }
 
     /// Forgets the upstream tasks of a session that ended: nobody can
     /// reach them any more.
-    pub(crate) fn end_upstream_task_owner(&self, owner: &str) {
-        self.upstream_tasks
+    pub(crate) fn end_source_task_owner(&self, owner: &str) {
+        self.source_tasks
             .lock()
             .expect("tasks lock poisoned")
             .retain(|_, task| task.owner.as_deref() != Some(owner));
@@ -600,15 +551,13 @@ impl Router {
         if let Some(route) = self.catalog.refused_route(identity, era, kind, name) {
             return Ok((route, true));
         }
-        Err(
-            match view.unavailable(name).and_then(|s| self.upstream(s)) {
-                Some(upstream) => upstream.unavailable(),
-                None => RouteError::UnknownName {
-                    kind: kind.as_str(),
-                    name: name.to_owned(),
-                },
+        Err(match view.unavailable(name).and_then(|s| self.source(s)) {
+            Some(source) => source.unavailable(),
+            None => RouteError::UnknownName {
+                kind: kind.as_str(),
+                name: name.to_owned(),
             },
-        )
+        })
     }
 }
 
@@ -655,6 +604,26 @@ fn string_param(params: &Value, key: &str) -> Result<String, RouteError> {
 fn not_found(uri: &str) -> RouteError {
     RouteError::ResourceNotFound {
         uri: uri.to_owned(),
+    }
+}
+
+impl InnerCalls for Router {
+    fn listed_tools(&self, identity: &Identity, era: Era) -> Vec<Value> {
+        Router::listed_tools(self, identity, era)
+    }
+
+    fn call_as<'a>(
+        &'a self,
+        caller: &CallContext,
+        params: Value,
+    ) -> futures::future::BoxFuture<'a, Result<Value, RouteError>> {
+        let context = self.context(
+            caller.client.clone(),
+            caller.identity.clone(),
+            caller.cancel.child_token(),
+            Progress::none(),
+        );
+        Box::pin(self.call_tool(context, params))
     }
 }
 

@@ -9,6 +9,11 @@
 
 pub(crate) mod builtin;
 pub(crate) mod mcp;
+mod spec;
+
+pub(crate) use mcp::Relaying;
+pub use mcp::{UpstreamSampling, UpstreamSpec};
+pub use spec::SourceSpec;
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -18,11 +23,10 @@ use mcpyard_proto::{methods, ErrorObject, Message};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::catalog::{Catalog, Exposure, ListKind, SourceLists};
+use crate::call::{Era, Identity, ListKind, SourceLists};
 use crate::downstream::Sessions;
-use crate::router::tasks::TaskSignal;
-use crate::router::Router;
-use crate::{Outbound, RouteError, Session, UpstreamSpec};
+use crate::tasks::TaskSignal;
+use crate::{Outbound, RouteError, Session};
 
 /// One kind of source. Implementations serve the requests the router sends
 /// them; timeouts, caps on calls in flight, tracing and (later) policy are
@@ -55,110 +59,87 @@ pub trait Source: Send + Sync + std::fmt::Debug + 'static {
     /// Stops the source and waits until what it holds (child processes,
     /// connections) is released.
     async fn stop(&self) {}
-}
 
-/// How a source is registered: the source, the prefix of its names and the
-/// limits the router applies to its calls.
-#[derive(Debug, Clone)]
-pub struct SourceSpec {
-    pub(crate) kind: SourceKind,
-    /// `None` means `<name>__`, `Some("")` no prefix.
-    pub prefix: Option<String>,
-    pub limits: CallLimits,
-    /// What of its lists clients see, and under which names.
-    pub exposure: Exposure,
-}
+    // What follows is optional: MCP upstreams have all of it, and any
+    // other kind of source may offer it the same way.
 
-#[derive(Debug, Clone)]
-pub(crate) enum SourceKind {
-    /// An upstream MCP server, built and supervised by the gateway.
-    Mcp(Box<UpstreamSpec>),
-    Other(Arc<dyn Source>),
-}
+    /// Whether the source offers `capability`, named as a JSON pointer into
+    /// MCP's capabilities object (`/resources/subscribe`,
+    /// `/tasks/requests/tools/call`): the gateway asks a source only for
+    /// what it offers.
+    fn offers(&self, _capability: &str) -> bool {
+        false
+    }
 
-impl SourceSpec {
-    /// An upstream MCP server; its limits come from its spec.
-    pub fn mcp(spec: UpstreamSpec) -> Self {
-        let limits = CallLimits {
-            timeout: Some(spec.timeout),
-            max_in_flight: spec.max_in_flight,
-            ..CallLimits::default()
-        };
-        Self {
-            prefix: spec.prefix.clone(),
-            kind: SourceKind::Mcp(Box::new(spec)),
-            limits,
-            exposure: Exposure::default(),
+    /// Serves a request that is not a call of one of its items: a client's
+    /// `resources/subscribe` or `unsubscribe`, or `tasks/get`,
+    /// `tasks/update`, `tasks/result`, `tasks/cancel` of a task the source
+    /// runs itself (with the client's `context`); `tasks/list` or an
+    /// unsubscribe of the gateway's own (without).
+    async fn request(
+        &self,
+        method: &str,
+        _params: Value,
+        _context: Option<&CallContext>,
+    ) -> Result<Value, RouteError> {
+        Err(RouteError::Protocol(ErrorObject::method_not_found(method)))
+    }
+
+    /// Tells the source what a client said to every source
+    /// (`notifications/roots/list_changed`).
+    async fn notify(&self, _method: &str, _params: Option<Value>) {}
+
+    /// Why calls of its items fail while the source is down.
+    fn unavailable(&self) -> RouteError {
+        RouteError::Unavailable {
+            server: self.name().to_owned(),
+            reason: String::new(),
         }
     }
 
-    /// Any other source, with the default limits and prefix.
-    pub fn new(source: Arc<dyn Source>) -> Self {
-        Self {
-            kind: SourceKind::Other(source),
-            prefix: None,
-            limits: CallLimits::default(),
-            exposure: Exposure::default(),
-        }
+    /// Whether it is connected and how often it was restarted, for the
+    /// metrics; `None` for a source without a connection to watch.
+    fn health(&self) -> Option<SourceHealth> {
+        None
     }
 
-    pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.prefix = Some(prefix.into());
-        self
+    /// Whether the model usage its results report is the gateway's own to
+    /// count (a local model's); a server's usage is its business.
+    fn reports_own_usage(&self) -> bool {
+        true
     }
 
-    pub fn with_limits(mut self, limits: CallLimits) -> Self {
-        self.limits = limits;
-        self
+    /// Whether the call's trace context goes along with the request (an
+    /// MCP request's `_meta.traceparent`).
+    fn carries_trace(&self) -> bool {
+        false
     }
 
-    /// The upstream MCP server this registers, if it is one.
-    pub fn upstream(&self) -> Option<&UpstreamSpec> {
-        match &self.kind {
-            SourceKind::Mcp(spec) => Some(spec),
-            SourceKind::Other(_) => None,
-        }
+    /// A second instance of the source, at catalogue `index`, serving the
+    /// clients of the 2026-07-28 era (a server may offer them something
+    /// else than handshake clients); started when the first such client
+    /// comes. `None`: one instance serves both eras.
+    fn second_era(&self, _index: usize) -> Option<Arc<dyn Source>> {
+        None
     }
 
-    pub fn name(&self) -> &str {
-        match &self.kind {
-            SourceKind::Mcp(spec) => &spec.name,
-            SourceKind::Other(source) => source.name(),
-        }
+    /// Whether this is such a second instance (shown in its first's status).
+    fn is_second_era(&self) -> bool {
+        false
     }
 
-    /// The prefix put before this source's tool and prompt names.
-    pub fn effective_prefix(&self) -> String {
-        match &self.prefix {
-            Some(p) => p.clone(),
-            None => format!("{}__", self.name()),
-        }
+    /// Whether this instance already serves 2026-07-28 clients as well as
+    /// a second would (a server of that era alone): the second is not started.
+    fn serves_both_eras(&self) -> bool {
+        false
     }
 }
 
-/// What the router allows one source's calls.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CallLimits {
-    /// A call that runs longer is cancelled (`None`: no limit; the client
-    /// can still cancel).
-    pub timeout: Option<Duration>,
-    /// Calls running at once at most; the next waits for one to end.
-    pub max_in_flight: usize,
-    /// How long a call over `max_in_flight` waits before it fails.
-    pub queue_timeout: Duration,
-    /// How large its arguments and results may be.
-    pub sizes: crate::SizeLimits,
-}
-
-impl Default for CallLimits {
-    fn default() -> Self {
-        Self {
-            timeout: None,
-            max_in_flight: 64,
-            queue_timeout: Duration::from_secs(30),
-            sizes: crate::SizeLimits::default(),
-        }
-    }
+/// A source's connection health, for the metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SourceHealth {
+    pub up: bool,
+    pub restarts: u64,
 }
 
 /// How a source tells the catalog what it offers. Reports replace the
@@ -166,7 +147,7 @@ impl Default for CallLimits {
 #[derive(Debug, Clone)]
 pub struct SourceEvents {
     pub(crate) index: usize,
-    pub(crate) catalog: Arc<Catalog>,
+    pub(crate) catalog: Arc<dyn ListsPort>,
     pub(crate) sessions: Arc<Sessions>,
     /// Cancelled at the first report: the start-up hold ends for this source.
     pub(crate) reported: CancellationToken,
@@ -184,6 +165,16 @@ impl SourceEvents {
         self.set(None);
     }
 
+    /// Resource `uri` (the source's own) changed: its subscribers are told
+    /// with `notifications/resources/updated`.
+    pub fn resource_updated(&self, uri: &str) {
+        let msg = Message::notification(
+            methods::NOTIFICATION_RESOURCES_UPDATED,
+            Some(json!({ "uri": uri })),
+        );
+        self.sessions.notify_subscribers(self.index, uri, &msg);
+    }
+
     fn set(&self, lists: Option<SourceLists>) {
         for kind in self.catalog.set_lists(self.index, lists) {
             if kind == ListKind::ResourceTemplates {
@@ -196,82 +187,14 @@ impl SourceEvents {
     }
 }
 
-/// The identity of the client a call is made for, as authentication
-/// established it; exposure, policy, limits and the audit depend on it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub struct Identity {
-    /// The API key's name, the token's subject, or the local user's name;
-    /// empty for [`IdentityKind::Anonymous`].
-    pub name: String,
-    pub kind: IdentityKind,
-    /// Groups the identity belongs to (from the key's configuration or the
-    /// token's groups claim). [`EVERY_GROUP`] stands for all of them.
-    pub groups: Vec<String>,
-    /// OAuth scopes the token carries (empty for API keys).
-    pub scopes: Vec<String>,
-}
+/// Where sources' lists go: the catalogue.
+pub(crate) trait ListsPort: Send + Sync + std::fmt::Debug {
+    /// Replaces source `index`'s lists (`None`: it is down); returns the
+    /// kinds of list that changed.
+    fn set_lists(&self, index: usize, lists: Option<SourceLists>) -> Vec<ListKind>;
 
-/// The group that stands for every group: the `MCPYARD_API_KEY` shorthand
-/// and the local user of the stdio door are in it.
-pub const EVERY_GROUP: &str = "*";
-
-/// How an [`Identity`] was established.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub enum IdentityKind {
-    /// No authentication configured.
-    #[default]
-    Anonymous,
-    /// A configured API key.
-    ApiKey,
-    /// An OAuth access token.
-    Token,
-    /// The stdio front door: the user who started the process.
-    Local,
-}
-
-impl IdentityKind {
-    /// The kind's name in status output and logs.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            IdentityKind::Anonymous => "anonymous",
-            IdentityKind::ApiKey => "api_key",
-            IdentityKind::Token => "token",
-            IdentityKind::Local => "local",
-        }
-    }
-}
-
-impl Identity {
-    /// The identity of a client when no authentication is configured.
-    pub fn anonymous() -> Self {
-        Self::default()
-    }
-
-    /// A named identity of the given kind and groups, without scopes.
-    pub fn named(kind: IdentityKind, name: impl Into<String>, groups: Vec<String>) -> Self {
-        Self {
-            name: name.into(),
-            kind,
-            groups,
-            scopes: Vec::new(),
-        }
-    }
-
-    /// Whether the identity is in `group`: always when a configured key or
-    /// the local user is in [`EVERY_GROUP`]. A token's groups are what its
-    /// issuer wrote, so a `*` among them is only a group of that name.
-    pub fn in_group(&self, group: &str) -> bool {
-        let every = self.kind != IdentityKind::Token;
-        self.groups
-            .iter()
-            .any(|g| g == group || (every && g == EVERY_GROUP))
-    }
-
-    /// `kind:name`, distinct across kinds of credential: what is owned and
-    /// counted per identity is keyed by it.
-    pub fn qualified_name(&self) -> String {
-        format!("{}:{}", self.kind.as_str(), self.name)
-    }
+    /// Whether `identity`, in `era`, may use anything of source `index`.
+    fn serves(&self, index: usize, identity: &Identity, era: Era) -> bool;
 }
 
 /// One request routed to a source.
@@ -320,8 +243,8 @@ pub struct CallContext {
 
 impl CallContext {
     /// The protocol era of the client the call is made for.
-    pub(crate) fn era(&self) -> crate::catalog::Era {
-        crate::catalog::Era::of(&self.client.session)
+    pub(crate) fn era(&self) -> crate::call::Era {
+        self.client.session.era()
     }
 
     /// A context for work the gateway does on its own behalf (answering an
@@ -337,9 +260,7 @@ impl CallContext {
             client,
             identity: Identity::anonymous(),
             deadline: None,
-            router: RouterHandle {
-                router: Weak::new(),
-            },
+            router: RouterHandle { calls: None },
             task: None,
         }
     }
@@ -349,8 +270,8 @@ impl CallContext {
     /// The tools of the catalogue (exposed names) this call's identity may
     /// use, as its `tools/list` shows them.
     pub fn tools(&self) -> Vec<Value> {
-        match self.router.router.upgrade() {
-            Some(router) => router.listed_tools(&self.identity, self.era()),
+        match self.router.get() {
+            Some(calls) => calls.listed_tools(&self.identity, self.era()),
             None => Vec::new(),
         }
     }
@@ -359,18 +280,12 @@ impl CallContext {
     /// that made this call and through the same layers; the result is a
     /// `CallToolResult`. Cancelling this call cancels the inner one.
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<Value, ErrorObject> {
-        let Some(router) = self.router.router.upgrade() else {
+        let Some(calls) = self.router.get() else {
             return Err(ErrorObject::internal("the gateway is shutting down"));
         };
         tracing::info!(tool = name, "inner tool call");
-        let context = router.context(
-            self.client.clone(),
-            self.identity.clone(),
-            self.cancel.child_token(),
-            Progress::none(),
-        );
-        router
-            .call_tool(context, json!({"name": name, "arguments": arguments}))
+        calls
+            .call_as(self, json!({"name": name, "arguments": arguments}))
             .await
             .map_err(ErrorObject::from)
     }
@@ -474,7 +389,31 @@ impl Progress {
 /// [`CallContext::call_tool`]).
 #[derive(Debug, Clone)]
 pub struct RouterHandle {
-    pub(crate) router: Weak<Router>,
+    calls: Option<Weak<dyn InnerCalls>>,
+}
+
+impl RouterHandle {
+    pub(crate) fn new(calls: Weak<dyn InnerCalls>) -> Self {
+        Self { calls: Some(calls) }
+    }
+
+    fn get(&self) -> Option<Arc<dyn InnerCalls>> {
+        self.calls.as_ref()?.upgrade()
+    }
+}
+
+/// What a call may ask of the catalogue as its own client: the tools it
+/// may use, and calls of them through every layer (the router has it).
+pub(crate) trait InnerCalls: Send + Sync + std::fmt::Debug {
+    fn listed_tools(&self, identity: &Identity, era: Era) -> Vec<Value>;
+
+    /// Calls `params` (`{name, arguments}`) as `caller`'s client, its
+    /// cancellation reaching the inner call.
+    fn call_as<'a>(
+        &'a self,
+        caller: &CallContext,
+        params: Value,
+    ) -> futures::future::BoxFuture<'a, Result<Value, RouteError>>;
 }
 
 /// Answers an upstream's `sampling/createMessage` with a local model, for

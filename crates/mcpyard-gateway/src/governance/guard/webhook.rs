@@ -93,7 +93,7 @@ impl Webhook {
             "version": 1,
             "identity": {
                 "name": identity.name,
-                "kind": crate::governance::audit::kind_name(identity.kind),
+                "kind": identity.kind.as_str(),
                 "groups": identity.groups,
             },
             "session": call.session,

@@ -2,6 +2,7 @@
 //! health), `docs` (the bundled reference pages), and while some tool is
 //! hidden, the search tools (`search.rs`).
 
+mod reply;
 mod search;
 
 pub use search::spread_wrapped_arguments;
@@ -11,15 +12,16 @@ use std::sync::{Arc, OnceLock, Weak};
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use crate::catalog::{ListKind, SourceLists};
+use crate::call::GATEWAY_SOURCE;
+use crate::call::{Identity, IdentityKind};
+use crate::call::{ListKind, SourceLists};
 use crate::downstream::Sessions;
 use crate::router::Router;
-use crate::source::{Identity, IdentityKind, Source, SourceEvents, SourceRequest};
+use crate::source::{Source, SourceEvents, SourceRequest};
 use crate::RouteError;
+pub(crate) use reply::PREFIX;
+use reply::{result, tool_error};
 
-/// The name of the built-in source and its prefix.
-pub(crate) const SOURCE_NAME: &str = "mcpyard";
-pub(crate) const PREFIX: &str = "mcpyard__";
 /// The status tool's listed name: answered even while upstreams still start.
 pub(crate) const STATUS_TOOL: &str = "mcpyard__status";
 
@@ -161,8 +163,7 @@ impl Builtin {
         let mut sources = Vec::new();
         for (index, slot) in router.slots().iter().enumerate() {
             // A second connection is shown in its server's status.
-            let twin = slot.upstream.as_ref().is_some_and(|u| u.is_modern_twin());
-            if slot.name == SOURCE_NAME || twin {
+            if slot.name == GATEWAY_SOURCE || slot.source.is_second_era() {
                 continue;
             }
             let mut status = slot.source.status().await;
@@ -181,7 +182,7 @@ impl Builtin {
 #[async_trait]
 impl Source for Builtin {
     fn name(&self) -> &str {
-        SOURCE_NAME
+        GATEWAY_SOURCE
     }
 
     fn start(&self, events: SourceEvents) {
@@ -233,7 +234,7 @@ impl Source for Builtin {
     }
 
     async fn status(&self) -> Value {
-        json!({"name": SOURCE_NAME, "kind": "builtin", "healthy": true})
+        json!({"name": GATEWAY_SOURCE, "kind": "builtin", "healthy": true})
     }
 }
 
@@ -287,20 +288,6 @@ fn with_caller(mut status: Value, identity: &Identity) -> Value {
         });
     }
     status
-}
-
-/// A successful tool result with text and structured content.
-pub(crate) fn result(text: String, structured: Option<Value>) -> Value {
-    let mut r = json!({"content": [{"type": "text", "text": text}], "isError": false});
-    if let Some(s) = structured {
-        r["structuredContent"] = s;
-    }
-    r
-}
-
-/// A tool failure a model can act on.
-pub(crate) fn tool_error(text: impl Into<String>) -> Value {
-    json!({"content": [{"type": "text", "text": text.into()}], "isError": true})
 }
 
 /// The `docs` tool.

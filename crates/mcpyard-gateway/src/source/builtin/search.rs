@@ -6,7 +6,7 @@
 use base64::Engine;
 use serde_json::{json, Value};
 
-use super::{result, tool_error};
+use super::reply::{result, tool_error, PREFIX};
 use crate::catalog::{IndexedTool, ToolIndex, View};
 
 pub(crate) const LIST_TOOLS: &str = "list_tools";
@@ -155,10 +155,7 @@ fn hit(tool: &IndexedTool) -> Value {
 
 /// Why `call_tool` will not send a call, as a result the model can act on.
 pub(crate) fn refusal(view: &View, name: &str) -> Value {
-    if NAMES
-        .iter()
-        .any(|n| name == format!("{}{n}", super::PREFIX))
-    {
+    if NAMES.iter().any(|n| name == format!("{}{n}", PREFIX)) {
         return tool_error(format!(
             "`{name}` cannot be called through mcpyard__call_tool; call it directly"
         ));

@@ -5,6 +5,9 @@
 
 pub(crate) mod pass_through;
 mod relay;
+mod spec;
+
+pub use spec::{UpstreamSampling, UpstreamSpec};
 
 use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 use std::time::{Duration, Instant};
@@ -17,10 +20,10 @@ use mcpyard_proto::RequestId;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::catalog::{Era, ListKind, SourceLists};
+use crate::call::{Era, ListKind, SourceLists};
 use crate::downstream::Sessions;
-use crate::source::{CallContext, Source, SourceEvents, SourceRequest};
-use crate::{RouteError, UpstreamSpec};
+use crate::source::{CallContext, Source, SourceEvents, SourceHealth, SourceRequest};
+use crate::RouteError;
 use relay::{Changes, LocalSampling, Relay};
 
 /// Where an upstream stands, for the status tool and for failing fast.
@@ -99,6 +102,8 @@ pub(crate) struct Upstream {
     /// Set when the supervisor is started: a 2026-07-28 connection no
     /// client of that era asked for never is, and has nothing to stop.
     started: std::sync::atomic::AtomicBool,
+    /// Kept for the second connection, made like this one.
+    relaying: Relaying,
 }
 
 /// The capabilities mcpyard declares to every upstream: all it can relay.
@@ -133,9 +138,28 @@ pub(crate) struct Relaying {
     pub(crate) apps: crate::catalog::AppsConfig,
 }
 
+/// An upstream MCP server at catalogue `index`, in the handshake era (its
+/// second connection, for 2026-07-28 clients, is [`Source::second_era`]).
+pub(crate) fn upstream(
+    index: usize,
+    spec: UpstreamSpec,
+    sessions: &Arc<Sessions>,
+    relaying: &Relaying,
+    stop: &CancellationToken,
+) -> Arc<dyn Source> {
+    Upstream::new(
+        index,
+        spec,
+        Era::Handshake,
+        sessions.clone(),
+        relaying.clone(),
+        stop.child_token(),
+    )
+}
+
 impl Upstream {
     /// Creates the upstream; [`Source::start`] starts its supervisor.
-    pub(crate) fn new(
+    fn new(
         index: usize,
         spec: UpstreamSpec,
         era: Era,
@@ -144,12 +168,12 @@ impl Upstream {
         stop: CancellationToken,
     ) -> Arc<Self> {
         let changes = Arc::new(Changes::default());
-        let local_sampling = match (&spec.sampling, relaying.sampler) {
+        let local_sampling = match (&spec.sampling, relaying.sampler.clone()) {
             (Some(sampling), Some(sampler)) => Some(LocalSampling {
                 sampler,
                 always: sampling.always,
                 policy: sampling.policy.clone(),
-                audit: relaying.audit,
+                audit: relaying.audit.clone(),
             }),
             _ => None,
         };
@@ -160,7 +184,7 @@ impl Upstream {
             sessions.clone(),
             changes.clone(),
             relaying.client_timeout,
-            relaying.redactor,
+            relaying.redactor.clone(),
         ));
         Arc::new_cyclic(|me| Self {
             index,
@@ -185,22 +209,18 @@ impl Upstream {
             era,
             twin: OnceLock::new(),
             started: Default::default(),
+            relaying,
         })
     }
 
     /// Whether this is the second, 2026-07-28 connection to a server.
-    pub(crate) fn is_modern_twin(&self) -> bool {
+    fn is_modern_twin(&self) -> bool {
         self.era == Era::Modern
-    }
-
-    /// Gives the handshake connection its 2026-07-28 twin (for the status).
-    pub(crate) fn set_twin(&self, twin: Arc<Upstream>) {
-        let _ = self.twin.set(twin);
     }
 
     /// Whether this connection already speaks 2026-07-28 (a server of that
     /// era alone): then no second connection is needed.
-    pub(crate) fn speaks_modern(&self) -> bool {
+    fn speaks_modern(&self) -> bool {
         self.client()
             .is_some_and(|c| c.protocol_version() == MODERN_PROTOCOL_VERSION)
     }
@@ -489,14 +509,9 @@ impl Upstream {
         }
     }
 
-    /// The upstream's catalogue source index.
-    pub(crate) fn index(&self) -> usize {
-        self.index
-    }
-
     /// Whether the connected upstream declared a capability, given as a
     /// JSON pointer into its capabilities (`/resources/subscribe`).
-    pub(crate) fn has_capability(&self, pointer: &str) -> bool {
+    fn has_capability(&self, pointer: &str) -> bool {
         self.client().is_some_and(|c| {
             c.initialize_result()
                 .get("capabilities")
@@ -509,7 +524,7 @@ impl Upstream {
     /// the call is registered with the relay so that progress, logs and
     /// requests the upstream makes while serving it reach that client.
     /// Bounded by the context's deadline, else by `timeout`.
-    pub(crate) async fn forward(
+    async fn forward(
         &self,
         method: &str,
         mut params: Value,
@@ -521,7 +536,7 @@ impl Upstream {
             .map(|d| d.saturating_duration_since(tokio::time::Instant::now()))
             .or(timeout);
         let Some(client) = self.client() else {
-            return Err(self.unavailable());
+            return Err(self.down_error());
         };
         // A 2026-07-28 client's envelope belongs to its own hop: the client
         // library puts this hop's on a connection of that era, and servers
@@ -568,9 +583,9 @@ impl Upstream {
     }
 
     /// A request of the gateway's own (lists, setLevel), not tied to a client.
-    pub(crate) async fn request(&self, method: &str, params: Value) -> Result<Value, RouteError> {
+    async fn own_request(&self, method: &str, params: Value) -> Result<Value, RouteError> {
         let Some(client) = self.client() else {
-            return Err(self.unavailable());
+            return Err(self.down_error());
         };
         let options = RequestOptions {
             timeout: Some(self.spec.timeout),
@@ -608,13 +623,7 @@ impl Upstream {
             .clone()
     }
 
-    pub(crate) async fn notify(&self, method: &str, params: Option<Value>) {
-        if let Some(client) = self.client() {
-            let _ = client.notify(method, params).await;
-        }
-    }
-
-    pub(crate) fn unavailable(&self) -> RouteError {
+    fn down_error(&self) -> RouteError {
         let h = self.health.lock().expect("health lock poisoned");
         let reason = match &h.state {
             State::Down { error } | State::LoginRequired { error } => format!(": {error}"),
@@ -650,6 +659,82 @@ impl Source for Upstream {
 
     async fn status(&self) -> Value {
         Upstream::status(self)
+    }
+
+    fn offers(&self, capability: &str) -> bool {
+        self.has_capability(capability)
+    }
+
+    async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        context: Option<&CallContext>,
+    ) -> Result<Value, RouteError> {
+        match context {
+            Some(context) => {
+                self.forward(method, params, context, Some(self.spec.timeout))
+                    .await
+            }
+            None => self.own_request(method, params).await,
+        }
+    }
+
+    async fn notify(&self, method: &str, params: Option<Value>) {
+        if let Some(client) = self.client() {
+            let _ = client.notify(method, params).await;
+        }
+    }
+
+    fn unavailable(&self) -> RouteError {
+        self.down_error()
+    }
+
+    fn health(&self) -> Option<SourceHealth> {
+        let status = Upstream::status(self);
+        Some(SourceHealth {
+            up: status["healthy"].as_bool().unwrap_or(false),
+            restarts: status["restarts"].as_u64().unwrap_or(0),
+        })
+    }
+
+    fn reports_own_usage(&self) -> bool {
+        false
+    }
+
+    fn carries_trace(&self) -> bool {
+        true
+    }
+
+    /// The second connection, in the 2026-07-28 era; the legacy SSE
+    /// transport has no such era.
+    fn second_era(&self, index: usize) -> Option<Arc<dyn Source>> {
+        if self.is_modern_twin()
+            || matches!(
+                self.spec.transport,
+                mcpyard_client::TransportSpec::Sse { .. }
+            )
+        {
+            return None;
+        }
+        let twin = Upstream::new(
+            index,
+            self.spec.clone(),
+            Era::Modern,
+            self.sessions.clone(),
+            self.relaying.clone(),
+            self.stop.child_token(),
+        );
+        let _ = self.twin.set(twin.clone());
+        Some(twin)
+    }
+
+    fn is_second_era(&self) -> bool {
+        self.is_modern_twin()
+    }
+
+    fn serves_both_eras(&self) -> bool {
+        self.speaks_modern()
     }
 
     /// The client sends `notifications/cancelled` and gives up on the call

@@ -25,7 +25,7 @@ pub(crate) const STATE_MARK: char = '~';
 const RELAYED: [&str; 3] = ["sampling", "elicitation", "roots"];
 
 /// The extensions whose messages the gateway passes on.
-const RELAYED_EXTENSIONS: [&str; 1] = [crate::router::tasks::EXTENSION];
+const RELAYED_EXTENSIONS: [&str; 1] = [crate::tasks::EXTENSION];
 
 /// Whether a client's `requestState` is a server's, passed through.
 pub(crate) fn is_passed_state(params: &Value) -> bool {

@@ -20,11 +20,11 @@ use mcpyard_proto::{methods, ErrorObject, Message, RequestId};
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 
-use crate::catalog::{Catalog, ListKind};
+use crate::call::ListKind;
 use crate::downstream::Sessions;
 use crate::governance::guard::Redactor;
-use crate::router::tasks::{with_related_task, TaskSignal};
-use crate::source::CallContext;
+use crate::source::{CallContext, ListsPort};
+use crate::tasks::{with_related_task, TaskSignal};
 use crate::{Outbound, Session};
 use crate::{Sampler, SamplingPolicy};
 
@@ -116,7 +116,7 @@ pub(crate) struct Relay {
     /// The guardrails' redaction of everything relayed to a client.
     redactor: Option<Arc<Redactor>>,
     /// Who may hear what belongs to no call: set when the source starts.
-    catalog: OnceLock<Arc<Catalog>>,
+    catalog: OnceLock<Arc<dyn ListsPort>>,
 }
 
 /// Removes a call's entries when the call ends, however it ends.
@@ -184,7 +184,7 @@ impl Relay {
     }
 
     /// The catalogue whose policy says which identities may use this source.
-    pub(crate) fn attach_catalog(&self, catalog: Arc<Catalog>) {
+    pub(crate) fn attach_catalog(&self, catalog: Arc<dyn ListsPort>) {
         let _ = self.catalog.set(catalog);
     }
 
@@ -197,10 +197,9 @@ impl Relay {
     /// Whether `session`'s identity may use anything of this source: only
     /// then does it hear what the source says outside any call.
     fn may_hear(&self, session: &Session) -> bool {
-        self.catalog.get().is_some_and(|c| {
-            c.view_for(&session.identity(), crate::catalog::Era::of(session))
-                .serves(self.source)
-        })
+        self.catalog
+            .get()
+            .is_some_and(|c| c.serves(self.source, &session.identity(), session.era()))
     }
 
     /// Where a log message goes: the call the transport names, on that

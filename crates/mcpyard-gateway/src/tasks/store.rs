@@ -1,36 +1,5 @@
-//! Tasks the gateway runs itself (MCP 2025-11-25, `tasks`).
-//!
-//! A `tools/call` whose params carry `task: {ttl}` is answered at once with a
-//! `CreateTaskResult`; the call runs in the background behind a
-//! [`TaskHandle`], and the client follows it with `tasks/get`, waits for it
-//! with `tasks/result`, lists it with `tasks/list` and stops it with
-//! `tasks/cancel`. Tasks that an upstream creates itself are the upstream's:
-//! the gateway only routes those by id and never stores them here.
-//!
-//! Binding: a task belongs to the session that created it. For any other
-//! session it does not exist (`tasks/get`, `tasks/result`, `tasks/cancel`
-//! answer "not found", `tasks/list` leaves it out). Requests of the stateless
-//! era have no session: an authenticated client's tasks belong to its
-//! identity; an anonymous client's are *unbound* (owner `None`) and reachable
-//! by every unbound request, never by a session. That is the spec's "no
-//! context binding" case, so task ids are random v4 UUIDs (122 bits from the
-//! operating system's generator) that cannot be guessed.
-//!
-//! Limits (see [`TaskLimits`]): at most 1000 tasks stored at once across the
-//! gateway and 100 unfinished ones per owner; `ttl` defaults to one hour and
-//! is clamped to 1 s ..= 24 h (never unlimited); `pollInterval` is 500 ms;
-//! `tasks/list` pages hold 50 tasks.
-//!
-//! Expiry: a task and its result are deleted once `ttl` has passed since it
-//! was created, whatever its status; a call still running then is cancelled.
-//! Deletion is lazy (every store operation first drops what has expired) and
-//! prompt where it matters: a running task's [`TaskHandle::run`] and every
-//! `tasks/result` waiter wake at the deadline themselves.
-//!
-//! Input: when the call behind a task needs the requestor (an upstream asks
-//! for elicitation or sampling), the task shows `input_required` and the
-//! request, tagged with the task, travels on the stream of the requestor's
-//! `tasks/result`, which the spec tells it to call on seeing that status.
+//! The store of the tasks the gateway runs, and the handle each running
+//! call holds on its task.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -39,45 +8,15 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
 
-use mcpyard_proto::{codes, ErrorObject, Message};
+use mcpyard_proto::{codes, ErrorObject};
 use serde_json::{json, Map, Value};
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::status::{TaskError, TaskEvent, TaskLimits, TaskStatus};
+use super::wire::with_related_task;
 use crate::Outbound;
-
-/// The `_meta` key that ties a message to its task.
-pub(crate) const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
-
-/// The `tasks` server capability: list, cancel and task-augmented
-/// `tools/call`.
-/// The 2026-07-28 era's tasks extension (SEP-2663).
-pub(crate) const EXTENSION: &str = "io.modelcontextprotocol/tasks";
-
-pub(crate) fn capability() -> Value {
-    json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}})
-}
-
-/// Marks a tool the gateway can run as a task: `execution.taskSupport`
-/// becomes `"optional"` unless the tool already says `optional` or
-/// `required`. For tools whose source does not run tasks itself (the
-/// gateway's own, local sources, upstreams without the `tasks` capability).
-pub(crate) fn advertise(tool: &mut Value) {
-    let Some(tool) = tool.as_object_mut() else {
-        return;
-    };
-    let execution = tool.entry("execution").or_insert_with(|| json!({}));
-    if !execution.is_object() {
-        *execution = json!({});
-    }
-    if let Some(execution) = execution.as_object_mut() {
-        let current = execution.get("taskSupport").and_then(Value::as_str);
-        if !matches!(current, Some("optional" | "required")) {
-            execution.insert("taskSupport".into(), Value::String("optional".into()));
-        }
-    }
-}
 
 /// A `tasks/result` waiting on a task: requests made on the task's behalf
 /// go on its stream (`None`: the waiter has none, use the session's).
@@ -85,187 +24,6 @@ pub(crate) fn advertise(tool: &mut Value) {
 pub(crate) struct ResultWaiter {
     id: u64,
     pub(crate) stream: Option<Outbound>,
-}
-
-/// Adds `_meta["io.modelcontextprotocol/related-task"]` to a result, as
-/// `tasks/result` must.
-pub(crate) fn with_related_task(mut result: Value, task_id: &str) -> Value {
-    if let Some(obj) = result.as_object_mut() {
-        let meta = obj.entry("_meta").or_insert_with(|| json!({}));
-        if !meta.is_object() {
-            *meta = json!({});
-        }
-        if let Some(meta) = meta.as_object_mut() {
-            meta.insert(RELATED_TASK.into(), json!({ "taskId": task_id }));
-        }
-    }
-    result
-}
-
-/// The `task` member of a task-augmented request's params.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct TaskRequest {
-    /// The lifetime the requestor asked for, in milliseconds.
-    pub(crate) ttl: Option<u64>,
-}
-
-impl TaskRequest {
-    /// Reads `params.task`: `None` for a plain request (absent or `null`),
-    /// -32602 when it is not an object or `ttl` is not a non-negative number.
-    pub(crate) fn from_params(params: &Value) -> Result<Option<Self>, ErrorObject> {
-        let task = match params.get("task") {
-            None | Some(Value::Null) => return Ok(None),
-            Some(Value::Object(task)) => task,
-            Some(_) => return Err(TaskError::BadTaskParam.into()),
-        };
-        let ttl = match task.get("ttl") {
-            None | Some(Value::Null) => None,
-            Some(v) => match (v.as_u64(), v.as_f64()) {
-                (Some(ms), _) => Some(ms),
-                // A client may send 60000.0; a fraction of a millisecond is noise.
-                // (`as` saturates a huge value to u64::MAX, clamped below.)
-                (None, Some(ms)) if ms.is_finite() && ms >= 0.0 => Some(ms as u64),
-                _ => return Err(TaskError::BadTaskParam.into()),
-            },
-        };
-        Ok(Some(Self { ttl }))
-    }
-}
-
-/// Where a task is in its life. Terminal: completed, failed, cancelled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum TaskStatus {
-    Working,
-    InputRequired,
-    Completed,
-    Failed,
-    Cancelled,
-}
-
-impl TaskStatus {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Self::Working => "working",
-            Self::InputRequired => "input_required",
-            Self::Completed => "completed",
-            Self::Failed => "failed",
-            Self::Cancelled => "cancelled",
-        }
-    }
-
-    pub(crate) fn is_terminal(self) -> bool {
-        matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
-    }
-}
-
-impl fmt::Display for TaskStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// Why a task operation was refused. Every variant is the requestor's
-/// concern except [`TaskError::TooMany`], which is the gateway being full.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum TaskError {
-    /// Never created, created by another session, or already deleted.
-    #[error("Failed to retrieve task: Task not found")]
-    NotFound { task_id: String },
-    /// Its `ttl` ran out (while it was looked up or waited on).
-    #[error("Failed to retrieve task: Task has expired")]
-    Expired { task_id: String },
-    #[error("Cannot cancel task: already in terminal status '{status}'")]
-    Terminal { task_id: String, status: TaskStatus },
-    #[error("Invalid cursor for tasks/list")]
-    BadCursor,
-    #[error(
-        "`task` must be an object whose optional `ttl` is a non-negative number of milliseconds"
-    )]
-    BadTaskParam,
-    #[error("Too many tasks: {limit} {scope} is the limit; wait for tasks to finish or expire")]
-    TooMany { limit: usize, scope: &'static str },
-}
-
-impl From<TaskError> for crate::RouteError {
-    fn from(e: TaskError) -> Self {
-        Self::Protocol(e.into())
-    }
-}
-
-impl From<TaskError> for ErrorObject {
-    fn from(e: TaskError) -> Self {
-        let message = e.to_string();
-        match e {
-            TaskError::NotFound { task_id } | TaskError::Expired { task_id } => {
-                ErrorObject::invalid_params(message).with_data(json!({ "taskId": task_id }))
-            }
-            TaskError::Terminal { task_id, status } => ErrorObject::invalid_params(message)
-                .with_data(json!({ "taskId": task_id, "status": status.as_str() })),
-            TaskError::BadCursor | TaskError::BadTaskParam => ErrorObject::invalid_params(message),
-            TaskError::TooMany { limit, .. } => {
-                ErrorObject::internal(message).with_data(json!({ "limit": limit }))
-            }
-        }
-    }
-}
-
-/// Bounds on what the store keeps.
-#[derive(Debug, Clone)]
-pub(crate) struct TaskLimits {
-    /// Tasks stored at once (any status, any owner).
-    pub(crate) max_tasks: usize,
-    /// Unfinished (working / input_required) tasks of one owner.
-    pub(crate) max_running_per_owner: usize,
-    /// The ttl of a task whose request named none.
-    pub(crate) default_ttl: Duration,
-    pub(crate) min_ttl: Duration,
-    pub(crate) max_ttl: Duration,
-    pub(crate) poll_interval: Duration,
-    /// Tasks per `tasks/list` page.
-    pub(crate) page_size: usize,
-}
-
-impl Default for TaskLimits {
-    fn default() -> Self {
-        Self {
-            max_tasks: 1000,
-            max_running_per_owner: 100,
-            default_ttl: Duration::from_secs(60 * 60),
-            min_ttl: Duration::from_secs(1),
-            max_ttl: Duration::from_secs(24 * 60 * 60),
-            poll_interval: Duration::from_millis(500),
-            page_size: 50,
-        }
-    }
-}
-
-impl TaskLimits {
-    fn ttl(&self, requested_ms: Option<u64>) -> Duration {
-        match requested_ms {
-            None => self.default_ttl,
-            Some(ms) => Duration::from_millis(ms).clamp(self.min_ttl, self.max_ttl),
-        }
-    }
-}
-
-/// A task changed status; the gateway turns this into
-/// `notifications/tasks/status` for the owning session.
-#[derive(Debug, Clone)]
-pub(crate) struct TaskEvent {
-    /// The session that owns the task; `None` for an unbound task (nobody
-    /// has a stream to hear about it).
-    pub(crate) owner: Option<String>,
-    /// The full `Task`, as `tasks/get` would answer.
-    pub(crate) task: Value,
-}
-
-impl TaskEvent {
-    pub(crate) fn notification(&self) -> Message {
-        Message::notification(
-            mcpyard_proto::methods::NOTIFICATION_TASKS_STATUS,
-            Some(self.task.clone()),
-        )
-    }
 }
 
 type Listener = Arc<dyn Fn(TaskEvent) + Send + Sync>;
@@ -940,6 +698,8 @@ impl Drop for TaskHandle {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tasks::wire::{advertise, capability, TaskRequest, RELATED_TASK};
+    use mcpyard_proto::Message;
 
     type Events = Arc<Mutex<Vec<TaskEvent>>>;
 

@@ -1,0 +1,125 @@
+//! The lists a source offers, and the protocol era a client speaks, which
+//! decides the lists it sees.
+
+use mcpyard_proto::methods;
+use serde_json::Value;
+
+/// The four kinds of list a source can offer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListKind {
+    Tools,
+    Resources,
+    ResourceTemplates,
+    Prompts,
+}
+
+impl ListKind {
+    pub(crate) const ALL: [ListKind; 4] = [
+        ListKind::Tools,
+        ListKind::Resources,
+        ListKind::ResourceTemplates,
+        ListKind::Prompts,
+    ];
+
+    pub(crate) fn list_method(self) -> &'static str {
+        match self {
+            ListKind::Tools => methods::TOOLS_LIST,
+            ListKind::Resources => methods::RESOURCES_LIST,
+            ListKind::ResourceTemplates => methods::RESOURCES_TEMPLATES_LIST,
+            ListKind::Prompts => methods::PROMPTS_LIST,
+        }
+    }
+
+    /// The key of the items in the list result.
+    pub(crate) fn key(self) -> &'static str {
+        match self {
+            ListKind::Tools => "tools",
+            ListKind::Resources => "resources",
+            ListKind::ResourceTemplates => "resourceTemplates",
+            ListKind::Prompts => "prompts",
+        }
+    }
+
+    /// The notification that tells clients this list changed.
+    pub(crate) fn changed_notification(self) -> &'static str {
+        match self {
+            ListKind::Tools => methods::NOTIFICATION_TOOLS_LIST_CHANGED,
+            ListKind::Resources | ListKind::ResourceTemplates => {
+                methods::NOTIFICATION_RESOURCES_LIST_CHANGED
+            }
+            ListKind::Prompts => methods::NOTIFICATION_PROMPTS_LIST_CHANGED,
+        }
+    }
+
+    pub(crate) fn from_notification(method: &str) -> Option<&'static [ListKind]> {
+        match method {
+            methods::NOTIFICATION_TOOLS_LIST_CHANGED => Some(&[ListKind::Tools]),
+            methods::NOTIFICATION_RESOURCES_LIST_CHANGED => {
+                Some(&[ListKind::Resources, ListKind::ResourceTemplates])
+            }
+            methods::NOTIFICATION_PROMPTS_LIST_CHANGED => Some(&[ListKind::Prompts]),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// What one source offers, as it listed it (names unprefixed).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SourceLists {
+    pub(crate) items: [Vec<Value>; 4],
+    /// The source runs task-augmented `tools/call` itself; otherwise the
+    /// gateway runs them, and says so on each tool.
+    pub(crate) runs_tasks: bool,
+    /// The tools this source would list under `expose = "default"` (own
+    /// names or patterns); `None`: all of them.
+    pub(crate) default_listing: Option<Vec<String>>,
+    /// Tools (own names) listed only while some other tool is hidden: the
+    /// gateway's search tools.
+    pub(crate) listed_when_hiding: Vec<String>,
+}
+
+impl SourceLists {
+    /// Lists holding only these tools (`tools/list` items, own names).
+    pub fn tools(tools: Vec<Value>) -> Self {
+        let mut lists = Self::default();
+        lists.set(ListKind::Tools, tools);
+        lists
+    }
+
+    pub fn get(&self, kind: ListKind) -> &[Value] {
+        &self.items[kind.index()]
+    }
+
+    pub fn set(&mut self, kind: ListKind, items: Vec<Value>) {
+        self.items[kind.index()] = items;
+    }
+
+    /// The source runs task-augmented `tools/call` itself (it offers
+    /// `/tasks/requests/tools/call`, see [`Source::offers`](crate::Source::offers)):
+    /// its tools keep their own `execution.taskSupport`.
+    pub fn set_runs_tasks(&mut self, runs: bool) {
+        self.runs_tasks = runs;
+    }
+
+    /// What `expose = "default"` lists for this source: these names or
+    /// patterns only (a large API's curated set, or none), instead of all.
+    pub fn set_default_listing(&mut self, names: Option<Vec<String>>) {
+        self.default_listing = names;
+    }
+}
+
+/// The protocol era a client speaks, which decides the catalogue it sees:
+/// a server of both eras may offer each something else, and the gateway
+/// keeps a connection in each era such a server's clients use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub(crate) enum Era {
+    /// `initialize` and a session (2024-11-05 to 2025-11-25).
+    #[default]
+    Handshake,
+    /// The 2026-07-28 era: an envelope on every request, no session.
+    Modern,
+}
