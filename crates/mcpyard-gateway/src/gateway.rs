@@ -10,11 +10,12 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::catalog::{apps, resource_uri, AppsConfig, Catalog};
+use crate::catalog::{apps, resource_uri, Catalog};
 
 use crate::call::ItemKind;
 use crate::call::{Era, ListKind};
 use crate::config::ConfigError;
+use crate::downstream::announce::{discover, initialize};
 use crate::downstream::{era, is_log_level, round_trips, Downstream, SessionCaps, Sessions};
 use crate::governance::trace::{self, CallSpans};
 use crate::governance::{PolicyLayer, RateLimitLayer};
@@ -748,59 +749,4 @@ fn needs_sources(method: &str, params: &Value) -> bool {
         }
         _ => true,
     }
-}
-
-/// What the gateway serves; `extensions`: those it relays (MCP Apps when on).
-fn server_capabilities(apps: &AppsConfig) -> Value {
-    apps::with_extensions(
-        json!({
-            "tools": {"listChanged": true},
-            "resources": {"subscribe": true, "listChanged": true},
-            "prompts": {"listChanged": true},
-            "logging": {},
-            "completions": {},
-            "tasks": tasks::capability(),
-        }),
-        apps,
-    )
-}
-
-const INSTRUCTIONS: &str = "mcpyard aggregates several MCP servers behind one endpoint. Tool names are prefixed with their server's name (`server__tool`). Call `mcpyard__status` to see every server and its health, and `mcpyard__docs` for reference pages. When some tools are hidden, `mcpyard__search_tools` finds them by what you want to do and `mcpyard__call_tool` calls them.";
-
-fn initialize(session: &Session, params: &Value, apps: &AppsConfig) -> Value {
-    let requested = params
-        .get("protocolVersion")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let version = mcpyard_proto::negotiate(requested);
-    session.update(|n| {
-        n.protocol_version = version.to_owned();
-        n.capabilities = params.get("capabilities").cloned().unwrap_or_default();
-        n.client_info = params.get("clientInfo").cloned().unwrap_or_default();
-    });
-    json!({
-        "protocolVersion": version,
-        "capabilities": server_capabilities(apps),
-        "serverInfo": era::server_info(),
-        "instructions": INSTRUCTIONS,
-    })
-}
-
-/// `server/discover` (2026-07-28): what `initialize` would say, without
-/// creating anything.
-fn discover(apps: &AppsConfig) -> Value {
-    let mut capabilities = server_capabilities(apps);
-    // The era's tasks are an extension, which the gateway relays: a task
-    // an upstream creates is polled, answered and cancelled through it.
-    // The 2025-11-25 `tasks` capability is not of this era.
-    if let Some(c) = capabilities.as_object_mut() {
-        c.remove("tasks");
-    }
-    capabilities["extensions"][tasks::EXTENSION] = json!({});
-    json!({
-        "supportedVersions": mcpyard_proto::SUPPORTED,
-        "capabilities": capabilities,
-        "serverInfo": era::server_info(),
-        "instructions": INSTRUCTIONS,
-    })
 }

@@ -11,6 +11,7 @@
 
 pub(crate) mod apps;
 mod exposure;
+mod names;
 pub(crate) mod resource_uri;
 mod search;
 
@@ -20,12 +21,13 @@ use std::sync::{Arc, Mutex, RwLock};
 use base64::Engine;
 use mcpyard_proto::ErrorObject;
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 
 pub use apps::AppsConfig;
 pub use exposure::matches;
 use exposure::Decision;
 pub use exposure::{Exposure, Listing};
+pub(crate) use names::is_valid_tool_name;
+use names::{exposed_name, mirrored_arguments};
 pub use search::{Hit, IndexedTool, ToolIndex};
 
 use crate::governance::{Item, Policy, Verdict};
@@ -761,73 +763,11 @@ fn build_view(entries: &[Entry], era: Era, apps_config: &AppsConfig) -> View {
     view
 }
 
-/// The top-level arguments a tool's input schema marks with `x-mcp-header`,
-/// with the header suffix each names.
-fn mirrored_arguments(tool: &Value) -> Vec<(String, String)> {
-    let Some(properties) = tool
-        .pointer("/inputSchema/properties")
-        .and_then(Value::as_object)
-    else {
-        return Vec::new();
-    };
-    properties
-        .iter()
-        .filter_map(|(name, schema)| {
-            let suffix = schema.get("x-mcp-header")?.as_str()?;
-            Some((name.clone(), suffix.to_owned()))
-        })
-        .collect()
-}
-
 /// Whether a source's `ui://` URIs are put under its own authority: with
 /// apps on, for every source whose names are prefixed (one whose names are
 /// not keeps its URIs as they are, like its names).
 fn rewrites_ui(apps: &AppsConfig, entry: &Entry) -> bool {
     apps.enabled && !entry.prefix.is_empty() && entry.name != crate::call::GATEWAY_SOURCE
-}
-
-/// The name an item is listed under: the source's prefix and its own name.
-/// Tool names are made to follow the spec's rule, as some clients refuse a
-/// whole list over one bad name: other characters become `_`, and a name
-/// past 128 characters is cut to end in 8 hex digits of a hash of the whole,
-/// which keeps it unique. Calls are routed by the original name.
-fn exposed_name(kind: ListKind, prefix: &str, name: &str) -> String {
-    let joined = format!("{prefix}{name}");
-    if kind != ListKind::Tools || is_valid_tool_name(&joined) {
-        return joined;
-    }
-    let mut safe: String = joined
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if safe.is_empty() {
-        safe.push('_');
-    }
-    if safe.len() > MAX_TOOL_NAME {
-        let digest = Sha256::digest(joined.as_bytes());
-        safe.truncate(MAX_TOOL_NAME - 9);
-        safe.push('_');
-        for byte in &digest[..4] {
-            safe.push_str(&format!("{byte:02x}"));
-        }
-    }
-    safe
-}
-
-const MAX_TOOL_NAME: usize = 128;
-
-/// The spec's rule for tool names: 1 to 128 of `A-Z a-z 0-9 _ - .`.
-pub(crate) fn is_valid_tool_name(name: &str) -> bool {
-    (1..=MAX_TOOL_NAME).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
 }
 
 #[cfg(test)]

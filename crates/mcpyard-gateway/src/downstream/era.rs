@@ -74,7 +74,10 @@ pub(crate) fn stamp_stateless_result(method: &str, result: &mut Value) {
     }
     let meta = obj.entry("_meta").or_insert_with(|| json!({}));
     if let Some(meta) = meta.as_object_mut() {
-        meta.insert(envelope::SERVER_INFO_KEY.into(), server_info());
+        meta.insert(
+            envelope::SERVER_INFO_KEY.into(),
+            super::announce::server_info(),
+        );
     }
 }
 
@@ -128,11 +131,6 @@ pub(crate) fn error_for_modern_era(mut error: ErrorObject) -> ErrorObject {
         error.code = codes::INVALID_PARAMS;
     }
     error
-}
-
-/// Who answers: the gateway, by name and version.
-pub(crate) fn server_info() -> Value {
-    json!({"name": "mcpyard", "title": "mcpyard MCP gateway", "version": env!("CARGO_PKG_VERSION")})
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 //! streams, the stateless era's per-request sessions (`era.rs`) and its
 //! multi-round-trip requests (`round_trips.rs`).
 
+pub(crate) mod announce;
 pub(crate) mod era;
 mod listen;
 pub(crate) mod round_trips;

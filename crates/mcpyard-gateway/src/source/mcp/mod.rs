@@ -3,6 +3,7 @@
 //! when it dies (a stdio child is restarted), left out of the catalog while
 //! it is down.
 
+mod lists;
 pub(crate) mod pass_through;
 mod relay;
 mod spec;
@@ -24,6 +25,7 @@ use crate::call::{Era, ListKind, SourceLists};
 use crate::downstream::Sessions;
 use crate::source::{CallContext, Source, SourceEvents, SourceHealth, SourceRequest};
 use crate::RouteError;
+use lists::{fetch_lists, ping};
 use relay::{Changes, LocalSampling, Relay};
 
 /// Where an upstream stands, for the status tool and for failing fast.
@@ -119,7 +121,6 @@ fn upstream_capabilities() -> Value {
 /// How often a connected upstream is pinged: an HTTP upstream that went
 /// away is otherwise only noticed by the next call.
 const HEALTH_CHECK_EVERY: Duration = Duration::from_secs(15);
-const HEALTH_CHECK_TIMEOUT: Duration = Duration::from_secs(20);
 
 const BACKOFF_START: Duration = Duration::from_millis(500);
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
@@ -748,60 +749,4 @@ impl Source for Upstream {
             self.done.cancelled().await
         }
     }
-}
-
-/// A ping (`server/discover` in the 2026-07-28 era); an error answer still
-/// proves the server alive.
-async fn ping(client: &McpClient) -> Result<(), ClientError> {
-    let options = RequestOptions {
-        timeout: Some(HEALTH_CHECK_TIMEOUT),
-        cancel: None,
-        ..RequestOptions::default()
-    };
-    match client.check_alive(options).await {
-        Ok(()) | Err(ClientError::Rpc(_)) => Ok(()),
-        Err(e) => Err(e),
-    }
-}
-
-/// Fetches the given lists, keeping the others from `lists`. A list the
-/// upstream does not offer (no capability, or an error answer) is empty; one
-/// that could not be fetched (the connection failed) stays as it was, so a
-/// server restarting in place does not lose its tools meanwhile.
-async fn fetch_lists(
-    client: &McpClient,
-    kinds: &[ListKind],
-    mut lists: SourceLists,
-) -> SourceLists {
-    let caps = client
-        .initialize_result()
-        .get("capabilities")
-        .cloned()
-        .unwrap_or_default();
-    for &kind in kinds {
-        let capability = match kind {
-            ListKind::Tools => "tools",
-            ListKind::Resources | ListKind::ResourceTemplates => "resources",
-            ListKind::Prompts => "prompts",
-        };
-        let items = if caps.get(capability).is_some() {
-            match client.list_all(kind.list_method(), kind.key()).await {
-                Ok(items) => items,
-                Err(e @ ClientError::Rpc(_)) => {
-                    tracing::warn!(method = kind.list_method(), error = %e, "listing refused");
-                    Vec::new()
-                }
-                Err(e) => {
-                    tracing::warn!(method = kind.list_method(), error = %e, "listing failed; keeping the last one");
-                    continue;
-                }
-            }
-        } else {
-            Vec::new()
-        };
-        lists.set(kind, items);
-    }
-    // Otherwise the gateway runs task-augmented calls itself for this server.
-    lists.runs_tasks = caps.pointer("/tasks/requests/tools/call").is_some();
-    lists
 }
