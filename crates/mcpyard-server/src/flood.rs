@@ -8,8 +8,7 @@
 //! exempt: it reads nothing, and monitors polling it from one address must
 //! not be locked out by the traffic of a client behind the same address.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::num::NonZeroU32;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -21,55 +20,8 @@ use axum::Router;
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultDirectRateLimiter, DefaultKeyedRateLimiter, Quota};
 
+use crate::address::{AddressPrefix, AddressRate};
 use crate::options::HttpOptions;
-
-/// A request rate: per client for [`HttpOptions::per_address`], over all
-/// clients for [`HttpOptions::total_rate`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AddressRate {
-    /// Requests per second in the long run.
-    pub per_second: NonZeroU32,
-    /// Requests that may come at once after a quiet spell.
-    pub burst: NonZeroU32,
-}
-
-/// Which addresses count as one client for [`HttpOptions::per_address`]:
-/// those that share their first `v4` (IPv4) or `v6` (IPv6) bits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AddressPrefix {
-    /// 1 to 32; 32, each address alone, by default.
-    pub v4: u8,
-    /// 1 to 128; 64, the usual size of one site's subnet, by default.
-    pub v6: u8,
-}
-
-impl Default for AddressPrefix {
-    fn default() -> Self {
-        Self { v4: 32, v6: 64 }
-    }
-}
-
-impl AddressPrefix {
-    /// The first address of `address`'s prefix, which stands for all of
-    /// them. An IPv4 address mapped into IPv6 (a dual-stack listener's
-    /// view of an IPv4 client) is taken as the IPv4 address it is.
-    pub fn group_of(self, address: IpAddr) -> IpAddr {
-        match address.to_canonical() {
-            IpAddr::V4(a) => {
-                let mask = u32::MAX
-                    .checked_shl(32 - u32::from(self.v4.min(32)))
-                    .unwrap_or(0);
-                IpAddr::V4(Ipv4Addr::from(u32::from(a) & mask))
-            }
-            IpAddr::V6(a) => {
-                let mask = u128::MAX
-                    .checked_shl(128 - u32::from(self.v6.min(128)))
-                    .unwrap_or(0);
-                IpAddr::V6(Ipv6Addr::from(u128::from(a) & mask))
-            }
-        }
-    }
-}
 
 /// Which limit a request went over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -188,6 +140,7 @@ pub(crate) async fn limit(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::num::NonZeroU32;
 
     fn rate(per_second: u32, burst: u32) -> Option<AddressRate> {
         Some(AddressRate {

@@ -18,8 +18,8 @@ use tokio_stream::wrappers::ReceiverStream;
 use crate::accept::is_json_content;
 use crate::batch::{self, Batch};
 use crate::reply::{json_response, rpc_error_response};
-use crate::router::AppState;
 use crate::sse::{self, EventIds};
+use crate::state::AppState;
 use crate::streamable::read_body;
 
 /// Messages waiting for a slow reader of the stream.

@@ -16,6 +16,7 @@
 //!   [`HttpOptions::metrics_route`] is set, or alone with [`serve_metrics`].
 
 mod accept;
+mod address;
 mod auth;
 mod batch;
 mod conn;
@@ -29,15 +30,16 @@ mod security;
 mod serve;
 mod sessionless;
 mod sse;
+mod state;
 mod stateless;
 mod stdio;
 mod streamable;
 
+pub use address::{AddressPrefix, AddressRate};
 pub use auth::{
     ApiKeySpec, AuthOptions, KeySecret, OAuthOptions, DEFAULT_ALGORITHMS, DEFAULT_KEY_NAME,
 };
 pub use batch::{BatchLimits, DEFAULT_MAX_BATCH_ENTRIES, DEFAULT_MAX_BATCH_IN_FLIGHT};
-pub use flood::{AddressPrefix, AddressRate};
 /// The JWT signature algorithms [`OAuthOptions::algorithms`] names.
 pub use jsonwebtoken::Algorithm as JwtAlgorithm;
 pub use metrics::serve_metrics;

@@ -36,12 +36,6 @@ async fn scrape(State(gateway): State<Gateway>) -> Response {
     }
 }
 
-impl axum::extract::FromRef<crate::router::AppState> for Gateway {
-    fn from_ref(state: &crate::router::AppState) -> Self {
-        state.gateway.clone()
-    }
-}
-
 /// Serves `GET /metrics` alone on `listener` until `shutdown`: to any
 /// client without `token`, so bind it where only the scraper reaches; with
 /// it, to `Authorization: Bearer <token>` only.

@@ -3,9 +3,9 @@
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
+use crate::address::{AddressPrefix, AddressRate};
 use crate::auth::AuthOptions;
 use crate::batch::BatchLimits;
-use crate::flood::{AddressPrefix, AddressRate};
 
 /// How the HTTP transports listen and whom they let in.
 #[derive(Clone)]

@@ -15,27 +15,13 @@ use tower_http::limit::RequestBodyLimitLayer;
 use crate::auth::{self, Authenticator, MetricsToken};
 use crate::options::HttpOptions;
 use crate::reply::rpc_error_response;
+use crate::state::AppState;
 use crate::{legacy_sse, metrics, security, streamable};
 
 /// Where Streamable HTTP is served: `/mcp`, and `/api/v1/mcp`, the path
 /// Lemonade and Visions serve it at, so their clients need no change. Both
 /// are the same endpoint: a session opened on one is used on the other.
 pub(crate) const MCP_PATHS: [&str; 2] = ["/mcp", "/api/v1/mcp"];
-
-/// What every handler can reach.
-#[derive(Debug, Clone)]
-pub(crate) struct AppState {
-    pub(crate) gateway: Gateway,
-    pub(crate) opts: Arc<HttpOptions>,
-    pub(crate) auth: Arc<Authenticator>,
-    /// Where the OAuth metadata document is served (none without OAuth):
-    /// open to clients without credentials.
-    pub(crate) metadata_paths: Arc<[String]>,
-    /// Cancelled when the server shuts down: long-lived streams end then.
-    pub(crate) shutdown: CancellationToken,
-    /// The credential of `/metrics`, when one is set.
-    pub(crate) metrics_token: Option<Arc<MetricsToken>>,
-}
 
 /// The gateway's HTTP routes: Streamable HTTP on `/mcp` (and
 /// `/api/v1/mcp`, see [`MCP_PATHS`]), legacy HTTP+SSE on

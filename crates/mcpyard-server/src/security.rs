@@ -14,7 +14,7 @@ use crate::auth::MetricsToken;
 use crate::metrics;
 use crate::options::{HttpOptions, METRICS_GROUP};
 use crate::reply::rpc_error_response;
-use crate::router::AppState;
+use crate::state::AppState;
 
 /// Axum middleware applying [`check`] to every request, then
 /// authentication to every route but `GET /health` and the OAuth metadata

@@ -25,7 +25,7 @@ use serde_json::Value;
 
 use crate::accept::Accepts;
 use crate::reply::{always_ok, json_response};
-use crate::router::AppState;
+use crate::state::AppState;
 use crate::stateless;
 
 /// Answers one POST without a session (not `initialize`, and not of the

@@ -53,7 +53,7 @@ use serde_json::{Map, Value};
 
 use crate::accept::Accepts;
 use crate::reply::{self, json_response, Plan};
-use crate::router::AppState;
+use crate::state::AppState;
 
 const METHOD_HEADER: &str = "mcp-method";
 const NAME_HEADER: &str = "mcp-name";

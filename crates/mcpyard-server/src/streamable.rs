@@ -25,8 +25,8 @@ use crate::batch::{self, Batch, BatchLimits};
 use crate::conn::BodyTimedOut;
 use crate::options::SessionMode;
 use crate::reply::{self, always_ok, json_response, rpc_error_response, Plan};
-use crate::router::AppState;
 use crate::sse::{self, EventIds};
+use crate::state::AppState;
 use crate::{sessionless, stateless};
 
 pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
