@@ -91,7 +91,9 @@ class Crate:
                 parts = os.path.relpath(path, src)[:-3].split(os.sep)
                 if parts[-1] in ("mod", "lib", "main"):
                     parts = parts[:-1]
-                if parts and parts[0] == "bin":
+                # Binaries are crates of their own; `tests.rs` files are
+                # `#[cfg(test)]` modules.
+                if parts and (parts[0] == "bin" or parts[-1] == "tests"):
                     continue
                 self.files[tuple(parts)] = path
         self.code = {m: strip_code(open(p).read()) for m, p in self.files.items()}

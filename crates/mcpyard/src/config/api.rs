@@ -11,10 +11,11 @@ use mcpyard_gateway::{Listing, SourceSpec};
 use mcpyard_openapi::{ApiAuth, ApiConfig, ApiDocument, LoadOptions};
 use serde::Deserialize;
 
+use super::context::Context;
 use super::error::ConfigError;
 use super::expose::{self, RawExpose};
 use super::redact;
-use super::server::{check_name, check_prefix, duration, Context};
+use super::server::{check_name, check_prefix, duration};
 use super::values::{parse_size, OrderedMap, RawDuration, RawSize};
 
 /// `[apis.NAME]` as written.

@@ -26,8 +26,9 @@ use mcpyard_server::{
 };
 use serde::Deserialize;
 
+use super::context::Context;
 use super::expand;
-use super::server::{self, Context};
+use super::server;
 use super::values::RawDuration;
 use super::ConfigError;
 

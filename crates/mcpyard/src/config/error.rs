@@ -77,6 +77,23 @@ pub(crate) fn redact_serde_message(msg: &str) -> String {
     out
 }
 
+/// The key an error is about: the path serde reached, plus the unknown
+/// field itself when that is the complaint.
+pub(crate) fn key_of(path: &str, message: &str) -> Option<String> {
+    let unknown = message
+        .strip_prefix("unknown field `")
+        .and_then(|rest| rest.split_once('`'))
+        .map(|(field, _)| field);
+    match (path, unknown) {
+        (".", None) => None,
+        (".", Some(field)) => Some(field.to_owned()),
+        // Some parsers have already stepped into the unknown key.
+        (p, Some(field)) if p == field || p.ends_with(&format!(".{field}")) => Some(p.to_owned()),
+        (p, Some(field)) => Some(format!("{p}.{field}")),
+        (p, None) => Some(p.to_owned()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,7 +4,7 @@
 use mcpyard_gateway::Listing;
 use serde::Deserialize;
 
-use super::server::Context;
+use super::context::Context;
 use super::ConfigError;
 
 /// `expose` as written: `"*"`, `"none"` (or `"gateway-only"`), `"default"`, or a list of names

@@ -11,7 +11,9 @@ use mcpyard_gateway::{
 };
 use serde::Deserialize;
 
-use super::server::{duration, Context};
+use super::server::duration;
+
+use super::context::Context;
 use super::values::{parse_size, OrderedMap, RawDuration, RawSize};
 use super::ConfigError;
 

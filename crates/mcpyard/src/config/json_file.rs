@@ -10,12 +10,12 @@
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
+use super::error::key_of;
 use super::error::{redact_serde_message, ConfigError};
 use super::expose::RawExpose;
 use super::jsonc;
 use super::oauth::{CursorAuth, JsonOAuth};
 use super::server::{RawSampling, RawServer};
-use super::toml_file::key_of;
 use super::values::{OrderedMap, RawDuration};
 
 #[derive(Debug, Deserialize)]

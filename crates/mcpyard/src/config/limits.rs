@@ -6,7 +6,9 @@ use std::time::Duration;
 use mcpyard_server::{AddressPrefix, AddressRate, BatchLimits, HttpOptions};
 use serde::Deserialize;
 
-use super::server::{self, Context};
+use super::server;
+
+use super::context::Context;
 use super::values::RawDuration;
 use super::ConfigError;
 

@@ -8,6 +8,7 @@
 mod api;
 mod apps;
 mod auth;
+mod context;
 mod error;
 mod expand;
 mod expose;
@@ -35,11 +36,13 @@ use mcpyard_gateway::{
 
 pub(crate) use api::ApiSummary;
 pub(crate) use auth::{Auth, FrontDoors};
+use context::Context;
 pub(crate) use error::ConfigError;
 pub(crate) use limits::Limits;
 pub(crate) use oauth::{GrantKind, OAuthSettings, REDIRECT_PATH};
-use server::{Context, RawServer};
+use server::RawServer;
 pub(crate) use telemetry::{MetricsSettings, TelemetrySettings};
+pub(crate) use values::parse_listen;
 use values::{parse_size, RawSize};
 
 /// Where the gateway listens unless told otherwise. Loopback only; the
@@ -584,16 +587,6 @@ pub(crate) fn http_url(spec: &TransportSpec) -> Option<&str> {
         TransportSpec::StreamableHttp { url, .. } | TransportSpec::Sse { url, .. } => Some(url),
         TransportSpec::Stdio { .. } => None,
     }
-}
-
-/// `HOST:PORT` with an IP address, or `localhost:PORT`.
-pub(crate) fn parse_listen(text: &str) -> Option<SocketAddr> {
-    let text = text.trim();
-    if let Ok(addr) = text.parse() {
-        return Some(addr);
-    }
-    let port = text.strip_prefix("localhost:")?.parse().ok()?;
-    Some(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port))
 }
 
 fn expand_list(

@@ -12,9 +12,9 @@ use std::path::PathBuf;
 use mcpyard_client::oauth::{ClientAuthMethod, Grant, OAuthConfig, PrivateKeyJwt, Secret};
 use serde::Deserialize;
 
+use super::context::Context;
 use super::error::ConfigError;
 use super::expand;
-use super::server::Context;
 
 /// The loopback port `mcpyard login` receives the redirect on unless told
 /// otherwise: fixed, so the redirect URI a provider has on file stays valid.

@@ -27,7 +27,7 @@ use mcpyard_gateway::governance::{
 use mcpyard_server::AddressRate;
 use serde::Deserialize;
 
-use super::server::Context;
+use super::context::Context;
 use super::ConfigError;
 
 /// `[policy]`, as written.

@@ -3,14 +3,15 @@
 //! [`UpstreamSpec`] the gateway can start.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use mcpyard_client::TransportSpec;
 use mcpyard_gateway::{SamplingPolicy, UpstreamSampling, UpstreamSpec};
 
+use super::context::Context;
 use super::error::ConfigError;
-use super::expand::expand;
+
 use super::oauth::OAuthSettings;
 use super::values::{parse_duration, RawDuration};
 
@@ -23,26 +24,6 @@ const MAX_NAME_LEN: usize = 64;
 
 /// The spec's limit on tool names.
 const MAX_TOOL_NAME_LEN: usize = 128;
-
-/// Where and how strings are expanded, and where relative paths start.
-pub(crate) struct Context<'a> {
-    /// The file as the user named it, for messages.
-    pub(crate) file: &'a str,
-    /// The directory of the file: a relative `cwd` is resolved against it.
-    pub(crate) base_dir: Option<&'a Path>,
-    pub(crate) lookup: &'a dyn Fn(&str) -> Option<String>,
-}
-
-impl Context<'_> {
-    /// Expands `${VAR}` in `value`, found at `key`.
-    pub(crate) fn expand(&self, key: &str, value: &str) -> Result<String, ConfigError> {
-        expand(value, self.lookup).map_err(|e| ConfigError::at(self.file, key, e.to_string()))
-    }
-
-    pub(crate) fn error(&self, key: &str, message: impl Into<String>) -> ConfigError {
-        ConfigError::at(self.file, key, message)
-    }
-}
 
 /// A server entry as written, before expansion. The file formats fill it.
 #[derive(Debug, Default)]
@@ -510,7 +491,7 @@ mod tests {
     fn ctx() -> Context<'static> {
         Context {
             file: "test.toml",
-            base_dir: Some(Path::new("/etc/mcpyard")),
+            base_dir: Some(std::path::Path::new("/etc/mcpyard")),
             lookup: &lookup,
         }
     }

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 
 use serde::Deserialize;
 
-use super::server::Context;
+use super::context::Context;
 use super::ConfigError;
 
 /// `[metrics]`, as written.
@@ -59,7 +59,7 @@ pub(crate) fn metrics(
         .as_deref()
         .map(|l| {
             let l = ctx.expand("metrics.listen", l)?;
-            super::parse_listen(&l).ok_or_else(|| {
+            super::values::parse_listen(&l).ok_or_else(|| {
                 ctx.error(
                     "metrics.listen",
                     "expected HOST:PORT with an IP address or `localhost`, e.g. \"127.0.0.1:9464\"",

@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use super::error::{redact_serde_message, ConfigError};
+use super::error::{key_of, redact_serde_message, ConfigError};
 use super::expose::RawExpose;
 use super::oauth::RawOAuth;
 use super::server::{RawSampling, RawServer};
@@ -110,23 +110,6 @@ pub(crate) fn parse(file: &str, text: &str) -> Result<TomlFile, ConfigError> {
             message,
         }
     })
-}
-
-/// The key an error is about: the path serde reached, plus the unknown
-/// field itself when that is the complaint.
-pub(crate) fn key_of(path: &str, message: &str) -> Option<String> {
-    let unknown = message
-        .strip_prefix("unknown field `")
-        .and_then(|rest| rest.split_once('`'))
-        .map(|(field, _)| field);
-    match (path, unknown) {
-        (".", None) => None,
-        (".", Some(field)) => Some(field.to_owned()),
-        // Some parsers have already stepped into the unknown key.
-        (p, Some(field)) if p == field || p.ends_with(&format!(".{field}")) => Some(p.to_owned()),
-        (p, Some(field)) => Some(format!("{p}.{field}")),
-        (p, None) => Some(p.to_owned()),
-    }
 }
 
 #[cfg(test)]

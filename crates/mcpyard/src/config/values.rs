@@ -7,6 +7,7 @@
 
 use std::fmt;
 use std::marker::PhantomData;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
@@ -137,6 +138,16 @@ impl<'de, V: Deserialize<'de>> Deserialize<'de> for OrderedMap<V> {
         }
         d.deserialize_map(MapVisitor(PhantomData))
     }
+}
+
+/// `HOST:PORT` with an IP address, or `localhost:PORT`.
+pub(crate) fn parse_listen(text: &str) -> Option<SocketAddr> {
+    let text = text.trim();
+    if let Ok(addr) = text.parse() {
+        return Some(addr);
+    }
+    let port = text.strip_prefix("localhost:")?.parse().ok()?;
+    Some(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port))
 }
 
 #[cfg(test)]
