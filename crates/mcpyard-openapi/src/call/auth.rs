@@ -355,7 +355,7 @@ pub(crate) fn secret_forms(auth: &ApiAuth, headers: &[(String, String)]) -> Vec<
     for v in values.into_iter().filter(|v| v.len() >= 4) {
         forms.push(base64::engine::general_purpose::STANDARD.encode(&v));
         let encoded =
-            percent_encoding::utf8_percent_encode(&v, super::request::COMPONENT).to_string();
+            percent_encoding::utf8_percent_encode(&v, super::encode::COMPONENT).to_string();
         if encoded != v {
             forms.push(encoded);
         }

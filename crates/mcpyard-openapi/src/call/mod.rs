@@ -7,6 +7,9 @@
 
 mod answer;
 mod auth;
+mod caller;
+mod encode;
+mod error;
 mod events;
 mod files;
 mod request;
@@ -23,58 +26,12 @@ use crate::{ApiConfig, ApiDocument, BodyShape, Operation};
 
 pub use auth::credential_report;
 pub(crate) use auth::unplaced;
+pub(crate) use caller::Caller;
+pub(crate) use error::CallError;
 use request::{Body, MultipartField};
-
-/// Why a call was not made or got no answer; each becomes an `isError`
-/// result worded for the model.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum CallError {
-    #[error("Invalid arguments for `{operation}`; nothing was sent.\n{}\nExpected schema: {schema}", errors.iter().map(|e| format!("- {e}")).collect::<Vec<_>>().join("\n"))]
-    InvalidArguments {
-        operation: String,
-        errors: Vec<String>,
-        schema: String,
-    },
-    #[error("{0}")]
-    MissingCredential(String),
-    #[error("{0}. Nothing was sent.")]
-    File(String),
-    #[error("{0}. Nothing was sent.")]
-    CannotSend(String),
-    #[error("API `{api}` has no base URL: {why}. Set [apis.{api}] base_url.")]
-    NoBaseUrl { api: String, why: String },
-    #[error("API `{api}`: {what}")]
-    Failed { api: String, what: String },
-    #[error("The call was cancelled.")]
-    Cancelled,
-    #[error("API `{api}` did not answer within the call's time limit ({after:?}); nothing more was read.")]
-    TimedOut { api: String, after: Duration },
-}
 
 /// How long the status's reachability probe waits for an answer.
 pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// Calls the operations of one loaded document.
-pub(crate) struct Caller {
-    pub(crate) config: Arc<ApiConfig>,
-    pub(crate) doc: Arc<ApiDocument>,
-    client: reqwest::Client,
-    pub(crate) fetcher: reqwest::Client,
-    pub(crate) sandbox: Sandbox,
-    checks: Vec<validate::InputCheck>,
-    /// Every form of every configured secret, longest first.
-    secrets: Vec<String>,
-}
-
-impl std::fmt::Debug for Caller {
-    // Names the API, never its credentials or headers.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Caller")
-            .field("api", &self.config.name)
-            .field("operations", &self.doc.operations.len())
-            .finish_non_exhaustive()
-    }
-}
 
 impl Caller {
     /// Takes the document: a WebSocket operation's input schema gains the

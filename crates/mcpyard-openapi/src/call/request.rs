@@ -2,21 +2,15 @@
 //! says: path, query, header and cookie parameters in their styles, and
 //! the body in its media type.
 
-use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+use percent_encoding::{utf8_percent_encode, AsciiSet};
 use serde_json::{Map, Value};
 
+use super::encode::COMPONENT;
 use crate::{BodyKind, BodyShape, Location, Operation, Parameter, ResponseKind, Style};
 
 use super::auth::Credential;
 use super::files::{self, FileArgument};
 use super::{CallError, Caller};
-
-/// Everything but the RFC 3986 unreserved characters is encoded in a value.
-pub(crate) const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
-    .remove(b'-')
-    .remove(b'.')
-    .remove(b'_')
-    .remove(b'~');
 
 /// `name[key]` keeps its brackets, as the specification's examples show.
 const DEEP_OBJECT_KEY: &AsciiSet = &COMPONENT.remove(b'[').remove(b']');
