@@ -41,7 +41,8 @@ pub use config::{
     DEFAULT_MAX_BASE64_BYTES, DEFAULT_REQUEST_TIMEOUT,
 };
 pub use error::ToolError;
-pub use source::{InferenceSource, SOURCE_NAME};
+pub use source::InferenceSource;
+pub use tools::SOURCE_NAME;
 pub use vendors::{
     capabilities_from_name, identify, BackendModels, Capability, ModelInfo, ModelState,
 };

@@ -10,9 +10,7 @@ use serde_json::{json, Value};
 use crate::config::{InferenceConfig, InferenceConfigError};
 use crate::engine::Inference;
 use crate::tools::{self, Args};
-
-/// The source name; tools are exposed as `local__<tool>` by default.
-pub const SOURCE_NAME: &str = "local";
+use crate::SOURCE_NAME;
 
 /// Local inference servers as MCP tools.
 #[derive(Debug, Clone)]

@@ -13,10 +13,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use super::{
-    blank_is_none, chat, input_schema, Args, Call, ToolDef, ToolFuture, ALLOW_DOWNLOAD_DOC,
-    MODEL_DOC,
-};
+use super::args::{blank_is_none, input_schema, Args, ALLOW_DOWNLOAD_DOC, MODEL_DOC};
+use super::call::Call;
+use super::chat;
+use super::def::{ToolDef, ToolFuture};
 use crate::engine::Inference;
 use crate::error::ToolError;
 

@@ -10,13 +10,14 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Number, Value};
 
+use super::args::{
+    blank_is_none, input_schema, model_request, Args, ALLOW_DOWNLOAD_DOC, MODEL_DOC,
+};
+use super::call::Call;
+use super::def::{ToolDef, ToolFuture};
 use super::media::{decode_inline, image_url_part};
 use super::vision_chat::{self, Settings};
 use super::visions::{routing_note, Preprocessing, PromptArg};
-use super::{
-    blank_is_none, input_schema, model_request, Args, Call, ToolDef, ToolFuture,
-    ALLOW_DOWNLOAD_DOC, MODEL_DOC,
-};
 use crate::engine::Inference;
 use crate::error::ToolError;
 use crate::imaging::{self, Variant, DEFAULT_CLIP_LIMIT, DEFAULT_TILES};

@@ -6,10 +6,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Number, Value};
 
-use super::{
-    blank_is_none, input_schema, model_request, Args, Call, ToolDef, ToolFuture,
-    ALLOW_DOWNLOAD_DOC, MODEL_DOC,
+use super::args::{
+    blank_is_none, input_schema, model_request, Args, ALLOW_DOWNLOAD_DOC, MODEL_DOC,
 };
+use super::call::Call;
+use super::def::{ToolDef, ToolFuture};
 use crate::engine::Inference;
 use crate::error::ToolError;
 use crate::vendors::Capability;

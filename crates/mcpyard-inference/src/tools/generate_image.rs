@@ -7,11 +7,12 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Map, Number, Value};
 
-use super::media::{b64, backend_call, media_block, prepare_output, tool_result, write_output};
-use super::{
-    blank_is_none, input_schema, model_request, Args, Call, ToolDef, ToolFuture,
-    ALLOW_DOWNLOAD_DOC, MODEL_DOC,
+use super::args::{
+    blank_is_none, input_schema, model_request, Args, ALLOW_DOWNLOAD_DOC, MODEL_DOC,
 };
+use super::call::Call;
+use super::def::{ToolDef, ToolFuture};
+use super::media::{b64, backend_call, media_block, prepare_output, tool_result, write_output};
 use crate::backend::Backend;
 use crate::config::BackendKind;
 use crate::engine::Inference;

@@ -9,7 +9,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{input_schema, Args, Call, ToolDef, ToolFuture};
+use super::args::{input_schema, Args};
+use super::call::Call;
+use super::def::{ToolDef, ToolFuture};
 use crate::backend::Origin;
 use crate::engine::{Inference, Listing};
 use crate::error::ToolError;

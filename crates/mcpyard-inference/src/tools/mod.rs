@@ -6,7 +6,9 @@
 mod agent;
 mod analyze_image;
 mod args;
+mod call;
 pub(crate) mod chat;
+mod def;
 mod embed;
 mod generate_image;
 mod list_models;
@@ -17,50 +19,10 @@ mod transcribe_audio;
 mod vision_chat;
 mod visions;
 
-use std::future::Future;
-use std::pin::Pin;
-
-use mcpyard_gateway::CallContext;
-use serde_json::Value;
-
 pub(crate) use args::Args;
-use args::{blank_is_none, input_schema, model_request, ALLOW_DOWNLOAD_DOC, MODEL_DOC};
-
-use crate::engine::Inference;
-use crate::error::ToolError;
-use crate::progress::Reporter;
-
-/// What a tool call returns: a `CallToolResult`, or an error that becomes
-/// an `isError` result.
-pub(crate) type ToolFuture<'a> =
-    Pin<Box<dyn Future<Output = Result<Value, ToolError>> + Send + 'a>>;
-
-/// What a call has besides its arguments: the gateway's context, and the
-/// call's progress reporter (shared by everything the call does, so its
-/// values keep growing).
-#[derive(Debug)]
-pub(crate) struct Call {
-    pub(crate) ctx: CallContext,
-    pub(crate) progress: Reporter,
-}
-
-impl Call {
-    pub(crate) fn new(ctx: CallContext) -> Self {
-        let progress = Reporter::new(ctx.progress.clone());
-        Self { ctx, progress }
-    }
-}
-
-/// One tool: its `tools/list` entry and its implementation.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct ToolDef {
-    /// The unprefixed name.
-    pub(crate) name: &'static str,
-    /// The `Tool` object (name, description, schemas, annotations).
-    pub(crate) definition: fn() -> Value,
-    /// Serves a call with the (object) arguments.
-    pub(crate) call: for<'a> fn(&'a Inference, Args, &'a Call) -> ToolFuture<'a>,
-}
+pub(crate) use call::Call;
+pub(crate) use def::ToolDef;
+pub use def::SOURCE_NAME;
 
 /// Every tool the source offers.
 pub(crate) const TOOLS: &[ToolDef] = &[
@@ -83,6 +45,9 @@ pub(crate) fn find(name: &str) -> Option<&'static ToolDef> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::Inference;
+    use crate::error::ToolError;
+    use mcpyard_gateway::CallContext;
 
     #[test]
     fn every_definition_is_named_after_its_entry() {

@@ -11,13 +11,13 @@ use serde::Deserialize;
 use serde_json::{json, Map, Number, Value};
 
 use super::agent::{self, offered_tools, run_loop, Run};
+use super::args::{blank_is_none, input_schema, Args, ALLOW_DOWNLOAD_DOC, MODEL_DOC};
+use super::call::Call;
+use super::def::SOURCE_NAME;
+use super::def::{ToolDef, ToolFuture};
 use super::media::{prepare_output, write_output};
-use super::{
-    blank_is_none, input_schema, Args, Call, ToolDef, ToolFuture, ALLOW_DOWNLOAD_DOC, MODEL_DOC,
-};
 use crate::engine::Inference;
 use crate::error::ToolError;
-use crate::SOURCE_NAME;
 
 pub(crate) const TOOL: ToolDef = ToolDef {
     name: "omni",

@@ -6,12 +6,13 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Number, Value};
 
+use super::args::{
+    blank_is_none, input_schema, model_request, Args, ALLOW_DOWNLOAD_DOC, MODEL_DOC,
+};
+use super::call::Call;
+use super::def::{ToolDef, ToolFuture};
 use super::media::{
     b64, backend_call, media_block, prepare_output, sniff_audio, tool_result, write_output,
-};
-use super::{
-    blank_is_none, input_schema, model_request, Args, Call, ToolDef, ToolFuture,
-    ALLOW_DOWNLOAD_DOC, MODEL_DOC,
 };
 use crate::backend::excerpt;
 use crate::engine::Inference;

@@ -7,11 +7,12 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Number, Value};
 
-use super::media::{backend_call, decode_inline, sniff_audio};
-use super::{
-    blank_is_none, input_schema, model_request, Args, Call, ToolDef, ToolFuture,
-    ALLOW_DOWNLOAD_DOC, MODEL_DOC,
+use super::args::{
+    blank_is_none, input_schema, model_request, Args, ALLOW_DOWNLOAD_DOC, MODEL_DOC,
 };
+use super::call::Call;
+use super::def::{ToolDef, ToolFuture};
+use super::media::{backend_call, decode_inline, sniff_audio};
 use crate::backend::excerpt;
 use crate::engine::Inference;
 use crate::error::ToolError;

@@ -6,9 +6,9 @@
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::{
-    capabilities_from_name, pull_failed, require_list, Capability, Listed, Suggestion,
-    PROBE_TIMEOUT,
+use super::model::Capability;
+use super::shared::{
+    capabilities_from_name, pull_failed, require_list, Listed, Suggestion, PROBE_TIMEOUT,
 };
 use crate::backend::{Backend, BackendError};
 use crate::error::ToolError;

@@ -4,7 +4,8 @@
 
 use serde_json::Value;
 
-use super::{require_list, Capability, Listed, PROBE_TIMEOUT};
+use super::model::Capability;
+use super::shared::{require_list, Listed, PROBE_TIMEOUT};
 use crate::backend::{Backend, BackendError};
 
 pub(super) async fn list(backend: &Backend) -> Result<(Listed, Listed), BackendError> {

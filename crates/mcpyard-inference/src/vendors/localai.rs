@@ -7,7 +7,8 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::{pull_failed, Capability, Listed, Suggestion, PROBE_TIMEOUT};
+use super::model::Capability;
+use super::shared::{pull_failed, Listed, Suggestion, PROBE_TIMEOUT};
 use crate::backend::{Backend, BackendError};
 use crate::error::ToolError;
 use crate::progress::Reporter;

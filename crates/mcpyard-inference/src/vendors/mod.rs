@@ -1,7 +1,8 @@
 //! What mcpyard knows about each kind of inference server, one file per
 //! vendor: how to recognise it on a port, how to list its models with
 //! their capabilities, which models to suggest, and how to pull one. This
-//! file holds the shared model types and dispatches by [`BackendKind`].
+//! file dispatches by [`BackendKind`]; the model types are in `model.rs`,
+//! what the vendors share in `shared.rs`.
 //!
 //! A model is loaded (in memory, answers at once), downloaded (on disk,
 //! loaded on first use), or suggested (a small list of models worth
@@ -14,111 +15,22 @@ mod lemonade;
 mod llamacpp;
 mod lmstudio;
 mod localai;
+mod model;
 mod ollama;
 mod openai;
+mod shared;
 
-use std::time::Duration;
-
-use serde::Serialize;
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+pub use model::{BackendModels, Capability, ModelInfo, ModelState};
 pub(crate) use ollama::ShowCache;
+pub use shared::capabilities_from_name;
+use shared::{pull_failed, Suggestion, PROBE_TIMEOUT};
 
 use crate::backend::{Backend, BackendError, Origin};
 use crate::config::{BackendKind, BackendSpec};
 use crate::error::ToolError;
 use crate::progress::Reporter;
-
-/// What a model can be used for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
-#[serde(rename_all = "lowercase")]
-pub enum Capability {
-    Chat,
-    Vision,
-    Embeddings,
-    Transcription,
-    Image,
-    Speech,
-    /// Chat with function calling.
-    Tools,
-}
-
-impl Capability {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Chat => "chat",
-            Self::Vision => "vision",
-            Self::Embeddings => "embeddings",
-            Self::Transcription => "transcription",
-            Self::Image => "image",
-            Self::Speech => "speech",
-            Self::Tools => "tools",
-        }
-    }
-}
-
-impl std::fmt::Display for Capability {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// Where a model stands on its backend.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ModelState {
-    Loaded,
-    Downloaded,
-    Suggested,
-}
-
-/// One model of one backend.
-#[derive(Debug, Clone, Serialize)]
-pub struct ModelInfo {
-    /// The id to pass as `model`.
-    pub id: String,
-    pub backend: String,
-    pub state: ModelState,
-    pub capabilities: Vec<Capability>,
-    /// Size on disk in bytes, when the server says.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub size: Option<u64>,
-}
-
-impl ModelInfo {
-    pub fn has(&self, c: Capability) -> bool {
-        self.capabilities.contains(&c)
-    }
-}
-
-/// Everything one backend has, or why it could not be asked.
-#[derive(Debug, Clone, Serialize)]
-pub struct BackendModels {
-    pub backend: String,
-    pub kind: BackendKind,
-    pub url: String,
-    pub origin: Origin,
-    pub healthy: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// In memory now.
-    pub loaded: Vec<ModelInfo>,
-    /// On disk but not loaded (a loaded model is not repeated here).
-    pub downloaded: Vec<ModelInfo>,
-    /// Not on disk; pullable with `allow_download: true`.
-    pub suggested: Vec<ModelInfo>,
-    /// The best chat model of this backend.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub recommended_chat: Option<String>,
-}
-
-impl BackendModels {
-    /// Loaded, then downloaded models.
-    pub(crate) fn available(&self) -> impl Iterator<Item = &ModelInfo> {
-        self.loaded.iter().chain(self.downloaded.iter())
-    }
-}
 
 /// Asks one backend for its models.
 pub(crate) async fn list_backend(
@@ -197,82 +109,6 @@ pub(crate) fn same_model(a: &str, b: &str) -> bool {
         || b.strip_suffix(":latest").is_some_and(|x| x == a)
 }
 
-pub(super) type Listed = Vec<(String, Vec<Capability>, Option<u64>)>;
-
-pub(super) fn ids(v: &Value, list_key: &str, id_keys: &[&str]) -> Vec<(String, Option<u64>)> {
-    v.get(list_key)
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|m| {
-                    let id = id_keys
-                        .iter()
-                        .find_map(|k| m.get(*k).and_then(Value::as_str))?;
-                    Some((id.to_owned(), m.get("size").and_then(Value::as_u64)))
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-pub(super) fn require_list(
-    backend: &Backend,
-    path: &str,
-    v: &Value,
-    key: &str,
-) -> Result<(), BackendError> {
-    match v.get(key) {
-        Some(Value::Array(_)) => Ok(()),
-        // Ollama answers `{"models": null}` when it has none.
-        Some(Value::Null) => Ok(()),
-        _ => Err(backend.malformed(path, format!("expected a `{key}` array"))),
-    }
-}
-
-/// Capabilities guessed from a model's name, for servers whose API does
-/// not state them.
-pub fn capabilities_from_name(id: &str) -> Vec<Capability> {
-    let n = id.to_ascii_lowercase();
-    let any = |words: &[&str]| words.iter().any(|w| n.contains(w));
-    if any(&["embed", "bge-", "minilm", "e5-", "gte-"]) {
-        return vec![Capability::Embeddings];
-    }
-    if any(&["whisper", "parakeet", "transcri", "moonshine"]) {
-        return vec![Capability::Transcription];
-    }
-    if any(&["tts", "kokoro", "piper", "bark", "speech"]) {
-        return vec![Capability::Speech];
-    }
-    if any(&[
-        "stable-diffusion",
-        "stablediffusion",
-        "sdxl",
-        "sd-turbo",
-        "flux",
-        "dall-e",
-    ]) {
-        return vec![Capability::Image];
-    }
-    let mut caps = vec![Capability::Chat];
-    if any(&[
-        "llava",
-        "vision",
-        "-vl",
-        "vl-",
-        "moondream",
-        "minicpm-v",
-        "gemma3",
-        "pixtral",
-        "smolvlm",
-    ]) {
-        caps.push(Capability::Vision);
-    }
-    caps
-}
-
-/// A model worth pulling and what it can do.
-pub(super) type Suggestion = (&'static str, &'static [Capability]);
-
 /// Models worth pulling, per server that can pull: small, common ones.
 pub(crate) fn suggestions(kind: BackendKind) -> &'static [Suggestion] {
     match kind {
@@ -309,19 +145,6 @@ pub(crate) async fn pull(
         )),
     }
 }
-
-/// A download that did not finish, and why.
-fn pull_failed(backend: &Backend, model: &str, reason: String) -> ToolError {
-    ToolError::PullFailed {
-        model: model.to_owned(),
-        backend: backend.name().to_owned(),
-        reason,
-    }
-}
-
-/// Each probe request's timeout: servers are local, and a port that takes
-/// longer than this is not an inference server worth waiting for.
-const PROBE_TIMEOUT: Duration = Duration::from_millis(800);
 
 /// What answers on `127.0.0.1:port`, if an inference server does. The
 /// order matters: Lemonade and LocalAI imitate Ollama's routes, so they are

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use super::{capabilities_from_name, ids, require_list, Listed, PROBE_TIMEOUT};
+use super::shared::{capabilities_from_name, ids, require_list, Listed, PROBE_TIMEOUT};
 use crate::backend::{Backend, BackendError};
 use crate::config::BackendKind;
 
