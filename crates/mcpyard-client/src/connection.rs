@@ -36,14 +36,14 @@ use serde_json::{json, Map, Value};
 use tokio::sync::{mpsc, oneshot, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use crate::client::{
-    ConnectOptions, EraPolicy, Progress, ProgressCallback, RequestOptions,
-    LEGACY_SSE_PROTOCOL_VERSION, MAX_INPUT_ROUNDS, MAX_LIST_PAGES, MODERN_PROTOCOL_VERSION,
-};
 use crate::link::{Inbound, Link};
 use crate::tool_headers::ToolTable;
 use crate::transport::Transport;
 use crate::{ClientError, ClientHandler, TransportSpec};
+use crate::{
+    ConnectOptions, EraPolicy, Progress, ProgressCallback, RequestOptions,
+    LEGACY_SSE_PROTOCOL_VERSION, MAX_INPUT_ROUNDS, MAX_LIST_PAGES, MODERN_PROTOCOL_VERSION,
+};
 
 /// How long the dispatcher waits for the handler to take a notification
 /// before leaving it to a task of its own: the order of messages is kept for

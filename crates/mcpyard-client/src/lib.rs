@@ -233,21 +233,24 @@ mod error;
 mod handler;
 mod link;
 pub mod oauth;
+mod options;
 pub mod sampling;
 mod spec;
+mod state;
 mod tool_headers;
 mod transport;
 
-pub use client::{
-    ClientBuilder, ClientState, ConnectOptions, EraPolicy, McpClient, Progress, ProgressCallback,
-    RequestOptions, LEGACY_SSE_PROTOCOL_VERSION, MAX_INPUT_ROUNDS, MAX_LIST_PAGES,
-    MODERN_PROTOCOL_VERSION,
-};
+pub use client::{ClientBuilder, McpClient};
 pub use error::ClientError;
 pub use handler::{ClientHandler, ElicitationHandler, NoopHandler, Root, RootsHandler};
 pub use link::MAX_MESSAGE_BYTES;
+pub use options::{
+    ConnectOptions, EraPolicy, Progress, ProgressCallback, RequestOptions,
+    LEGACY_SSE_PROTOCOL_VERSION, MAX_INPUT_ROUNDS, MAX_LIST_PAGES, MODERN_PROTOCOL_VERSION,
+};
 pub use sampling::{
     Review, Sampler, SamplingPolicy, SamplingRequest, SamplingReviewer, SamplingSummary,
 };
 pub use spec::{TransportSpec, MINIMAL_ENV};
+pub use state::ClientState;
 pub use transport::{kill_stdio_process_groups, HttpAuth, Refusal};

@@ -9,8 +9,9 @@ use tokio::sync::Mutex;
 use url::Url;
 
 use super::discovery::{discover, Discovered};
+use super::dpop::now_secs;
 use super::dpop::{self, DpopKey};
-use super::http::{self as oauth_http, now_secs, RawToken};
+use super::http::{self as oauth_http, RawToken};
 use super::pkce;
 use super::www_authenticate::BearerChallenge;
 use super::{

@@ -4,6 +4,7 @@
 //! a restart the bound tokens are useless and new ones are obtained.
 
 use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -12,7 +13,6 @@ use ring::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use super::http::now_secs;
 use super::OAuthError;
 
 /// The only algorithm offered.
@@ -120,6 +120,14 @@ impl DpopKey {
     pub(crate) fn set_nonce(slot: &Mutex<Option<String>>, nonce: &str) {
         *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(nonce.to_owned());
     }
+}
+
+/// Seconds since the Unix epoch (0 if the clock is before it).
+pub(crate) fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
 }
 
 #[cfg(test)]

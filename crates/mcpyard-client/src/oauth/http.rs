@@ -2,14 +2,14 @@
 //! endpoint. A separate `reqwest::Client` without the upstream's configured
 //! headers, so no token or API key reaches a metadata URL.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::dpop::DpopKey;
+use super::dpop::{now_secs, DpopKey};
 use super::{OAuthError, Secret, TokenSet};
 
 /// Metadata and token answers are small; anything past this is refused.
@@ -248,13 +248,6 @@ impl RawToken {
             },
         })
     }
-}
-
-pub(crate) fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
 }
 
 fn form_encode(value: &str) -> String {
