@@ -22,10 +22,8 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use mcpyard_proto::envelope::{
     CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, PROTOCOL_VERSION_KEY, SERVER_INFO_KEY,
@@ -33,92 +31,33 @@ use mcpyard_proto::envelope::{
 };
 use mcpyard_proto::{methods, Message, RequestId};
 use serde_json::{json, Map, Value};
-use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use crate::link::{Inbound, Link};
+use crate::link::Link;
 use crate::tool_headers::ToolTable;
 use crate::transport::Transport;
 use crate::{ClientError, ClientHandler, TransportSpec};
 use crate::{
-    ConnectOptions, EraPolicy, Progress, ProgressCallback, RequestOptions,
-    LEGACY_SSE_PROTOCOL_VERSION, MAX_INPUT_ROUNDS, MAX_LIST_PAGES, MODERN_PROTOCOL_VERSION,
+    ConnectOptions, EraPolicy, ProgressCallback, RequestOptions, LEGACY_SSE_PROTOCOL_VERSION,
+    MAX_INPUT_ROUNDS, MAX_LIST_PAGES, MODERN_PROTOCOL_VERSION,
 };
 
-/// How long the dispatcher waits for the handler to take a notification
-/// before leaving it to a task of its own: the order of messages is kept for
-/// a quick handler, and a slow one does not hold up answers read after.
-const NOTIFICATION_BUDGET: Duration = Duration::from_millis(100);
+mod dispatch;
+mod era;
+mod shared;
+mod waits;
 
-/// Most notifications still being handled in tasks of their own; past it,
-/// more are dropped (a handler that never finishes must not pile up tasks).
-const MAX_DETACHED_NOTIFICATIONS: usize = 64;
-
-/// How long the `notifications/cancelled` sent for a timed-out or cancelled
-/// request may take to go out.
-const CANCEL_SEND_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// How long the `server/discover` probe may take before the handshake is
-/// tried instead.
-const DISCOVER_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// First and longest wait before retrying a request whose `input_required`
-/// answer asked for nothing but time (request state only).
-const STATE_ONLY_BACKOFF: Duration = Duration::from_millis(50);
-const STATE_ONLY_BACKOFF_CAP: Duration = Duration::from_millis(250);
-
-/// First and longest wait before a `subscriptions/listen` stream that ended
-/// is opened again.
-const LISTEN_RETRY: Duration = Duration::from_secs(1);
-const LISTEN_RETRY_CAP: Duration = Duration::from_secs(30);
-
-/// Resolves at `deadline`; never without one.
-async fn until(deadline: Option<tokio::time::Instant>) {
-    match deadline {
-        Some(d) => tokio::time::sleep_until(d).await,
-        None => std::future::pending().await,
-    }
-}
-
-/// Resolves when `token` is cancelled; never without one.
-async fn until_cancelled(token: Option<&CancellationToken>) {
-    match token {
-        Some(token) => token.cancelled().await,
-        None => std::future::pending().await,
-    }
-}
-
-/// JSON-RPC codes with which a server of the 2026-07-28 era alone turns
-/// `initialize` away: -32022 (it serves none of the handshake's versions),
-/// -32020 (the request lacks the `MCP-Protocol-Version` header that era
-/// requires) and -32601 (it has no `initialize` method).
-const HANDSHAKE_REFUSALS: [i64; 3] = [UNSUPPORTED_PROTOCOL_VERSION, -32020, -32601];
-
-/// Starts the error of a handshake the server answered with the 2026-07-28
-/// version itself: that era is negotiated with `server/discover` instead.
-const ANSWERED_MODERN: &str = "the initialize result names 2026-07-28";
-
-/// Whether `initialize` was refused in a way that says the server speaks
-/// only the 2026-07-28 era: one of [`HANDSHAKE_REFUSALS`] (over HTTP
-/// possibly a 4xx whose body is the JSON-RPC error), an HTTP 404 or 405 (no
-/// handshake endpoint for a POST without a session), or an `initialize`
-/// result that names 2026-07-28.
-fn refuses_the_handshake(e: &ClientError) -> bool {
-    let code = match e {
-        ClientError::Rpc(err) => Some(err.code),
-        ClientError::Http {
-            status: 404 | 405, ..
-        } => return true,
-        ClientError::Http { status, body } if (400..500).contains(status) => {
-            serde_json::from_str::<Value>(body)
-                .ok()
-                .and_then(|v| v.pointer("/error/code").and_then(Value::as_i64))
-        }
-        ClientError::Protocol(why) => return why.starts_with(ANSWERED_MODERN),
-        _ => None,
-    };
-    code.is_some_and(|c| HANDSHAKE_REFUSALS.contains(&c))
-}
+use dispatch::dispatch;
+use era::{
+    listen_filter, offers_modern, refuses_the_handshake, request_envelope, with_envelope,
+    ANSWERED_MODERN,
+};
+use shared::{Inner, Owner, PendingGuard, ProgressGuard, Shared};
+use waits::{
+    until, until_cancelled, CANCEL_SEND_TIMEOUT, DISCOVER_TIMEOUT, LISTEN_RETRY, LISTEN_RETRY_CAP,
+    STATE_ONLY_BACKOFF, STATE_ONLY_BACKOFF_CAP,
+};
 
 /// One live connection of an [`McpClient`](crate::McpClient), from the
 /// moment its transport is open. Cheap to clone; all clones share it.
@@ -130,145 +69,6 @@ pub(crate) struct Connection {
     /// Held by the application's handles only: the client's own background
     /// work (the listen stream) must not keep the connection open.
     _owner: Option<Arc<Owner>>,
-}
-
-/// Closes the connection once the application dropped its last handle.
-struct Owner(Arc<Shared>);
-
-impl Drop for Owner {
-    fn drop(&mut self) {
-        self.0.close();
-    }
-}
-
-type Answer = Result<Value, ClientError>;
-
-/// What the dispatcher shares with the client handles.
-struct Shared {
-    pending: Mutex<HashMap<i64, oneshot::Sender<Answer>>>,
-    /// Cancelled once the connection is gone, after everything read before
-    /// the end was dispatched.
-    closed: CancellationToken,
-    handler: Arc<dyn ClientHandler>,
-    label: String,
-    /// The id of the open `subscriptions/listen` request (0: none): what
-    /// arrives on it is delivered like a handshake-era notification, tied
-    /// to no request.
-    listen_id: AtomicI64,
-    /// Callbacks of requests made with [`RequestOptions::progress`], by
-    /// the progress token the client gave each of them.
-    progress: Mutex<HashMap<String, ProgressCallback>>,
-    next_progress_token: AtomicI64,
-}
-
-impl Shared {
-    fn progress(&self) -> std::sync::MutexGuard<'_, HashMap<String, ProgressCallback>> {
-        // A poisoned map is still a valid map: the panic was elsewhere.
-        self.progress.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Hands a `notifications/progress` to the callback of the request
-    /// whose token it carries; false when no callback waits for it.
-    fn deliver_progress(&self, params: Option<&Value>) -> bool {
-        let Some(params) = params else { return false };
-        let Some(token) = params.get("progressToken").and_then(Value::as_str) else {
-            return false;
-        };
-        let Some(callback) = self.progress().get(token).cloned() else {
-            return false;
-        };
-        let Some(progress) = params.get("progress").and_then(Value::as_f64) else {
-            return true;
-        };
-        callback(Progress {
-            progress,
-            total: params.get("total").and_then(Value::as_f64),
-            message: params
-                .get("message")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-        });
-        true
-    }
-
-    fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<i64, oneshot::Sender<Answer>>> {
-        // A poisoned map is still a valid map: the panic was elsewhere.
-        self.pending.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn resolve(&self, id: &RequestId, answer: Answer) {
-        let sender = match id {
-            RequestId::Number(n) => self.pending().remove(n),
-            RequestId::String(_) => None,
-        };
-        match sender {
-            Some(tx) => {
-                let _ = tx.send(answer);
-            }
-            None => tracing::debug!(
-                target: "mcpyard::upstream",
-                server = %self.label,
-                "dropping an answer to unknown or finished request {id}"
-            ),
-        }
-    }
-
-    fn is_listen_stream(&self, id: &RequestId) -> bool {
-        let listen = self.listen_id.load(Ordering::Relaxed);
-        listen != 0 && *id == RequestId::Number(listen)
-    }
-
-    /// Marks the connection closed and fails every pending request.
-    fn close(&self) {
-        self.closed.cancel();
-        let drained: Vec<_> = self.pending().drain().collect();
-        for (_, tx) in drained {
-            let _ = tx.send(Err(ClientError::Closed));
-        }
-    }
-}
-
-struct Inner {
-    shared: Arc<Shared>,
-    transport: Transport,
-    next_id: AtomicI64,
-    init_result: OnceLock<Value>,
-    /// In the 2026-07-28 era, the `_meta` keys every request carries.
-    envelope: OnceLock<Map<String, Value>>,
-    /// The tools' `x-mcp-header` declarations, from `tools/list`.
-    tools: Mutex<ToolTable>,
-}
-
-impl Drop for Inner {
-    fn drop(&mut self) {
-        // Stops the dispatcher and every transport task; the transport's own
-        // Drop kills a child process.
-        self.shared.close();
-    }
-}
-
-/// Removes a request from the pending map however its call ends.
-struct PendingGuard<'a> {
-    shared: &'a Shared,
-    id: i64,
-}
-
-impl Drop for PendingGuard<'_> {
-    fn drop(&mut self) {
-        self.shared.pending().remove(&self.id);
-    }
-}
-
-/// Forgets a request's progress callback however its call ends.
-pub(crate) struct ProgressGuard {
-    shared: Arc<Shared>,
-    token: String,
-}
-
-impl Drop for ProgressGuard {
-    fn drop(&mut self) {
-        self.shared.progress().remove(&self.token);
-    }
 }
 
 impl std::fmt::Debug for Connection {
@@ -944,74 +744,6 @@ impl Connection {
     }
 }
 
-/// Whether a `server/discover` result offers the 2026-07-28 era.
-fn offers_modern(discovered: &Value) -> bool {
-    discovered
-        .get("supportedVersions")
-        .and_then(Value::as_array)
-        .is_some_and(|versions| {
-            versions
-                .iter()
-                .any(|v| v.as_str() == Some(MODERN_PROTOCOL_VERSION))
-        })
-}
-
-/// The connection's envelope, with the request's own capabilities when it
-/// declares some.
-fn request_envelope<'a>(
-    envelope: &'a Map<String, Value>,
-    options: &RequestOptions,
-) -> std::borrow::Cow<'a, Map<String, Value>> {
-    match &options.capabilities {
-        None => std::borrow::Cow::Borrowed(envelope),
-        Some(capabilities) => {
-            let mut own = envelope.clone();
-            own.insert(CLIENT_CAPABILITIES_KEY.into(), capabilities.clone());
-            std::borrow::Cow::Owned(own)
-        }
-    }
-}
-
-/// `params` with the envelope's keys in its `_meta`, next to whatever the
-/// caller put there (a progress token); the envelope of this hop replaces
-/// any the caller forwarded.
-fn with_envelope(params: Option<Value>, envelope: &Map<String, Value>) -> Value {
-    let mut params = match params {
-        Some(Value::Object(p)) => p,
-        None | Some(Value::Null) => Map::new(),
-        // Not an object: the server will say what is wrong with it.
-        Some(other) => return other,
-    };
-    let meta = params
-        .entry("_meta")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if !meta.is_object() {
-        *meta = Value::Object(Map::new());
-    }
-    if let Value::Object(meta) = meta {
-        for (key, value) in envelope {
-            meta.insert(key.clone(), value.clone());
-        }
-    }
-    Value::Object(params)
-}
-
-/// The `subscriptions/listen` filter for the lists the server says may
-/// change; `None` when none may.
-fn listen_filter(capabilities: &Value) -> Option<Value> {
-    let mut filter = Map::new();
-    for (capability, flag) in [
-        ("tools", "toolsListChanged"),
-        ("prompts", "promptsListChanged"),
-        ("resources", "resourcesListChanged"),
-    ] {
-        if capabilities[capability]["listChanged"].as_bool() == Some(true) {
-            filter.insert(flag.into(), Value::Bool(true));
-        }
-    }
-    (!filter.is_empty()).then_some(Value::Object(filter))
-}
-
 /// Keeps a `subscriptions/listen` stream open while the client is: its
 /// notifications reach the handler through the dispatcher. A stream that
 /// ends is opened again after a pause that grows while it keeps ending; a
@@ -1056,147 +788,6 @@ async fn keep_listening(client: Connection, filter: Value) {
             () = shared.closed.cancelled() => return,
         }
         wait = (wait * 2).min(LISTEN_RETRY_CAP);
-    }
-}
-
-/// The dispatcher: one per connection, in the order messages were read.
-async fn dispatch(mut rx: mpsc::Receiver<Inbound>, shared: Arc<Shared>, inner: Weak<Inner>) {
-    let detached = Arc::new(Semaphore::new(MAX_DETACHED_NOTIFICATIONS));
-    loop {
-        let item = tokio::select! {
-            biased;
-            item = rx.recv() => item,
-            () = shared.closed.cancelled() => None,
-        };
-        let Some(item) = item else { break };
-        match item {
-            Inbound::Message { message, related } => match message {
-                Message::Response { id, result } => shared.resolve(&id, Ok(result)),
-                Message::Error {
-                    id: Some(id),
-                    error,
-                } => shared.resolve(&id, Err(ClientError::Rpc(error))),
-                Message::Error { id: None, error } => tracing::warn!(
-                    target: "mcpyard::upstream",
-                    server = %shared.label,
-                    "the server reported an error for no request: {error}"
-                ),
-                Message::Notification { method, params } => {
-                    // The listen stream's opening frame is bookkeeping of
-                    // that stream, not news for the application.
-                    if method == methods::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED {
-                        continue;
-                    }
-                    if method == methods::NOTIFICATION_PROGRESS
-                        && shared.deliver_progress(params.as_ref())
-                    {
-                        continue;
-                    }
-                    let related = related.filter(|id| !shared.is_listen_stream(id));
-                    let handler = shared.handler.clone();
-                    let mut handling = Box::pin(async move {
-                        handler.on_notification(&method, params, related).await;
-                    });
-                    // While earlier notifications are still being handled
-                    // the handler is slow already: no wait at all then.
-                    let budget = if detached.available_permits() == MAX_DETACHED_NOTIFICATIONS {
-                        NOTIFICATION_BUDGET
-                    } else {
-                        Duration::ZERO
-                    };
-                    tokio::select! {
-                        biased;
-                        () = &mut handling => {}
-                        () = tokio::time::sleep(budget) => {
-                            detach_notification(&shared, &detached, handling);
-                        }
-                        () = shared.closed.cancelled() => break,
-                    }
-                }
-                Message::Request { id, method, params } => {
-                    tokio::spawn(answer_server_request(
-                        shared.clone(),
-                        inner.clone(),
-                        id,
-                        method,
-                        params,
-                        related,
-                    ));
-                }
-            },
-            Inbound::Fail { id, error } => shared.resolve(&id, Err(error)),
-            Inbound::SessionRestarted => {
-                tokio::select! {
-                    () = shared.handler.on_session_restarted() => {}
-                    () = shared.closed.cancelled() => break,
-                }
-            }
-            Inbound::Closed { reason } => {
-                tracing::info!(target: "mcpyard::upstream", server = %shared.label, "connection closed: {reason}");
-                break;
-            }
-        }
-    }
-    shared.close();
-}
-
-/// Lets a notification the handler is slow to take finish in a task of its
-/// own, so the reader goes on; past [`MAX_DETACHED_NOTIFICATIONS`] of them
-/// it is dropped instead.
-fn detach_notification(
-    shared: &Arc<Shared>,
-    detached: &Arc<Semaphore>,
-    handling: Pin<Box<dyn Future<Output = ()> + Send>>,
-) {
-    let Ok(permit) = detached.clone().try_acquire_owned() else {
-        tracing::debug!(
-            target: "mcpyard::upstream",
-            server = %shared.label,
-            "notification dropped: too many are still being handled"
-        );
-        return;
-    };
-    if detached.available_permits() == 0 {
-        tracing::warn!(
-            target: "mcpyard::upstream",
-            server = %shared.label,
-            "{MAX_DETACHED_NOTIFICATIONS} notifications still being handled: dropping more until they finish"
-        );
-    }
-    let closed = shared.closed.clone();
-    tokio::spawn(async move {
-        tokio::select! {
-            () = handling => {}
-            () = closed.cancelled() => {}
-        }
-        drop(permit);
-    });
-}
-
-/// Runs the handler for a server-to-client request and sends its answer.
-async fn answer_server_request(
-    shared: Arc<Shared>,
-    inner: Weak<Inner>,
-    id: RequestId,
-    method: String,
-    params: Option<Value>,
-    related: Option<RequestId>,
-) {
-    let outcome = tokio::select! {
-        outcome = shared.handler.on_request(&method, params, related) => outcome,
-        () = shared.closed.cancelled() => return,
-    };
-    let reply = match outcome {
-        Ok(result) => Message::response(id, result),
-        Err(error) => Message::error(Some(id), error),
-    };
-    let Some(inner) = inner.upgrade() else { return };
-    if let Err(e) = inner.transport.send(&reply, &shared.closed).await {
-        tracing::debug!(
-            target: "mcpyard::upstream",
-            server = %shared.label,
-            "could not answer the server's {method}: {e}"
-        );
     }
 }
 

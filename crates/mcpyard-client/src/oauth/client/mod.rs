@@ -4,21 +4,25 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio::sync::Mutex;
 use url::Url;
 
 use super::discovery::{discover, Discovered};
 use super::dpop::now_secs;
 use super::dpop::{self, DpopKey};
-use super::http::{self as oauth_http, RawToken};
-use super::pkce;
+use super::http::{self as oauth_http};
 use super::www_authenticate::BearerChallenge;
 use super::{
-    ClientAuthMethod, Grant, OAuthConfig, OAuthError, PrivateKeyJwt, RegisteredClient, Secret,
-    StoredCredentials, TokenKey, TokenSet, TokenStore,
+    Grant, OAuthConfig, OAuthError, Secret, StoredCredentials, TokenKey, TokenSet, TokenStore,
 };
 use crate::{ClientError, HttpAuth, Refusal};
+
+mod creds;
+mod register;
+mod tokens;
+
+use creds::{grant_name, signing_key, ClientCreds, JWT_BEARER};
 
 /// A token this close to its expiry is refreshed before use.
 const EXPIRY_MARGIN_SECS: u64 = 30;
@@ -31,12 +35,6 @@ fn expiry_margin(at: u64, obtained_at: Option<u64>) -> u64 {
         None => EXPIRY_MARGIN_SECS,
     }
 }
-
-const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
-const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
-const ID_JAG: &str = "urn:ietf:params:oauth:token-type:id-jag";
-const ID_TOKEN: &str = "urn:ietf:params:oauth:token-type:id_token";
-const CLIENT_ASSERTION_JWT: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
 
 /// Carries a person through the authorization server's login page during a
 /// connection: given the authorization URL, returns the redirect URL the
@@ -72,14 +70,6 @@ impl fmt::Debug for PendingLogin {
             .field("scopes", &self.scopes)
             .finish_non_exhaustive()
     }
-}
-
-/// The client as it authenticates at the token endpoint.
-#[derive(Clone)]
-struct ClientCreds {
-    client_id: String,
-    secret: Option<Secret>,
-    method: ClientAuthMethod,
 }
 
 /// What one upstream's flows know, behind one lock so that one flow runs
@@ -161,15 +151,6 @@ impl fmt::Debug for OAuthClient {
             .field("key", &self.key)
             .field("grant", &grant_name(&self.config.grant))
             .finish_non_exhaustive()
-    }
-}
-
-fn grant_name(grant: &Grant) -> &'static str {
-    match grant {
-        Grant::ClientCredentials => "client_credentials",
-        Grant::AuthorizationCode { .. } => "authorization_code",
-        Grant::IdentityAssertion { .. } => "identity_assertion",
-        Grant::JwtBearer { .. } => "jwt_bearer",
     }
 }
 
@@ -441,381 +422,6 @@ impl OAuthClient {
         }
     }
 
-    /// The client registration, in the MCP spec's order.
-    async fn client(
-        &self,
-        state: &mut State,
-        discovered: &Discovered,
-    ) -> Result<ClientCreds, OAuthError> {
-        let server = &discovered.server;
-        let supported = server.token_endpoint_auth_methods_supported.as_deref();
-        if let Some(client_id) = &self.config.client_id {
-            let secret = self.config.client_secret.clone();
-            let method = self.config.auth_method.unwrap_or_else(|| {
-                choose_method(
-                    self.config.private_key.is_some(),
-                    secret.is_some(),
-                    supported,
-                )
-            });
-            return Ok(ClientCreds {
-                client_id: client_id.clone(),
-                secret,
-                method,
-            });
-        }
-        if let Some(reg) = &state.stored.client {
-            if reg.issuer == server.issuer {
-                return Ok(registered_creds(reg, supported));
-            }
-        }
-        if let Some(url) = &self.config.client_metadata_url {
-            if server.client_id_metadata_document_supported {
-                return Ok(ClientCreds {
-                    client_id: url.clone(),
-                    secret: None,
-                    method: ClientAuthMethod::None,
-                });
-            }
-        }
-        let Some(endpoint) = &server.registration_endpoint else {
-            return Err(OAuthError::Registration(format!(
-                "the authorization server {} offers no dynamic registration{}: configure a client id (and secret) registered there for upstream `{}`",
-                server.issuer,
-                if server.client_id_metadata_document_supported {
-                    " (it accepts client ID metadata documents: or configure the URL of one)"
-                } else {
-                    ""
-                },
-                self.key.upstream
-            )));
-        };
-        let endpoint = Url::parse(endpoint)
-            .map_err(|e| OAuthError::Discovery(format!("bad registration endpoint: {e}")))?;
-        let mut body = json!({
-            "client_name": self.config.client_name,
-            "token_endpoint_auth_method": "none",
-        });
-        // SEP-837: the kind of client, so the server can hold it to the
-        // redirect rules of its kind; one without a redirect (client
-        // credentials, identity assertion) runs on a server, like a web one.
-        body["application_type"] = json!(match &self.config.grant {
-            Grant::AuthorizationCode { redirect_uri } if is_native_redirect(redirect_uri) =>
-                "native",
-            _ => "web",
-        });
-        match &self.config.grant {
-            Grant::AuthorizationCode { redirect_uri } => {
-                body["redirect_uris"] = json!([redirect_uri]);
-                body["grant_types"] = json!(["authorization_code", "refresh_token"]);
-                body["response_types"] = json!(["code"]);
-            }
-            Grant::ClientCredentials => {
-                body["grant_types"] = json!(["client_credentials"]);
-                body["token_endpoint_auth_method"] = json!("client_secret_basic");
-            }
-            Grant::IdentityAssertion { .. } => {
-                body["grant_types"] = json!([JWT_BEARER]);
-                body["token_endpoint_auth_method"] = json!("client_secret_basic");
-            }
-            Grant::JwtBearer { .. } => {
-                body["grant_types"] = json!([JWT_BEARER]);
-            }
-        }
-        let answer = oauth_http::post_json(&self.http, &endpoint, &body).await?;
-        let client_id = answer
-            .get("client_id")
-            .and_then(Value::as_str)
-            .ok_or_else(|| OAuthError::Registration("the answer has no client_id".into()))?;
-        let reg = RegisteredClient {
-            issuer: server.issuer.clone(),
-            client_id: client_id.to_owned(),
-            client_secret: answer
-                .get("client_secret")
-                .and_then(Value::as_str)
-                .map(Secret::from),
-            token_endpoint_auth_method: answer
-                .get("token_endpoint_auth_method")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-        };
-        tracing::debug!(target: "mcpyard::oauth", upstream = %self.key.upstream, client_id = %reg.client_id, "registered dynamically");
-        let creds = registered_creds(&reg, supported);
-        state.stored.client = Some(reg);
-        self.save(state).await?;
-        Ok(creds)
-    }
-
-    /// Builds the authorization URL of a new login.
-    async fn begin(
-        &self,
-        state: &mut State,
-        discovered: Discovered,
-        scopes: Vec<String>,
-    ) -> Result<PendingLogin, OAuthError> {
-        let Grant::AuthorizationCode { redirect_uri } = &self.config.grant else {
-            return Err(OAuthError::Config(format!(
-                "upstream `{}` uses the {} grant: there is no login",
-                self.key.upstream,
-                grant_name(&self.config.grant)
-            )));
-        };
-        let server = &discovered.server;
-        if discovered.from_metadata
-            && !server
-                .code_challenge_methods_supported
-                .as_ref()
-                .is_some_and(|m| m.iter().any(|m| m == "S256"))
-        {
-            // MCP authorization: without advertised S256 PKCE the client
-            // must not go on.
-            return Err(OAuthError::Discovery(format!(
-                "the authorization server {} does not advertise PKCE S256 (code_challenge_methods_supported)",
-                server.issuer
-            )));
-        }
-        let endpoint = server.authorization_endpoint.as_deref().ok_or_else(|| {
-            OAuthError::Discovery(format!("{} has no authorization endpoint", server.issuer))
-        })?;
-        let mut url = Url::parse(endpoint)
-            .map_err(|e| OAuthError::Discovery(format!("bad authorization endpoint: {e}")))?;
-        let client = self.client(state, &discovered).await?;
-        let verifier = pkce::random_token()?;
-        let csrf = pkce::random_token()?;
-        {
-            let mut q = url.query_pairs_mut();
-            q.append_pair("response_type", "code")
-                .append_pair("client_id", &client.client_id)
-                .append_pair("redirect_uri", redirect_uri)
-                .append_pair("state", csrf.expose())
-                .append_pair("code_challenge", &pkce::challenge(&verifier))
-                .append_pair("code_challenge_method", "S256")
-                .append_pair("resource", &discovered.resource);
-            if !scopes.is_empty() {
-                q.append_pair("scope", &scopes.join(" "));
-            }
-        }
-        Ok(PendingLogin {
-            authorization_url: url.to_string(),
-            state: csrf,
-            verifier,
-            discovered,
-            client,
-            scopes,
-            redirect_uri: redirect_uri.clone(),
-        })
-    }
-
-    /// Checks the redirect (`state`, `iss`, `error`) and exchanges its code.
-    async fn exchange_code(
-        &self,
-        pending: &PendingLogin,
-        redirect: &str,
-    ) -> Result<TokenSet, OAuthError> {
-        let redirect = redirect.trim();
-        let code = match Url::parse(redirect) {
-            Ok(url) if url.query().is_some() => {
-                let param = |name: &str| {
-                    url.query_pairs()
-                        .find(|(k, _)| k == name)
-                        .map(|(_, v)| v.into_owned())
-                };
-                if let Some(error) = param("error") {
-                    return Err(OAuthError::Redirect(format!(
-                        "the authorization server answered {error}{}",
-                        param("error_description")
-                            .map(|d| format!(" ({d})"))
-                            .unwrap_or_default()
-                    )));
-                }
-                if param("state").as_deref() != Some(pending.state.expose()) {
-                    return Err(OAuthError::Redirect(
-                        "the state does not match the login's".into(),
-                    ));
-                }
-                // RFC 9207: an `iss` must name the server the login went to,
-                // and a server that promises one must send it.
-                match param("iss") {
-                    Some(iss) if iss != pending.discovered.server.issuer => {
-                        return Err(OAuthError::Redirect(format!(
-                            "the redirect comes from issuer {iss}, not {}",
-                            pending.discovered.server.issuer
-                        )));
-                    }
-                    None if pending
-                        .discovered
-                        .server
-                        .authorization_response_iss_parameter_supported =>
-                    {
-                        return Err(OAuthError::Redirect(
-                            "the redirect has no `iss` although the server promises one".into(),
-                        ));
-                    }
-                    _ => {}
-                }
-                param("code")
-                    .ok_or_else(|| OAuthError::Redirect("the redirect has no code".into()))?
-            }
-            // A code pasted by hand: no redirect to check.
-            _ if !redirect.is_empty() && !redirect.contains(['/', '?', ' ']) => redirect.to_owned(),
-            _ => {
-                return Err(OAuthError::Redirect(
-                    "neither a redirect URL nor a code".into(),
-                ))
-            }
-        };
-        let mut form = vec![
-            ("grant_type", "authorization_code".to_owned()),
-            ("code", code),
-            ("redirect_uri", pending.redirect_uri.clone()),
-            ("code_verifier", pending.verifier.expose().to_owned()),
-        ];
-        self.token(
-            &pending.discovered,
-            &pending.client,
-            &mut form,
-            &pending.scopes,
-        )
-        .await
-    }
-
-    /// Refreshes the tokens; a refused refresh token ends in `LoginRequired`.
-    async fn refresh(&self, state: &mut State) -> Result<(), OAuthError> {
-        let Some(refresh_token) = state
-            .stored
-            .tokens
-            .as_ref()
-            .and_then(|t| t.refresh_token.clone())
-        else {
-            return Err(self.login_required("no refresh token"));
-        };
-        let discovered = self.discovered(state, None, false).await?;
-        let client = self.client(state, &discovered).await?;
-        let scopes = state
-            .stored
-            .tokens
-            .as_ref()
-            .map(|t| t.scopes.clone())
-            .unwrap_or_default();
-        let mut form = vec![
-            ("grant_type", "refresh_token".to_owned()),
-            ("refresh_token", refresh_token.expose().to_owned()),
-        ];
-        match self.token(&discovered, &client, &mut form, &[]).await {
-            Ok(mut tokens) => {
-                if tokens.refresh_token.is_none() {
-                    tokens.refresh_token = Some(refresh_token);
-                }
-                if tokens.scopes.is_empty() {
-                    tokens.scopes = scopes;
-                }
-                self.set_tokens(state, tokens).await
-            }
-            Err(OAuthError::TokenRefused { error, .. }) if error == "invalid_grant" => {
-                tracing::info!(target: "mcpyard::oauth", upstream = %self.key.upstream, "the refresh token was refused; a new login is needed");
-                state.stored.tokens = None;
-                self.save(state).await?;
-                Err(self.login_required("the refresh token was refused"))
-            }
-            Err(e) => Err(e),
-        }
-    }
-
-    /// A token request with the client's authentication and the resource.
-    async fn token(
-        &self,
-        discovered: &Discovered,
-        client: &ClientCreds,
-        form: &mut Vec<(&'static str, String)>,
-        scopes: &[String],
-    ) -> Result<TokenSet, OAuthError> {
-        let server = &discovered.server;
-        let endpoint = server.token_endpoint.as_deref().ok_or_else(|| {
-            OAuthError::Discovery(format!("{} has no token endpoint", server.issuer))
-        })?;
-        let endpoint = Url::parse(endpoint)
-            .map_err(|e| OAuthError::Discovery(format!("bad token endpoint: {e}")))?;
-        form.push(("resource", discovered.resource.clone()));
-        let refreshing = form
-            .iter()
-            .any(|(k, v)| *k == "grant_type" && v == "refresh_token");
-        let by_code = form
-            .iter()
-            .any(|(k, v)| *k == "grant_type" && v == "authorization_code");
-        if !scopes.is_empty() && !by_code && !refreshing {
-            form.push(("scope", scopes.join(" ")));
-        }
-        let mut basic = None;
-        match client.method {
-            ClientAuthMethod::ClientSecretBasic => {
-                let secret = client.secret.as_ref().ok_or_else(|| {
-                    OAuthError::Config("client_secret_basic needs a client secret".into())
-                })?;
-                basic = Some((client.client_id.as_str(), secret));
-            }
-            ClientAuthMethod::ClientSecretPost => {
-                let secret = client.secret.as_ref().ok_or_else(|| {
-                    OAuthError::Config("client_secret_post needs a client secret".into())
-                })?;
-                form.push(("client_id", client.client_id.clone()));
-                form.push(("client_secret", secret.expose().to_owned()));
-            }
-            ClientAuthMethod::PrivateKeyJwt => {
-                let key = self.config.private_key.as_ref().ok_or_else(|| {
-                    OAuthError::Config("private_key_jwt needs a private key".into())
-                })?;
-                let assertion = client_assertion(key, &client.client_id, &server.issuer)?;
-                form.push(("client_id", client.client_id.clone()));
-                form.push(("client_assertion_type", CLIENT_ASSERTION_JWT.to_owned()));
-                form.push(("client_assertion", assertion.expose().to_owned()));
-            }
-            ClientAuthMethod::None => form.push(("client_id", client.client_id.clone())),
-        }
-        let pairs: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let dpop = self.uses_dpop(discovered).then_some(&self.dpop);
-        let raw: RawToken =
-            oauth_http::token_request(&self.http, &endpoint, &pairs, basic, dpop).await?;
-        *self.dpop_bound.lock().unwrap_or_else(|e| e.into_inner()) =
-            raw.is_dpop().then(|| raw.access_token.expose().to_owned());
-        raw.into_token_set(None, scopes)
-    }
-
-    /// SEP-990: the ID token exchanged at the identity provider for an ID-JAG.
-    async fn identity_assertion(
-        &self,
-        discovered: &Discovered,
-        idp_token_endpoint: &str,
-        idp_client_id: &str,
-        idp_client_secret: Option<&Secret>,
-        id_token: &Secret,
-        scopes: &[String],
-    ) -> Result<Secret, OAuthError> {
-        let endpoint = Url::parse(idp_token_endpoint).map_err(|e| {
-            OAuthError::Config(format!("bad identity provider token endpoint: {e}"))
-        })?;
-        let mut form = vec![
-            ("grant_type", TOKEN_EXCHANGE),
-            ("requested_token_type", ID_JAG),
-            ("subject_token", id_token.expose()),
-            ("subject_token_type", ID_TOKEN),
-            ("audience", discovered.server.issuer.as_str()),
-            ("resource", discovered.resource.as_str()),
-        ];
-        let joined = scopes.join(" ");
-        if !scopes.is_empty() {
-            form.push(("scope", &joined));
-        }
-        let basic = match idp_client_secret {
-            Some(secret) => Some((idp_client_id, secret)),
-            None => {
-                form.push(("client_id", idp_client_id));
-                None
-            }
-        };
-        let raw = oauth_http::token_request(&self.http, &endpoint, &form, basic, None).await?;
-        Ok(raw.access_token)
-    }
-
     async fn on_refusal(&self, refusal: Refusal<'_>) -> Result<bool, OAuthError> {
         // RFC 9449 section 9: the server wants its nonce in the proof; the
         // request is sent again with it, unless the proof carried that very
@@ -968,116 +574,14 @@ impl HttpAuth for OAuthClient {
     }
 }
 
-/// How a client with what it has authenticates, given what the server offers.
-/// Whether a redirect URI is a native application's (RFC 8252): a loopback
-/// address over plain HTTP, or a scheme of the application's own.
-fn is_native_redirect(redirect_uri: &str) -> bool {
-    let Ok(url) = Url::parse(redirect_uri) else {
-        return false;
-    };
-    match url.scheme() {
-        "https" => false,
-        "http" => matches!(url.host_str(), Some("127.0.0.1" | "localhost" | "[::1]")),
-        _ => true,
-    }
-}
-
-fn choose_method(
-    has_key: bool,
-    has_secret: bool,
-    supported: Option<&[String]>,
-) -> ClientAuthMethod {
-    let offers = |m: &str| supported.is_none_or(|s| s.iter().any(|x| x == m));
-    if has_key {
-        ClientAuthMethod::PrivateKeyJwt
-    } else if has_secret {
-        if offers("client_secret_basic") {
-            ClientAuthMethod::ClientSecretBasic
-        } else if offers("client_secret_post") {
-            ClientAuthMethod::ClientSecretPost
-        } else if offers("none") {
-            ClientAuthMethod::None
-        } else {
-            ClientAuthMethod::ClientSecretBasic
-        }
-    } else {
-        ClientAuthMethod::None
-    }
-}
-
-fn registered_creds(reg: &RegisteredClient, supported: Option<&[String]>) -> ClientCreds {
-    let method = reg
-        .token_endpoint_auth_method
-        .as_deref()
-        .and_then(ClientAuthMethod::parse)
-        .unwrap_or_else(|| choose_method(false, reg.client_secret.is_some(), supported));
-    ClientCreds {
-        client_id: reg.client_id.clone(),
-        secret: reg.client_secret.clone(),
-        method,
-    }
-}
-
-fn signing_key(
-    key: &PrivateKeyJwt,
-) -> Result<(jsonwebtoken::Algorithm, jsonwebtoken::EncodingKey), OAuthError> {
-    use jsonwebtoken::{Algorithm, EncodingKey};
-    let alg: Algorithm = key
-        .algorithm
-        .parse()
-        .map_err(|_| OAuthError::Config(format!("unknown JWT algorithm `{}`", key.algorithm)))?;
-    let pem = key.pem.expose().as_bytes();
-    let encoding = match alg {
-        Algorithm::RS256
-        | Algorithm::RS384
-        | Algorithm::RS512
-        | Algorithm::PS256
-        | Algorithm::PS384
-        | Algorithm::PS512 => EncodingKey::from_rsa_pem(pem),
-        Algorithm::ES256 | Algorithm::ES384 => EncodingKey::from_ec_pem(pem),
-        Algorithm::EdDSA => EncodingKey::from_ed_pem(pem),
-        _ => {
-            return Err(OAuthError::Config(format!(
-                "`{}` is a shared-secret algorithm; private_key_jwt needs a key pair",
-                key.algorithm
-            )))
-        }
-    }
-    // The parser's message says what is wrong with the PEM, not what is in it.
-    .map_err(|e| OAuthError::Config(format!("the private key cannot be read: {e}")))?;
-    Ok((alg, encoding))
-}
-
-/// RFC 7523 client assertion: issued by and about the client, for the
-/// authorization server (its issuer identifier), short-lived, unique.
-fn client_assertion(
-    key: &PrivateKeyJwt,
-    client_id: &str,
-    audience: &str,
-) -> Result<Secret, OAuthError> {
-    let (alg, encoding) = signing_key(key)?;
-    let mut header = jsonwebtoken::Header::new(alg);
-    header.kid = key.key_id.clone();
-    let now = now_secs();
-    let claims = json!({
-        "iss": client_id,
-        "sub": client_id,
-        "aud": audience,
-        "iat": now,
-        "exp": now + 300,
-        "jti": pkce::random_token()?.expose(),
-    });
-    jsonwebtoken::encode(&header, &claims, &encoding)
-        .map(Secret::new)
-        .map_err(|e| OAuthError::Config(format!("cannot sign the client assertion: {e}")))
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
 
-    use super::{choose_method, ClientAuthMethod, ClientCreds, OAuthClient, PendingLogin};
+    use super::creds::{choose_method, is_native_redirect, ClientCreds};
+    use super::{OAuthClient, PendingLogin};
     use crate::oauth::discovery::{Discovered, ServerMetadata};
+    use crate::oauth::ClientAuthMethod;
     use crate::oauth::{MemoryTokenStore, OAuthConfig, OAuthError, Secret, TokenKey};
 
     fn pending(iss_promised: bool) -> PendingLogin {
@@ -1152,11 +656,11 @@ mod tests {
 
     #[test]
     fn loopback_and_own_scheme_redirects_are_native() {
-        assert!(super::is_native_redirect("http://127.0.0.1:3333/callback"));
-        assert!(super::is_native_redirect("http://localhost/cb"));
-        assert!(super::is_native_redirect("com.example.app:/cb"));
-        assert!(!super::is_native_redirect("https://app.example/cb"));
-        assert!(!super::is_native_redirect("http://app.example/cb"));
+        assert!(is_native_redirect("http://127.0.0.1:3333/callback"));
+        assert!(is_native_redirect("http://localhost/cb"));
+        assert!(is_native_redirect("com.example.app:/cb"));
+        assert!(!is_native_redirect("https://app.example/cb"));
+        assert!(!is_native_redirect("http://app.example/cb"));
     }
 
     #[test]
