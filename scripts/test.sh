@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of the project:
+#   0. scripts/module_graph.py        no import circle inside any crate, no file over
+#                                     800 lines without a reason in its header
 #   1. scripts/install-test-deps.sh   the real peers the tests talk to, in .tools/
 #   2. cargo test --workspace         unit and end-to-end tests (--no-fail-fast: every crate runs)
 #   3. scripts/conformance.sh         the official MCP conformance suite, directly
@@ -51,6 +53,11 @@ step() {
 note() { STEP_NOTES[${#STEP_NOTES[@]}-1]="$1"; }
 
 failed_any=0
+
+if ! step module-graph sh -c "python3 scripts/module_graph.py --self-test && python3 scripts/module_graph.py"; then
+  failed_any=1
+  TOTAL_FAILED=$((TOTAL_FAILED + 1))
+fi
 
 if ! step install-test-deps scripts/install-test-deps.sh; then
   failed_any=1
