@@ -17,8 +17,8 @@ use crate::call::{Era, ListKind};
 use crate::config::ConfigError;
 use crate::downstream::announce::{discover, initialize};
 use crate::downstream::{era, is_log_level, round_trips, Downstream, SessionCaps, Sessions};
-use crate::governance::trace::{self, CallSpans};
-use crate::governance::{PolicyLayer, RateLimitLayer};
+use crate::governance::trace::{self};
+use crate::router::stack::{self, StackParts};
 use crate::router::{task_owner, Router, Slot};
 use crate::source::builtin::{self, Builtin};
 use crate::source::mcp::pass_through;
@@ -163,21 +163,15 @@ impl Gateway {
         for &(main, twin) in &twins {
             catalog.pair_eras(main, twin);
         }
-        // Metrics outermost among the configured layers, so that calls the
-        // policy or the limits refuse are counted; then the span whose
-        // context the upstream gets.
-        let mut layers: Vec<Arc<dyn crate::router::Layer>> = Vec::new();
-        layers.extend(metrics.as_ref().map(|m| m.layer()));
-        layers.push(CallSpans::layer());
-        layers.extend(config.outer_layers);
-        if let Some(policy) = config.policy.filter(|p| !p.allows_all()) {
-            layers.push(Arc::new(PolicyLayer::new(policy)));
-        }
-        if let Some(limiter) = config.rate_limiter {
-            layers.push(Arc::new(RateLimitLayer::new(limiter)));
-        }
-        layers.extend(config.layers);
-        layers.extend(config.guard.map(|g| g as Arc<dyn crate::router::Layer>));
+        let layers = stack::build(StackParts {
+            audit: config.audit,
+            metrics: metrics.clone(),
+            outer: config.outer_layers,
+            policy: config.policy,
+            rate_limiter: config.rate_limiter,
+            inner: config.layers,
+            guard: config.guard,
+        });
         let own_tasks = TaskStore::new(TaskLimits::default(), {
             let sessions = sessions.clone();
             move |event: TaskEvent| {
@@ -186,14 +180,7 @@ impl Gateway {
                 }
             }
         });
-        let router = Router::new(
-            catalog.clone(),
-            slots,
-            config.audit,
-            layers,
-            own_tasks,
-            stop.clone(),
-        );
+        let router = Router::new(catalog.clone(), slots, layers, own_tasks, stop.clone());
         builtin.attach(&router);
         let mut first_reports = Vec::new();
         for (index, slot) in router.slots()[..handshake_slots].iter().enumerate() {

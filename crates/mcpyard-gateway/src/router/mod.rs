@@ -4,6 +4,7 @@
 //! including the agent's inner calls and the calls behind gateway-run tasks.
 
 mod layers;
+pub(crate) mod stack;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -20,13 +21,11 @@ use crate::catalog::{resource_uri, Catalog, Route};
 use crate::call::Identity;
 use crate::call::ItemKind;
 use crate::call::{Era, ListKind};
-use crate::governance::audit::AuditLayer;
-use crate::governance::size::SizeLayer;
 use crate::source::{
     CallContext, ClientHandle, InnerCalls, Progress, RouterHandle, Source, SourceRequest,
 };
 use crate::tasks::{TaskRequest, TaskStore};
-use crate::{AuditTrail, RouteError};
+use crate::RouteError;
 
 /// A task an upstream created: which slot runs it and whose it is, as
 /// [`task_owner`] names the requestor (`None`: nobody may reach it).
@@ -49,7 +48,7 @@ pub(crate) struct Router {
     pub(crate) catalog: Arc<Catalog>,
     /// Slot `i` is catalog source `i`.
     slots: Vec<Arc<Slot>>,
-    /// Outermost first; the built-in ones end the stack.
+    /// Outermost first (see `stack.rs`).
     layers: Vec<Arc<dyn Layer>>,
     /// Tasks the gateway runs itself (tools/call with `task`).
     pub(crate) own_tasks: TaskStore,
@@ -64,22 +63,10 @@ impl Router {
     pub(crate) fn new(
         catalog: Arc<Catalog>,
         slots: Vec<Slot>,
-        audit: Option<AuditTrail>,
-        extra_layers: Vec<Arc<dyn Layer>>,
+        layers: Vec<Arc<dyn Layer>>,
         own_tasks: TaskStore,
         stop: CancellationToken,
     ) -> Arc<Self> {
-        let mut layers: Vec<Arc<dyn Layer>> = vec![Arc::new(layers::Trace)];
-        // The audit sees every refusal of the layers inside it; sizes are
-        // checked before anything else runs and cut the result last, after
-        // the guardrails redacted it whole.
-        if let Some(trail) = audit {
-            layers.push(Arc::new(AuditLayer { trail }));
-        }
-        layers.push(Arc::new(SizeLayer));
-        layers.extend(extra_layers);
-        layers.push(Arc::new(layers::InFlightCap));
-        layers.push(Arc::new(layers::Timeout));
         Arc::new_cyclic(|me| Self {
             catalog,
             slots: slots.into_iter().map(Arc::new).collect(),
