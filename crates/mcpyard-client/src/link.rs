@@ -103,18 +103,29 @@ impl Link {
     }
 }
 
+/// What [`deliver_body`] queued.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Delivered {
+    /// How many messages were queued.
+    pub(crate) count: usize,
+    /// Whether the answer to the `related` request was among them.
+    pub(crate) answers_related: bool,
+}
+
 /// Parses a body, a line or an event's data and queues every JSON-RPC
-/// message in it. Input that is not JSON-RPC is logged (truncated) and
-/// skipped: a server's stray output must not kill the connection.
+/// message in it (moved, not copied). Input that is not JSON-RPC is logged
+/// (truncated) and skipped: a server's stray output must not kill the
+/// connection.
 pub(crate) async fn deliver_body(
     link: &Link,
     bytes: &[u8],
     related: Option<&RequestId>,
     origin: &str,
-) -> Vec<Message> {
+) -> Delivered {
+    let mut delivered = Delivered::default();
     let trimmed = trim_ascii(bytes);
     if trimmed.is_empty() {
-        return Vec::new();
+        return delivered;
     }
     let messages: Vec<Message> = match mcpyard_proto::parse_body(trimmed) {
         Ok(mcpyard_proto::Body::Single(Ok(m))) => vec![m],
@@ -137,12 +148,15 @@ pub(crate) async fn deliver_body(
             Vec::new()
         }
     };
-    for m in &messages {
-        if !link.deliver(m.clone(), related.cloned()).await {
+    for m in messages {
+        let answers_related = m.is_response() && m.id() == related;
+        if !link.deliver(m, related.cloned()).await {
             break;
         }
+        delivered.count += 1;
+        delivered.answers_related |= answers_related;
     }
-    messages
+    delivered
 }
 
 fn skip(link: &Link, origin: &str, bytes: &[u8], why: &str) {
@@ -194,7 +208,7 @@ mod tests {
     async fn garbage_is_skipped_and_messages_are_queued_in_order() {
         let (link, mut rx) = Link::new("t", CancellationToken::new());
         let got = deliver_body(&link, b"  not json \r\n", None, "a line").await;
-        assert!(got.is_empty());
+        assert_eq!(got, Delivered::default());
         let got = deliver_body(
             &link,
             br#"[{"jsonrpc":"2.0","method":"a"},7,{"jsonrpc":"2.0","id":1,"result":{}}]"#,
@@ -202,7 +216,13 @@ mod tests {
             "a body",
         )
         .await;
-        assert_eq!(got.len(), 2);
+        assert_eq!(
+            got,
+            Delivered {
+                count: 2,
+                answers_related: true
+            }
+        );
         let Some(Inbound::Message { message, related }) = rx.recv().await else {
             panic!("expected a message");
         };

@@ -114,7 +114,7 @@ pub(crate) async fn post(
         // The stream cannot tell which POST an id-less error belongs to, so
         // a body that cannot be read is refused on the POST itself.
         Err(e) | Ok(Body::Single(Err(e))) => {
-            return json_response(StatusCode::BAD_REQUEST, &e.to_response().to_value())
+            return json_response(StatusCode::BAD_REQUEST, &e.to_response())
         }
         Ok(Body::Single(Ok(Message::Request { id, method, params }))) => {
             let (gateway, session) = (state.gateway.clone(), session.clone());

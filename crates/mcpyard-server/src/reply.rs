@@ -15,13 +15,13 @@ use http::header::CONTENT_TYPE;
 use http::{HeaderValue, StatusCode};
 use mcpyard_gateway::Outbound;
 use mcpyard_proto::{ErrorObject, Message};
-use serde_json::Value;
+use serde::Serialize;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::accept::Accepts;
-use crate::sse::{self, EventIds};
+use crate::sse::{self, to_json, EventIds};
 
 /// How many related messages may wait for a slow reader before the gateway
 /// is slowed down (bounded on purpose: a client that stops reading must not
@@ -40,11 +40,29 @@ pub(crate) struct Plan {
     pub(crate) shutdown: CancellationToken,
     /// HTTP status of a plain-JSON final answer (the stateless era maps
     /// some JSON-RPC errors to 4xx).
-    pub(crate) status_of: fn(&Value) -> StatusCode,
+    pub(crate) status_of: fn(&Final) -> StatusCode,
+}
+
+/// A POST's final answer, written to the body or the stream straight from
+/// the messages.
+#[derive(Debug)]
+pub(crate) enum Final {
+    One(Message),
+    /// A batch's answers, one array.
+    Batch(Vec<Message>),
+}
+
+impl Serialize for Final {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Final::One(m) => m.serialize(s),
+            Final::Batch(ms) => ms.serialize(s),
+        }
+    }
 }
 
 /// The usual status: every JSON-RPC answer, error or not, is HTTP 200.
-pub(crate) fn always_ok(_: &Value) -> StatusCode {
+pub(crate) fn always_ok(_: &Final) -> StatusCode {
     StatusCode::OK
 }
 
@@ -59,7 +77,7 @@ pub(crate) fn always_ok(_: &Value) -> StatusCode {
 pub(crate) async fn reply<F, Fut>(plan: Plan, work: F) -> Response
 where
     F: FnOnce(Option<Outbound>) -> Fut,
-    Fut: Future<Output = Value> + Send + 'static,
+    Fut: Future<Output = Final> + Send + 'static,
 {
     let (tx, rx) = if plan.accepts.sse {
         let (tx, rx) = mpsc::channel(RELATED_CAPACITY);
@@ -107,10 +125,10 @@ where
 
 enum First {
     Related(Message),
-    Final(Value),
+    Final(Final),
 }
 
-type WorkFuture = Pin<Box<dyn Future<Output = Value> + Send>>;
+type WorkFuture = Pin<Box<dyn Future<Output = Final> + Send>>;
 
 /// The work of one POST: polled inline while the answer may still be plain
 /// JSON, spawned once it streams.
@@ -122,7 +140,7 @@ enum Work {
         detach_on_drop: bool,
     },
     Spawned {
-        handle: JoinHandle<Value>,
+        handle: JoinHandle<Final>,
         abort_on_drop: bool,
     },
 }
@@ -130,7 +148,7 @@ enum Work {
 impl Work {
     /// Waits for the final answer. Cancel safe; call once it has not
     /// returned yet.
-    async fn join(&mut self) -> Value {
+    async fn join(&mut self) -> Final {
         match self {
             Work::Inline { future, .. } => {
                 let Some(f) = future.as_mut() else {
@@ -166,8 +184,11 @@ impl Work {
     }
 }
 
-fn internal_error() -> Value {
-    Message::error(None, ErrorObject::internal("internal error")).to_value()
+fn internal_error() -> Final {
+    Final::One(Message::error(
+        None,
+        ErrorObject::internal("internal error"),
+    ))
 }
 
 impl Drop for Work {
@@ -204,7 +225,7 @@ struct Streaming {
     rx_open: bool,
     work: Option<Work>,
     pending: VecDeque<Message>,
-    final_value: Option<Value>,
+    final_value: Option<Final>,
     done: bool,
     ids: EventIds,
 }
@@ -214,7 +235,7 @@ impl Streaming {
         rx: mpsc::Receiver<Message>,
         work: Option<Work>,
         first: Option<Message>,
-        final_value: Option<Value>,
+        final_value: Option<Final>,
     ) -> Self {
         Self {
             rx,
@@ -261,11 +282,11 @@ impl Streaming {
 }
 
 /// A JSON body with the given status.
-pub(crate) fn json_response(status: StatusCode, body: &Value) -> Response {
+pub(crate) fn json_response<T: Serialize + ?Sized>(status: StatusCode, body: &T) -> Response {
     (
         status,
         [(CONTENT_TYPE, HeaderValue::from_static("application/json"))],
-        body.to_string(),
+        to_json(body),
     )
         .into_response()
 }
@@ -274,7 +295,7 @@ pub(crate) fn json_response(status: StatusCode, body: &Value) -> Response {
 pub(crate) fn rpc_error_response(status: StatusCode, code: i64, message: &str) -> Response {
     json_response(
         status,
-        &Message::error(None, ErrorObject::new(code, message)).to_value(),
+        &Message::error(None, ErrorObject::new(code, message)),
     )
 }
 
@@ -283,6 +304,7 @@ mod tests {
     use super::*;
     use mcpyard_proto::RequestId;
     use serde_json::json;
+    use serde_json::Value;
 
     fn plan(json: bool, sse: bool) -> Plan {
         Plan {
@@ -309,20 +331,30 @@ mod tests {
             .to_owned()
     }
 
+    fn ok() -> Final {
+        Final::One(Message::response(RequestId::Number(1), json!({"ok": 1})))
+    }
+
     #[tokio::test]
     async fn final_first_is_plain_json_when_json_is_accepted() {
-        let r = reply(plan(true, true), |_| async { json!({"ok": 1}) }).await;
+        let r = reply(plan(true, true), |_| async { ok() }).await;
         assert_eq!(content_type(&r), "application/json");
-        assert_eq!(body_text(r).await, r#"{"ok":1}"#);
+        assert_eq!(
+            body_text(r).await,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"ok":1}}"#
+        );
     }
 
     #[tokio::test]
     async fn final_first_is_sse_when_only_sse_is_accepted() {
-        let r = reply(plan(false, true), |_| async { json!({"ok": 1}) }).await;
+        let r = reply(plan(false, true), |_| async { ok() }).await;
         assert_eq!(content_type(&r), "text/event-stream");
         let text = body_text(r).await;
         assert!(text.contains("event: message"), "{text}");
-        assert!(text.contains(r#"data: {"ok":1}"#), "{text}");
+        assert!(
+            text.contains(r#"data: {"jsonrpc":"2.0","id":1,"result":{"ok":1}}"#),
+            "{text}"
+        );
         assert!(text.contains("id: 1"), "{text}");
     }
 
@@ -336,7 +368,10 @@ mod tests {
                     .await
                     .expect("reader alive");
             }
-            Message::response(RequestId::Number(9), json!({"done": true})).to_value()
+            Final::One(Message::response(
+                RequestId::Number(9),
+                json!({"done": true}),
+            ))
         })
         .await;
         assert_eq!(content_type(&r), "text/event-stream");
@@ -355,10 +390,16 @@ mod tests {
     #[tokio::test]
     async fn json_only_clients_get_no_related_stream() {
         let r = reply(plan(true, false), |related| async move {
-            json!({"related_given": related.is_some()})
+            Final::One(Message::response(
+                RequestId::Number(1),
+                json!({"related_given": related.is_some()}),
+            ))
         })
         .await;
-        assert_eq!(body_text(r).await, r#"{"related_given":false}"#);
+        assert_eq!(
+            body_text(r).await,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"related_given":false}}"#
+        );
     }
 
     #[tokio::test]
@@ -367,7 +408,7 @@ mod tests {
             if std::hint::black_box(true) {
                 panic!("deliberate panic in a test handler");
             }
-            json!(null)
+            ok()
         })
         .await;
         let v: Value = serde_json::from_str(&body_text(r).await).expect("json");

@@ -80,7 +80,7 @@ fn needs_session(method: &str, params: Option<&Value>) -> Option<&'static str> {
 fn refused(id: Option<RequestId>, message: &str) -> Response {
     json_response(
         StatusCode::BAD_REQUEST,
-        &Message::error(id, ErrorObject::invalid_request(message)).to_value(),
+        &Message::error(id, ErrorObject::invalid_request(message)),
     )
 }
 

@@ -8,7 +8,14 @@ use axum::response::{IntoResponse, Response};
 use futures::Stream;
 use http::HeaderValue;
 use mcpyard_proto::Message;
-use serde_json::Value;
+use serde::Serialize;
+
+/// Compact JSON (no newlines: one `data:` line), written straight from a
+/// message or a value.
+pub(crate) fn to_json<T: Serialize + ?Sized>(value: &T) -> String {
+    // Messages and values always serialise: their maps have string keys.
+    serde_json::to_string(value).unwrap_or_default()
+}
 
 /// Numbers the events of one stream so each has an `id:`.
 #[derive(Debug, Default)]
@@ -16,17 +23,18 @@ pub(crate) struct EventIds(u64);
 
 impl EventIds {
     pub(crate) fn message(&mut self, msg: &Message) -> Event {
-        self.json(&msg.to_value())
+        self.json(msg)
     }
 
-    /// A `message` event carrying any JSON (a message or a batch answer).
-    pub(crate) fn json(&mut self, value: &Value) -> Event {
+    /// A `message` event carrying any JSON (a message or a batch answer),
+    /// written straight from it.
+    pub(crate) fn json<T: Serialize + ?Sized>(&mut self, value: &T) -> Event {
         self.0 += 1;
         Event::default()
             .event("message")
             .id(self.0.to_string())
             // Compact JSON has no newlines, so it is one `data:` line.
-            .data(value.to_string())
+            .data(to_json(value))
     }
 }
 

@@ -52,6 +52,7 @@ use mcpyard_proto::{codes, methods, ErrorObject, Message, RequestId};
 use serde_json::{Map, Value};
 
 use crate::accept::Accepts;
+use crate::reply::Final;
 use crate::reply::{self, json_response, Plan};
 use crate::state::AppState;
 
@@ -79,10 +80,7 @@ impl Rejection {
     }
 
     fn into_response(self, id: Option<RequestId>) -> Response {
-        json_response(
-            StatusCode::BAD_REQUEST,
-            &Message::error(id, self.0).to_value(),
-        )
+        json_response(StatusCode::BAD_REQUEST, &Message::error(id, self.0))
     }
 }
 
@@ -218,12 +216,12 @@ fn param_header_value(raw: &str) -> Result<String, ()> {
 }
 
 /// The HTTP status of a final answer in this era.
-pub(crate) fn status_of(answer: &Value) -> StatusCode {
-    match answer
-        .get("error")
-        .and_then(|e| e.get("code"))
-        .and_then(Value::as_i64)
-    {
+pub(crate) fn status_of(answer: &Final) -> StatusCode {
+    let code = match answer {
+        Final::One(Message::Error { error, .. }) => Some(error.code),
+        _ => None,
+    };
+    match code {
         Some(codes::METHOD_NOT_FOUND) => StatusCode::NOT_FOUND,
         Some(
             HEADER_MISMATCH | MISSING_REQUIRED_CLIENT_CAPABILITY | UNSUPPORTED_PROTOCOL_VERSION,
@@ -282,7 +280,7 @@ pub(crate) async fn answer_alone(
     state: &AppState,
     session: Arc<Session>,
     accepts: Accepts,
-    status_of: fn(&Value) -> StatusCode,
+    status_of: fn(&Final) -> StatusCode,
     (id, method, params): (RequestId, String, Option<Value>),
 ) -> Response {
     let gateway = state.gateway.clone();
@@ -300,7 +298,7 @@ pub(crate) async fn answer_alone(
         // Anything still waiting on the session (a relayed request) is
         // released now.
         session.end();
-        answer.into_message().to_value()
+        Final::One(answer.into_message())
     })
     .await
 }
@@ -472,12 +470,12 @@ mod tests {
 
     #[test]
     fn statuses_follow_the_era_table() {
-        let e = |c: i64| json!({"jsonrpc":"2.0","id":1,"error":{"code":c,"message":"m"}});
+        let e = |c: i64| Final::One(Message::error(Some(1.into()), ErrorObject::new(c, "m")));
         assert_eq!(status_of(&e(-32601)), StatusCode::NOT_FOUND);
         assert_eq!(status_of(&e(-32022)), StatusCode::BAD_REQUEST);
         assert_eq!(status_of(&e(-32602)), StatusCode::OK);
         assert_eq!(
-            status_of(&json!({"jsonrpc":"2.0","id":1,"result":{}})),
+            status_of(&Final::One(Message::response(1.into(), json!({})))),
             StatusCode::OK
         );
     }

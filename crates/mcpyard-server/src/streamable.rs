@@ -24,7 +24,7 @@ use crate::accept::{is_json_content, Accepts};
 use crate::batch::{self, Batch, BatchLimits};
 use crate::conn::BodyTimedOut;
 use crate::options::SessionMode;
-use crate::reply::{self, always_ok, json_response, rpc_error_response, Plan};
+use crate::reply::{self, always_ok, json_response, rpc_error_response, Final, Plan};
 use crate::sse::{self, EventIds};
 use crate::state::AppState;
 use crate::{sessionless, stateless};
@@ -73,8 +73,7 @@ fn unsupported_version(requested: &str, id: Option<RequestId>) -> Response {
                 format!("Unsupported MCP-Protocol-Version: {requested}"),
             )
             .with_data(json!({"supported": SUPPORTED, "requested": requested})),
-        )
-        .to_value(),
+        ),
     )
 }
 
@@ -89,7 +88,7 @@ fn method_not_allowed() -> Response {
 
 /// A JSON-RPC answer to a body that could not be read.
 fn parse_failure(e: &ParseError, status: StatusCode) -> Response {
-    json_response(status, &e.to_response().to_value())
+    json_response(status, &e.to_response())
 }
 
 /// Checks the `MCP-Protocol-Version` header: absent is fine (2025-03-26 is
@@ -298,8 +297,7 @@ async fn post_without_session(
                 &Message::error(
                     None,
                     ErrorObject::invalid_request("initialize must not be sent in a batch"),
-                )
-                .to_value(),
+                ),
             )
         }
         Ok(body) if state.opts.sessions == SessionMode::Optional => {
@@ -332,7 +330,7 @@ async fn initialize(
         return too_many_sessions();
     }
     let mut response = if accepts.json {
-        json_response(StatusCode::OK, &answer.to_value())
+        json_response(StatusCode::OK, &answer)
     } else {
         let mut ids = EventIds::default();
         let event = ids.message(&answer);
@@ -370,11 +368,12 @@ async fn post_in_session(
         Err(e) | Ok(Body::Single(Err(e))) => parse_failure(&e, StatusCode::OK),
         Ok(Body::Single(Ok(Message::Request { id, method, params }))) => {
             reply::reply(plan, move |related| async move {
-                gateway
-                    .request(&session, id, &method, params, related)
-                    .await
-                    .into_message()
-                    .to_value()
+                Final::One(
+                    gateway
+                        .request(&session, id, &method, params, related)
+                        .await
+                        .into_message(),
+                )
             })
             .await
         }
@@ -394,8 +393,7 @@ async fn post_in_session(
                         ErrorObject::invalid_request(
                             "batches not supported by the negotiated protocol version",
                         ),
-                    )
-                    .to_value(),
+                    ),
                 );
             }
             post_batch(&gateway, session, plan, items, state.opts.batch).await
@@ -419,7 +417,7 @@ async fn post_batch(
     let gateway = gateway.clone();
     reply::reply(plan, move |related| async move {
         let answers = batch.answers(gateway, session, related, limits);
-        Value::Array(answers.map(|m| m.to_value()).collect().await)
+        Final::Batch(answers.collect().await)
     })
     .await
 }

@@ -522,10 +522,7 @@ async fn read_response_stream(
                             "an event",
                         )
                         .await;
-                        if got
-                            .iter()
-                            .any(|m| m.is_response() && m.id() == related.as_ref())
-                        {
+                        if got.answers_related {
                             return;
                         }
                     }
