@@ -235,6 +235,11 @@ mod link;
 pub mod oauth;
 mod options;
 pub mod sampling;
+/// The `text/event-stream` decoder the transports use, with its size cap,
+/// for other readers of event streams.
+pub mod sse {
+    pub use crate::transport::sse_decoder::{EventTooLarge, SseDecoder, SseEvent};
+}
 mod spec;
 mod state;
 mod tool_headers;

@@ -107,6 +107,17 @@ pub trait Sampler: Send + Sync + 'static {
         related: Option<RequestId>,
     ) -> Result<Value, ErrorObject>;
 
+    /// [`Sampler::create_message`], with what the answer used when the
+    /// sampler can tell (a local model counts its tokens), for an audit
+    /// trail or metrics. By default: the answer, and `None`.
+    async fn create_message_measured(
+        &self,
+        request: SamplingRequest,
+        related: Option<RequestId>,
+    ) -> Result<(Value, Option<SamplingUsage>), ErrorObject> {
+        Ok((self.create_message(request, related).await?, None))
+    }
+
     /// The `sampling` capability to advertise (`{}`; `{"tools": {}}` for a
     /// sampler that handles tool use, protocol 2025-11-25).
     fn capability(&self) -> Value {
@@ -125,9 +136,34 @@ impl<T: Sampler> Sampler for Arc<T> {
         (**self).create_message(request, related).await
     }
 
+    async fn create_message_measured(
+        &self,
+        request: SamplingRequest,
+        related: Option<RequestId>,
+    ) -> Result<(Value, Option<SamplingUsage>), ErrorObject> {
+        (**self).create_message_measured(request, related).await
+    }
+
     fn capability(&self) -> Value {
         (**self).capability()
     }
+}
+
+impl std::fmt::Debug for dyn Sampler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Sampler")
+    }
+}
+
+/// What an answered sampling request used: the model, and its tokens.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SamplingUsage {
+    /// The model that answered.
+    pub model: String,
+    /// Tokens of the prompt, as the model counted them.
+    pub prompt_tokens: u64,
+    /// Tokens of the answer.
+    pub completion_tokens: u64,
 }
 
 /// What a server asked for in a `sampling/createMessage`, without the text:

@@ -1,12 +1,16 @@
 //! The gateway: sources feed a catalog, a router sends each call through
 //! its layers to its source, and downstream serves the clients.
 //!
-//! - `source/`: every kind of source behind one [`Source`] trait (MCP
-//!   upstreams in `source/mcp/`, the gateway's own tools in `builtin.rs`);
-//! - `catalog/`: the merged lists, their names and cursors, and the
+//! - `call/`: what every part of a call shares (identity, limits, lists
+//!   and eras); a leaf that uses nothing else of the gateway;
+//! - `source/`: every kind of source behind one [`Source`] trait, the only
+//!   seam (MCP upstreams in `source/mcp/`, the gateway's own tools in
+//!   `source/builtin/`);
+//! - `catalog/`: the merged lists per era, their names and cursors, and the
 //!   exposure stage;
-//! - `router/`: name → source → [`Layer`]s → source, and the tasks the
-//!   gateway runs;
+//! - `router/`: name → source → [`Layer`]s → source; `router/stack.rs`
+//!   builds the one stack of layers;
+//! - `tasks/`: the tasks the gateway runs itself;
 //! - `downstream/`: sessions, subscriptions, listen streams, the stateless
 //!   era's requests;
 //! - `governance/`: the layers that decide who may call what and how
@@ -50,10 +54,10 @@ pub use governance::guard::{
 };
 pub use governance::metrics::{Metrics, CONTENT_TYPE as METRICS_CONTENT_TYPE};
 pub use governance::trace::{TARGET as TRACE_TARGET, TRACEPARENT};
-pub use mcpyard_client::sampling::{SamplingPolicy, SamplingRequest};
+pub use mcpyard_client::sampling::{Sampler, SamplingPolicy, SamplingRequest, SamplingUsage};
 pub use router::{Layer, Next, RouteFuture, RoutedCall};
 pub use source::builtin::spread_wrapped_arguments;
 pub use source::{
-    CallContext, ClientHandle, Progress, RouterHandle, Sampler, SamplingUsage, Source,
-    SourceEvents, SourceHealth, SourceRequest, SourceSpec, UpstreamSampling, UpstreamSpec,
+    CallContext, ClientHandle, Progress, RouterHandle, Source, SourceEvents, SourceHealth,
+    SourceRequest, SourceSpec, UpstreamSampling, UpstreamSpec,
 };

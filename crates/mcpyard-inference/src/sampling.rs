@@ -6,7 +6,7 @@
 
 use async_trait::async_trait;
 use mcpyard_gateway::{CallContext, Sampler, SamplingRequest, SamplingUsage};
-use mcpyard_proto::ErrorObject;
+use mcpyard_proto::{ErrorObject, RequestId};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -17,8 +17,18 @@ use crate::tools::{chat, Args, Call};
 impl Sampler for InferenceSource {
     async fn create_message(
         &self,
-        request: &SamplingRequest,
-    ) -> Result<(Value, SamplingUsage), ErrorObject> {
+        request: SamplingRequest,
+        related: Option<RequestId>,
+    ) -> Result<Value, ErrorObject> {
+        Ok(self.create_message_measured(request, related).await?.0)
+    }
+
+    /// The chat tool's answer, with the model and tokens it reported.
+    async fn create_message_measured(
+        &self,
+        request: SamplingRequest,
+        _related: Option<RequestId>,
+    ) -> Result<(Value, Option<SamplingUsage>), ErrorObject> {
         let params = &request.params;
         let messages = chat_messages(params)?;
         // Already lowered to the cap by the policy.
@@ -60,7 +70,7 @@ impl Sampler for InferenceSource {
             "model": model,
             "stopReason": stop_reason,
         });
-        Ok((result, usage))
+        Ok((result, Some(usage)))
     }
 }
 

@@ -5,7 +5,7 @@
 mod auth;
 mod http_common;
 mod legacy_sse;
-mod sse_decoder;
+pub(crate) mod sse_decoder;
 mod stdio;
 mod streamable_http;
 

@@ -8,23 +8,24 @@
 
 /// One dispatched event.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct SseEvent {
+pub struct SseEvent {
     /// The event type (`message` when the server gave none).
-    pub(crate) event: String,
-    pub(crate) data: String,
+    pub event: String,
+    /// The `data:` lines, joined with newlines.
+    pub data: String,
     /// The last event id seen on the stream, if any.
-    pub(crate) id: Option<String>,
+    pub id: Option<String>,
     /// A reconnection delay the server asked for, in milliseconds.
-    pub(crate) retry: Option<u64>,
+    pub retry: Option<u64>,
 }
 
 /// The server sent an event (or a line) larger than the cap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct EventTooLarge(pub(crate) usize);
+pub struct EventTooLarge(pub usize);
 
 /// Incremental decoder: feed it chunks, it returns complete events.
 #[derive(Debug)]
-pub(crate) struct SseDecoder {
+pub struct SseDecoder {
     buf: Vec<u8>,
     /// How far `buf` was already searched for a line end.
     scanned: usize,
@@ -40,7 +41,8 @@ pub(crate) struct SseDecoder {
 }
 
 impl SseDecoder {
-    pub(crate) fn new(max: usize) -> Self {
+    /// A decoder that fails once a line or an event passes `max` bytes.
+    pub fn new(max: usize) -> Self {
         Self {
             buf: Vec::new(),
             scanned: 0,
@@ -56,23 +58,23 @@ impl SseDecoder {
     }
 
     /// Starts from a known last event id (when resuming a stream).
-    pub(crate) fn with_last_id(mut self, id: Option<String>) -> Self {
+    pub fn with_last_id(mut self, id: Option<String>) -> Self {
         self.last_id = id;
         self
     }
 
     /// The last event id seen.
-    pub(crate) fn last_id(&self) -> Option<&str> {
+    pub fn last_id(&self) -> Option<&str> {
         self.last_id.as_deref()
     }
 
     /// The last reconnection delay the server asked for, in milliseconds.
-    pub(crate) fn retry(&self) -> Option<u64> {
+    pub fn retry(&self) -> Option<u64> {
         self.retry
     }
 
     /// Adds a chunk and returns the events it completed.
-    pub(crate) fn feed(&mut self, chunk: &[u8]) -> Result<Vec<SseEvent>, EventTooLarge> {
+    pub fn feed(&mut self, chunk: &[u8]) -> Result<Vec<SseEvent>, EventTooLarge> {
         let mut chunk = chunk;
         if self.skip_lf && !chunk.is_empty() {
             if chunk[0] == b'\n' {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use async_trait::async_trait;
-use mcpyard_proto::{methods, ErrorObject};
+use mcpyard_proto::{methods, ErrorObject, RequestId};
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -23,8 +23,8 @@ use serde_json::Value;
 use crate::downstream::Sessions;
 use crate::governance::audit::Outcome;
 use crate::router::{Layer, Next, RouteFuture, RoutedCall, Router};
-use crate::source::{Sampler, SamplingUsage};
 use crate::SamplingRequest;
+use crate::{Sampler, SamplingUsage};
 
 /// The content type of [`Metrics::render`]'s text (OpenMetrics 1.0, which
 /// Prometheus scrapes natively).
@@ -349,14 +349,27 @@ struct CountingSampler {
 impl Sampler for CountingSampler {
     async fn create_message(
         &self,
-        request: &SamplingRequest,
-    ) -> Result<(Value, SamplingUsage), ErrorObject> {
-        let answered = self.inner.create_message(request).await;
-        if let Ok((_, usage)) = &answered {
+        request: SamplingRequest,
+        related: Option<RequestId>,
+    ) -> Result<Value, ErrorObject> {
+        Ok(self.create_message_measured(request, related).await?.0)
+    }
+
+    async fn create_message_measured(
+        &self,
+        request: SamplingRequest,
+        related: Option<RequestId>,
+    ) -> Result<(Value, Option<SamplingUsage>), ErrorObject> {
+        let answered = self.inner.create_message_measured(request, related).await;
+        if let Ok((_, Some(usage))) = &answered {
             self.metrics
                 .model_tokens("sampling", usage.prompt_tokens, usage.completion_tokens);
         }
         answered
+    }
+
+    fn capability(&self) -> Value {
+        self.inner.capability()
     }
 }
 

@@ -415,26 +415,3 @@ pub(crate) trait InnerCalls: Send + Sync + std::fmt::Debug {
         params: Value,
     ) -> futures::future::BoxFuture<'a, Result<Value, RouteError>>;
 }
-
-/// Answers an upstream's `sampling/createMessage` with a local model, for
-/// the upstreams whose [`UpstreamSampling`](crate::UpstreamSampling) allows
-/// it.
-#[async_trait]
-pub trait Sampler: Send + Sync + std::fmt::Debug + 'static {
-    /// Serves a request the upstream's [`SamplingPolicy`](crate::SamplingPolicy)
-    /// admitted: with its [`model`](crate::SamplingRequest::model) when set,
-    /// within the `maxTokens` of its params (already capped). Returns the
-    /// `CreateMessageResult` and what it used.
-    async fn create_message(
-        &self,
-        request: &crate::SamplingRequest,
-    ) -> Result<(Value, SamplingUsage), ErrorObject>;
-}
-
-/// What a locally answered sampling request used, for the audit log.
-#[derive(Debug, Clone, Default)]
-pub struct SamplingUsage {
-    pub model: String,
-    pub prompt_tokens: u64,
-    pub completion_tokens: u64,
-}

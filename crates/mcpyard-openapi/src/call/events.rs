@@ -3,6 +3,7 @@
 //! sent as a progress notification as it arrives.
 
 use futures::StreamExt;
+use mcpyard_client::sse::SseDecoder;
 use mcpyard_gateway::CallContext;
 use serde_json::Value;
 
@@ -23,61 +24,42 @@ pub(crate) async fn collect(
     response: reqwest::Response,
     ctx: &CallContext,
 ) -> Result<Events, CallError> {
-    use eventsource_stream::Eventsource as _;
     let cap = caller.config.max_response_bytes;
-    // Bytes past the cap are never read: the stream ends there.
-    let cut = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let cut_in_stream = cut.clone();
-    let capped = response.bytes_stream().scan(0u64, move |seen, chunk| {
-        let item = match chunk {
-            Ok(c) if *seen >= cap && !c.is_empty() => {
-                cut_in_stream.store(true, std::sync::atomic::Ordering::Relaxed);
-                None
-            }
-            Ok(c) => {
-                let keep = (cap - *seen).min(c.len() as u64) as usize;
-                if keep < c.len() {
-                    cut_in_stream.store(true, std::sync::atomic::Ordering::Relaxed);
-                }
-                *seen += keep as u64;
-                Some(Ok(c.slice(..keep)))
-            }
-            Err(e) => Some(Err(e)),
-        };
-        std::future::ready(item)
-    });
+    let mut decoder = SseDecoder::new(usize::try_from(cap).unwrap_or(usize::MAX));
+    let mut body = std::pin::pin!(response.bytes_stream());
+    let (mut seen, mut truncated) = (0u64, false);
     let mut events = Vec::new();
-    let mut stream = std::pin::pin!(capped.eventsource());
-    while let Some(item) = stream.next().await {
-        let event = match item {
-            Ok(event) => event,
-            Err(eventsource_stream::EventStreamError::Transport(e)) => {
-                return Err(caller.failure(&e));
-            }
-            Err(e) => {
-                tracing::debug!(error = %e, "malformed event in an event stream");
+    // Bytes past the cap are never read: the stream ends there.
+    while !truncated {
+        let Some(chunk) = body.next().await else {
+            break;
+        };
+        let chunk = chunk.map_err(|e| caller.failure(&e))?;
+        let keep = cap.saturating_sub(seen).min(chunk.len() as u64) as usize;
+        truncated = keep < chunk.len();
+        seen += keep as u64;
+        let Ok(decoded) = decoder.feed(&chunk[..keep]) else {
+            truncated = true;
+            break;
+        };
+        for event in decoded {
+            if event.data.is_empty() {
                 continue;
             }
-        };
-        if event.data.is_empty() {
-            continue;
+            let value = serde_json::from_str::<Value>(&event.data)
+                .unwrap_or(Value::String(event.data.clone()));
+            if ctx.progress.is_active() {
+                let message: String = caller
+                    .scrub(&event.data)
+                    .chars()
+                    .take(PROGRESS_MESSAGE_CHARS)
+                    .collect();
+                ctx.progress
+                    .report((events.len() + 1) as f64, None, Some(&message))
+                    .await;
+            }
+            events.push(value);
         }
-        let value =
-            serde_json::from_str::<Value>(&event.data).unwrap_or(Value::String(event.data.clone()));
-        if ctx.progress.is_active() {
-            let message: String = caller
-                .scrub(&event.data)
-                .chars()
-                .take(PROGRESS_MESSAGE_CHARS)
-                .collect();
-            ctx.progress
-                .report((events.len() + 1) as f64, None, Some(&message))
-                .await;
-        }
-        events.push(value);
     }
-    Ok(Events {
-        events,
-        truncated: cut.load(std::sync::atomic::Ordering::Relaxed),
-    })
+    Ok(Events { events, truncated })
 }

@@ -26,7 +26,7 @@ use crate::governance::guard::Redactor;
 use crate::source::{CallContext, ListsPort};
 use crate::tasks::{with_related_task, TaskSignal};
 use crate::{Outbound, Session};
-use crate::{Sampler, SamplingPolicy};
+use crate::{Sampler, SamplingPolicy, SamplingUsage};
 
 /// The downstream side of one call in flight to an upstream.
 #[derive(Debug)]
@@ -350,8 +350,19 @@ impl Relay {
                 return Err(e);
             }
         };
-        let summary = &request.summary;
-        let outcome = local.sampler.create_message(&request).await;
+        let summary = request.summary.clone();
+        let outcome = local
+            .sampler
+            .create_message_measured(request, None)
+            .await
+            .map(|(result, usage)| {
+                // A sampler that cannot tell: the model its answer names.
+                let usage = usage.unwrap_or_else(|| SamplingUsage {
+                    model: result["model"].as_str().unwrap_or_default().to_owned(),
+                    ..SamplingUsage::default()
+                });
+                (result, usage)
+            });
         match &outcome {
             Ok((_, usage)) => tracing::info!(
                 target: "mcpyard::audit",
