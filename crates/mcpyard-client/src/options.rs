@@ -100,6 +100,10 @@ pub struct RequestOptions {
     /// Fail with [`ClientError::Timeout`] (and cancel upstream) after this;
     /// `None`: the client's [`ConnectOptions::request_timeout`].
     pub timeout: Option<Duration>,
+    /// When the request must be answered, for a caller that has a deadline
+    /// already (a gateway forwarding a call): wins over `timeout`, which
+    /// then only names the limit in the error.
+    pub deadline: Option<tokio::time::Instant>,
     /// Cancelling this token cancels the request upstream.
     pub cancel: Option<CancellationToken>,
     /// Called with every `notifications/progress` the server sends about
@@ -120,6 +124,27 @@ impl RequestOptions {
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
         self
+    }
+
+    /// Fails the request with [`ClientError::Timeout`] at `deadline`.
+    pub fn with_deadline(mut self, deadline: tokio::time::Instant) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// When the request must be answered: its deadline, else `timeout`
+    /// from now.
+    pub(crate) fn due(&self) -> Option<tokio::time::Instant> {
+        self.deadline
+            .or_else(|| self.timeout.map(|t| tokio::time::Instant::now() + t))
+    }
+
+    /// The limit a timed-out request names: its timeout, else what its
+    /// deadline left it from `start`.
+    pub(crate) fn limit(&self, start: tokio::time::Instant) -> Duration {
+        self.timeout
+            .or_else(|| self.deadline.map(|d| d.saturating_duration_since(start)))
+            .unwrap_or_default()
     }
 
     /// Cancels the request when `cancel` is cancelled.
@@ -145,6 +170,7 @@ impl std::fmt::Debug for RequestOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RequestOptions")
             .field("timeout", &self.timeout)
+            .field("deadline", &self.deadline)
             .field("cancel", &self.cancel)
             .field("progress", &self.progress.is_some())
             .finish()

@@ -6,7 +6,7 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -19,6 +19,7 @@ use mcpyard_client::{
     TransportSpec, MODERN_PROTOCOL_VERSION,
 };
 use mcpyard_proto::{ErrorObject, RequestId};
+use mcpyard_testkit::free_port;
 use serde_json::{json, Value};
 
 /// Every call of a test is bounded by this.
@@ -94,13 +95,6 @@ fn wait_for_port(port: u16, process: &mut Process) {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free loopback port")
-        .port()
 }
 
 /// Our Python SDK 2.x server over Streamable HTTP on a loopback port.

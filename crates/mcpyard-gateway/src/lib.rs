@@ -34,8 +34,6 @@ pub mod governance;
 mod router;
 mod source;
 mod tasks;
-#[cfg(feature = "testing")]
-pub mod testing;
 
 pub use call::{
     CallLimits, Identity, IdentityKind, ItemKind, ListKind, SizeLimits, SourceLists, ToolSizes,

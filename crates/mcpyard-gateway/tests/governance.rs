@@ -18,6 +18,7 @@ use mcpyard_gateway::{
     ToolSizes,
 };
 use mcpyard_proto::{ErrorObject, Message, RequestId};
+use mcpyard_testkit::text;
 use serde_json::{json, Value};
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -203,16 +204,6 @@ fn read_lines(path: &Path) -> Vec<Value> {
         .lines()
         .map(|l| serde_json::from_str(l).expect("an audit line is JSON"))
         .collect()
-}
-
-fn text(result: &Value) -> String {
-    result["content"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|b| b["text"].as_str())
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 #[tokio::test]

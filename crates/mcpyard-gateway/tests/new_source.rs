@@ -13,12 +13,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use mcpyard_gateway::governance::{Effect, Policy, Rule};
-use mcpyard_gateway::testing::InProcessClient;
 use mcpyard_gateway::{
     AuditFile, AuditTrail, CallContext, CallLimits, GatewayConfig, Guard, GuardConfig, ListKind,
     Metrics, RouteError, Source, SourceEvents, SourceLists, SourceRequest, SourceSpec,
 };
 use mcpyard_proto::Message;
+use mcpyard_testkit::text;
+use mcpyard_testkit::InProcessClient;
 use serde_json::{json, Value};
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -218,13 +219,6 @@ async fn start() -> Harness {
         audit,
         _dir: dir,
     }
-}
-
-fn text(result: &Value) -> String {
-    result["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
 }
 
 #[tokio::test]

@@ -125,7 +125,7 @@ async fn localaimcp_calls_reach_localai_with_tool_name_and_a_wrapped_request() {
     let dir = tempdir();
     let (h, doc) = localai_behind(&server, dir.path()).await;
     let detokenize = format!("localai__{}", name_of(&doc, "POST", "/v1/detokenize"));
-    let client: &mcpyard_gateway::testing::InProcessClient = &h;
+    let client: &mcpyard_testkit::InProcessClient = &h;
     let r = client
         .call(
             "mcpyard__call_tool",

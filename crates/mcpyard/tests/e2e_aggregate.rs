@@ -80,12 +80,12 @@ async fn every_real_server_is_listed_and_callable_through_one_endpoint() {
     }
 
     let r = call(&client, "every__echo", json!({"message": "via stdio"})).await;
-    assert!(text(&r).contains("via stdio"), "{r}");
+    assert!(first_text(&r).contains("via stdio"), "{r}");
     let r = call(&client, "everyhttp__get-sum", json!({"a": 2, "b": 3})).await;
     assert_ne!(r["isError"], json!(true), "{r}");
-    assert_eq!(text(&r), everything_sum_text(2, 3), "{r}");
+    assert_eq!(first_text(&r), everything_sum_text(2, 3), "{r}");
     let r = call(&client, "everysse__echo", json!({"message": "via sse"})).await;
-    assert!(text(&r).contains("via sse"), "{r}");
+    assert!(first_text(&r).contains("via sse"), "{r}");
     let path = files.join("hello.txt");
     let r = call(
         &client,
@@ -93,7 +93,10 @@ async fn every_real_server_is_listed_and_callable_through_one_endpoint() {
         json!({"path": path.display().to_string()}),
     )
     .await;
-    assert!(text(&r).contains("hello from the filesystem server"), "{r}");
+    assert!(
+        first_text(&r).contains("hello from the filesystem server"),
+        "{r}"
+    );
     let r = call(
         &client,
         "time__get_current_time",
@@ -188,7 +191,7 @@ async fn progress_and_sampling_reach_the_client_that_made_the_call() {
             )
             .await
             .unwrap();
-        assert!(text(&r).contains("completed"), "{r}");
+        assert!(first_text(&r).contains("completed"), "{r}");
         let progress: Vec<Value> = recorder
             .notifications_named("notifications/progress")
             .into_iter()
@@ -252,7 +255,7 @@ async fn a_client_without_sampling_gets_an_error_not_a_hang() {
     let r = outcome.expect("the upstream answers the call");
     assert_eq!(r["isError"], json!(true), "{r}");
     assert_eq!(
-        text(&r),
+        first_text(&r),
         "MCP error -32601: Method not found: sampling/createMessage",
         "{r}"
     );

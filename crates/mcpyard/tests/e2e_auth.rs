@@ -618,7 +618,7 @@ issuer = \"{}\"
     )
     .await;
     wait_for_tools(&client, &["up__authorization"], Duration::from_secs(30)).await;
-    let seen = text(&call(&client, "up__authorization", json!({})).await);
+    let seen = first_text(&call(&client, "up__authorization", json!({})).await).to_owned();
     client.shutdown().await;
     // The upstream sees the credential configured for it, never the client's.
     assert_eq!(seen, "Bearer upstream-own-credential");

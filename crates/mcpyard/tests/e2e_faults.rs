@@ -131,7 +131,7 @@ async fn a_killed_upstream_fails_fast_while_others_work_and_then_comes_back() {
     std::fs::remove_file(&hold).unwrap();
     wait_for_tools(&client, &["every__echo"], Duration::from_secs(30)).await;
     let r = call(&client, "every__echo", json!({"message": "back"})).await;
-    assert!(text(&r).contains("back"), "{r}");
+    assert!(first_text(&r).contains("back"), "{r}");
     let every = source_status(&client, "every").await;
     assert_eq!(every["state"], json!("up"), "{every}");
     assert_eq!(every["healthy"], json!(true), "{every}");
@@ -197,7 +197,7 @@ async fn a_hanging_upstream_times_out_and_is_told_to_cancel() {
     );
     // The connection is still good for other calls.
     let r = call(&client, "hang__echo", json!({"k": 1})).await;
-    assert!(text(&r).contains("\"k\""), "{r}");
+    assert!(first_text(&r).contains("\"k\""), "{r}");
     client.shutdown().await;
 }
 
@@ -212,7 +212,7 @@ async fn an_upstream_writing_garbage_still_serves_its_tools() {
     let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
     wait_for_tools(&client, &["noisy__echo"], Duration::from_secs(30)).await;
     let r = call(&client, "noisy__echo", json!({"through": "noise"})).await;
-    assert!(text(&r).contains("noise"), "{r}");
+    assert!(first_text(&r).contains("noise"), "{r}");
     client.shutdown().await;
 }
 
@@ -284,7 +284,7 @@ async fn requests_made_while_an_upstream_is_still_starting_wait_for_it() {
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     assert!(names.contains(&"late__echo"), "first list: {names:?}");
     let r = call(&client, "late__echo", json!({"first": "call"})).await;
-    assert!(text(&r).contains("first"), "{r}");
+    assert!(first_text(&r).contains("first"), "{r}");
     client.shutdown().await;
 }
 
@@ -297,13 +297,13 @@ async fn a_restarted_http_upstream_is_picked_up_again_without_a_failed_call() {
     let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
     wait_for_tools(&client, &["every__echo"], Duration::from_secs(30)).await;
     let r = call(&client, "every__echo", json!({"message": "before"})).await;
-    assert!(text(&r).contains("before"), "{r}");
+    assert!(first_text(&r).contains("before"), "{r}");
 
     // A restart in place: the new process knows nothing of the old session.
     server.stop();
     let _server = start_everything_on("streamableHttp", dir.path(), port).await;
     let r = call(&client, "every__echo", json!({"message": "after"})).await;
-    assert!(text(&r).contains("after"), "{r}");
+    assert!(first_text(&r).contains("after"), "{r}");
     assert!(
         gw.proc.log_text().contains("session expired"),
         "the gateway says it started a new session"
@@ -331,7 +331,7 @@ async fn a_list_that_cannot_be_fetched_keeps_its_tools_for_the_restarted_upstrea
     .await;
 
     let r = call(&client, "up__announce", json!({})).await;
-    assert_eq!(text(&r), "announced", "{r}");
+    assert_eq!(first_text(&r), "announced", "{r}");
     wait_for_log(&gw.proc, "listing failed", Duration::from_secs(10)).await;
     drop(first);
     let listed = client.list_all("tools/list", "tools").await.unwrap();
@@ -350,7 +350,7 @@ async fn a_list_that_cannot_be_fetched_keeps_its_tools_for_the_restarted_upstrea
         )
         .await
         .unwrap_or_else(|e| panic!("the call after the restart failed: {e}"));
-    assert_eq!(text(&r), r#"{"said": "after"}"#, "{r}");
+    assert_eq!(first_text(&r), r#"{"said": "after"}"#, "{r}");
     // The renewed session's lists replace the old ones.
     wait_for_tools(&client, &["up__second"], Duration::from_secs(10)).await;
     client.shutdown().await;
@@ -378,7 +378,7 @@ async fn a_renewed_http_session_is_subscribed_again_and_its_lists_fetched() {
         .await
         .expect("subscribe");
     let r = call(&client, "up__touch", json!({})).await;
-    assert_eq!(text(&r), r#"["mem://a"]"#, "{r}");
+    assert_eq!(first_text(&r), r#"["mem://a"]"#, "{r}");
 
     first.stop();
     let _second = start_http_upstream(dir.path(), port, 2).await;
@@ -386,7 +386,7 @@ async fn a_renewed_http_session_is_subscribed_again_and_its_lists_fetched() {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let r = call(&client, "up__touch", json!({})).await;
-        if text(&r) == r#"["mem://a"]"# {
+        if first_text(&r) == r#"["mem://a"]"# {
             break;
         }
         assert!(
@@ -432,7 +432,7 @@ async fn an_upstream_that_never_lists_holds_up_no_other_server() {
     assert!(names.contains(&"every__echo"), "first list: {names:?}");
     assert!(!names.iter().any(|n| n.starts_with("mute__")), "{names:?}");
     let r = call(&client, "every__echo", json!({"message": "served"})).await;
-    assert!(text(&r).contains("served"), "{r}");
+    assert!(first_text(&r).contains("served"), "{r}");
     // A liveness bound for a busy machine, not a speed measure.
     assert!(
         started.elapsed() < Duration::from_secs(10),
@@ -463,7 +463,7 @@ async fn a_flood_of_list_changes_is_one_refetch_not_a_queue() {
         .lines()
         .count();
     let r = call(&client, "f__flood", json!({})).await;
-    assert_eq!(text(&r), "flooded", "{r}");
+    assert_eq!(first_text(&r), "flooded", "{r}");
     let refetched = || {
         std::fs::read_to_string(&lists)
             .unwrap_or_default()
@@ -477,7 +477,7 @@ async fn a_flood_of_list_changes_is_one_refetch_not_a_queue() {
     }
     // The gateway still answers, and has listed again a few times, not 500.
     let r = call(&client, "f__echo", json!({"after": "flood"})).await;
-    assert!(text(&r).contains("flood"), "{r}");
+    assert!(first_text(&r).contains("flood"), "{r}");
     let refetches = refetched();
     assert!(
         (1..=5).contains(&refetches),

@@ -42,17 +42,6 @@ fn assert_redacted(what: &str, value: &Value) {
     }
 }
 
-/// Every text block of a result.
-fn all_text(result: &Value) -> String {
-    result["content"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|b| b["text"].as_str())
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 /// The shared part of the configuration: the audit file (small, so it
 /// rotates), a configured pattern, a deny rule and the size limits.
 fn governance_tables(webhook: Option<(u16, &str)>) -> String {
@@ -215,7 +204,7 @@ async fn guardrails_sizes_and_the_audit_on_a_real_server_and_a_real_api() {
     // A deny rule refuses before the check or the upstream see the call.
     let denied = call(&client, "every__echo", json!({"message": "then rm -rf /"})).await;
     assert_eq!(denied["isError"], json!(true), "{denied}");
-    let said = all_text(&denied);
+    let said = mcpyard_testkit::text(&denied);
     assert!(
         said.contains("`no-rm`") && said.contains("narrower"),
         "{said}"
@@ -227,7 +216,7 @@ async fn guardrails_sizes_and_the_audit_on_a_real_server_and_a_real_api() {
     )
     .await;
     assert!(
-        all_text(&denied_inner).contains("`no-rm`"),
+        mcpyard_testkit::text(&denied_inner).contains("`no-rm`"),
         "{denied_inner}"
     );
 
@@ -235,14 +224,21 @@ async fn guardrails_sizes_and_the_audit_on_a_real_server_and_a_real_api() {
     let refused = call(&client, "every__echo", json!({"message": "refuse-me"})).await;
     assert_eq!(refused["isError"], json!(true));
     assert!(
-        all_text(&refused).contains("the check says no"),
+        mcpyard_testkit::text(&refused).contains("the check says no"),
         "{refused}"
     );
     let changed = call(&client, "every__echo", json!({"message": "modify-me"})).await;
-    assert_eq!(text(&changed), "Echo: changed by the check", "{changed}");
+    assert_eq!(
+        first_text(&changed),
+        "Echo: changed by the check",
+        "{changed}"
+    );
     let slow = call(&client, "every__echo", json!({"message": "slow-me"})).await;
     assert_eq!(slow["isError"], json!(true));
-    assert!(all_text(&slow).contains("could not be made"), "{slow}");
+    assert!(
+        mcpyard_testkit::text(&slow).contains("could not be made"),
+        "{slow}"
+    );
     let asked = json_lines(&webhook_log);
     let modify = asked
         .iter()
@@ -269,13 +265,16 @@ async fn guardrails_sizes_and_the_audit_on_a_real_server_and_a_real_api() {
     // it is cut; an API's max_response_bytes cuts its results the same way.
     let too_big = call(&client, "every__echo", json!({"message": "x".repeat(3000)})).await;
     assert_eq!(too_big["isError"], json!(true));
-    assert!(all_text(&too_big).contains("max_arguments"), "{too_big}");
+    assert!(
+        mcpyard_testkit::text(&too_big).contains("max_arguments"),
+        "{too_big}"
+    );
     let cut = call(&client, "every__echo", json!({"message": "y".repeat(1500)})).await;
     assert!(serde_json::to_vec(&cut).unwrap().len() <= 600, "{cut}");
-    assert!(all_text(&cut).contains("was cut"), "{cut}");
+    assert!(mcpyard_testkit::text(&cut).contains("was cut"), "{cut}");
     let image = call(&client, "peer__get_image", json!({"size": 50000})).await;
     assert!(serde_json::to_vec(&image).unwrap().len() <= 2000, "{image}");
-    let note = all_text(&image);
+    let note = mcpyard_testkit::text(&image);
     assert!(note.contains("max_response_bytes"), "{note}");
 
     // The audit: every call a line, refusals with their rule, no argument
@@ -387,9 +386,9 @@ async fn a_failing_check_lets_calls_pass_when_told_to_fail_open() {
     let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
     wait_for_tools(&client, &["every__echo"], Duration::from_secs(30)).await;
     let broken = call(&client, "every__echo", json!({"message": "break-me"})).await;
-    assert_eq!(text(&broken), "Echo: break-me", "{broken}");
+    assert_eq!(first_text(&broken), "Echo: break-me", "{broken}");
     let slow = call(&client, "every__echo", json!({"message": "slow-me"})).await;
-    assert_eq!(text(&slow), "Echo: slow-me", "{slow}");
+    assert_eq!(first_text(&slow), "Echo: slow-me", "{slow}");
     // An answer is still obeyed.
     let refused = call(&client, "every__echo", json!({"message": "refuse-me"})).await;
     assert_eq!(refused["isError"], json!(true), "{refused}");
@@ -447,7 +446,10 @@ async fn the_stdio_door_and_the_agents_inner_calls_meet_the_same_layers() {
         json!({"prompt": "Echo the key.", "tools": ["every__*"]}),
     )
     .await;
-    assert!(all_text(&agent).contains("the echo came back"), "{agent}");
+    assert!(
+        mcpyard_testkit::text(&agent).contains("the echo came back"),
+        "{agent}"
+    );
     let requests = seen.lock().unwrap().clone();
     assert_eq!(requests.len(), 2, "{requests:?}");
     // (The model's own call, with the secret it wrote, is in the history.)

@@ -184,7 +184,7 @@ async fn upstream_env(gw: &Gateway, server: &str) -> serde_json::Map<String, ser
     assert_ne!(result["isError"], true, "{result}");
     client.shutdown().await;
     let env: serde_json::Value =
-        serde_json::from_str(&text(&result)).unwrap_or_else(|e| panic!("{e}: {result}"));
+        serde_json::from_str(first_text(&result)).unwrap_or_else(|e| panic!("{e}: {result}"));
     env.as_object().cloned().expect("get-env returns an object")
 }
 

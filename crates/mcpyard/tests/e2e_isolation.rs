@@ -19,11 +19,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpyard_gateway::governance::{Effect, Policy, Rule};
-use mcpyard_gateway::testing::InProcessClient;
 use mcpyard_gateway::{
     Exposure, GatewayConfig, Guard, GuardConfig, Identity, IdentityKind, SourceSpec, UpstreamSpec,
 };
 use mcpyard_proto::Message;
+use mcpyard_testkit::InProcessClient;
 use serde_json::{json, Value};
 use support::*;
 

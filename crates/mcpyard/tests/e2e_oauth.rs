@@ -149,7 +149,7 @@ fn claims(jwt: &str) -> Value {
 
 /// What `whoami` answered (its text is a JSON object).
 fn who_of(result: &Value) -> Value {
-    serde_json::from_str(&text(result)).unwrap_or_else(|e| panic!("not JSON ({e}): {result}"))
+    serde_json::from_str(first_text(result)).unwrap_or_else(|e| panic!("not JSON ({e}): {result}"))
 }
 
 /// A tool call through the gateway: its result, or the error's text.
@@ -167,7 +167,7 @@ async fn try_call(client: &McpClient, name: &str) -> Result<Value, String> {
         .map_err(|e| e.to_string())
         .and_then(|r| {
             if r["isError"] == json!(true) {
-                Err(text(&r))
+                Err(first_text(&r).to_owned())
             } else {
                 Ok(r)
             }

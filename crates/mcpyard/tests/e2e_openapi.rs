@@ -228,13 +228,13 @@ async fn every_localai_http_operation_is_accepted_by_prism() {
         // type it cannot write: a 500 after validation); the request
         // passing its validation is what this test is about.
         let answered = status.is_some_and(|s| (200..300).contains(&s))
-            || (status == Some(500) && text(&result).contains("stoplight.io/prism/errors"));
+            || (status == Some(500) && first_text(&result).contains("stoplight.io/prism/errors"));
         if seen != 1 || accepted != 1 || !answered {
             failures.push(format!(
                 "{} {} ({name}) with {args}: {seen} request(s), {accepted} valid: {}",
                 op.method,
                 op.path,
-                text(&result)
+                first_text(&result)
             ));
         }
     }
@@ -622,7 +622,7 @@ async fn invalid_arguments_send_nothing() {
     for args in [json!({}), json!({"size": "large"}), json!({"size": 2})] {
         let result = call(&client, "peer__get_image", args.clone()).await;
         assert!(is_error(&result), "{args} was accepted: {result}");
-        assert!(text(&result).contains("size"), "{result}");
+        assert!(first_text(&result).contains("size"), "{result}");
     }
     let result = call(&client, "peer__count_nodes", json!({"children": []})).await;
     assert!(is_error(&result), "{result}");
@@ -710,7 +710,7 @@ async fn credentials_from_the_environment_reach_the_service_and_a_missing_one_se
     let before = prism_requests(&prism);
     let result = call(&client, "secured__with_query_key", json!({})).await;
     assert!(is_error(&result), "{result}");
-    assert!(text(&result).contains("queryKey"), "{result}");
+    assert!(first_text(&result).contains("queryKey"), "{result}");
     assert_eq!(
         prism_requests(&prism),
         before,

@@ -23,11 +23,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcpyard_gateway::governance::{Condition, Effect, Policy, Rule};
-use mcpyard_gateway::testing::InProcessClient;
 use mcpyard_gateway::{
     Exposure, GatewayConfig, Identity, IdentityKind, Layer, Listing, Next, RouteFuture, RoutedCall,
     SourceSpec, UpstreamSpec,
 };
+use mcpyard_testkit::InProcessClient;
 use serde_json::{json, Value};
 use support::*;
 
@@ -258,8 +258,8 @@ async fn two_identities_see_and_reach_different_things_on_every_path() {
         .await;
     assert_eq!(refused["isError"], json!(true), "{refused}");
     assert_eq!(
-        text(&refused).replace("every__get-tiny-image", "X"),
-        text(&unknown).replace("every__no-such-tool", "X"),
+        first_text(&refused).replace("every__get-tiny-image", "X"),
+        first_text(&unknown).replace("every__no-such-tool", "X"),
         "a refused tool must read as an unknown one"
     );
     // ...while the layers outside the policy (the audit, the metrics) see
@@ -278,7 +278,7 @@ async fn two_identities_see_and_reach_different_things_on_every_path() {
     // layers see the refusal and its rule, the source never sees the call.
     let sum = json!({"name": "every__get-sum", "arguments": {"a": 1, "b": 2}});
     let ops_sum = ops.request("tools/call", sum.clone(), None).await;
-    assert_eq!(text(&ops_sum), everything_sum_text(1, 2));
+    assert_eq!(first_text(&ops_sum), everything_sum_text(1, 2));
     let reached_before = reached.count("every__get-sum");
     let refused = intern
         .try_request("tools/call", sum.clone(), None)
@@ -304,7 +304,7 @@ async fn two_identities_see_and_reach_different_things_on_every_path() {
     // A condition over the arguments: the same tool, allowed or refused.
     let echo = |m: &str| json!({"name": "every__echo", "arguments": {"message": m}});
     let said = intern.request("tools/call", echo("hello"), None).await;
-    assert!(text(&said).contains("hello"), "{said}");
+    assert!(first_text(&said).contains("hello"), "{said}");
     let refused = intern
         .try_request("tools/call", echo("my secret"), None)
         .await
@@ -315,7 +315,7 @@ async fn two_identities_see_and_reach_different_things_on_every_path() {
         Some("refused by Some(1)")
     );
     let said = ops.request("tools/call", echo("my secret"), None).await;
-    assert!(text(&said).contains("secret"), "{said}");
+    assert!(first_text(&said).contains("secret"), "{said}");
 
     // As a task: refused at once, no task created.
     // (The gateway runs tasks for the local-model tools itself.)
@@ -338,7 +338,7 @@ async fn two_identities_see_and_reach_different_things_on_every_path() {
             json!({"prompt": "add 1 and 2", "tools": ["every__*"]}),
         )
         .await;
-    assert_eq!(text(&agent), "could not add", "{agent}");
+    assert_eq!(first_text(&agent), "could not add", "{agent}");
     assert_eq!(
         outcomes.of("every__get-sum").last().map(String::as_str),
         Some("refused by Some(0)")

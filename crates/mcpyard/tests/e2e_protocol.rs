@@ -36,7 +36,7 @@ async fn stdio_front_door_serves_the_aggregated_catalogue() {
     )
     .await;
     let r = call(&client, "every__echo", json!({"message": "over stdio"})).await;
-    assert!(text(&r).contains("over stdio"), "{r}");
+    assert!(first_text(&r).contains("over stdio"), "{r}");
     // A request from the upstream reaches a stdio client too, and its answer
     // comes back.
     let r = call(&client, "every__trigger-elicitation-request", json!({})).await;
@@ -68,7 +68,7 @@ async fn legacy_sse_front_door_lists_and_calls() {
     assert_eq!(client.protocol_version(), "2024-11-05");
     wait_for_tools(&client, &["every__echo"], Duration::from_secs(60)).await;
     let r = call(&client, "every__echo", json!({"message": "over sse"})).await;
-    assert!(text(&r).contains("over sse"), "{r}");
+    assert!(first_text(&r).contains("over sse"), "{r}");
     // Sampling (already in 2024-11-05) reaches the client on its SSE stream.
     let r = call(
         &client,
@@ -201,7 +201,7 @@ async fn a_stdio_elicitation_goes_to_the_caller_that_can_answer_it() {
     });
     let answered = asking.await.expect("joined");
     assert!(
-        text(&answered).contains(ELICITED_NAME),
+        first_text(&answered).contains(ELICITED_NAME),
         "the elicitation did not reach the client that can answer it: {answered}"
     );
     stop_waiting.cancel();
@@ -400,7 +400,7 @@ async fn task_augmented_calls_run_in_the_gateway_or_pass_through_to_a_task_capab
 
     // A server without tasks: the gateway runs the call as its own task.
     let (task_id, result) = run_as_task(&client, "plain__echo", json!({"said": "in a task"})).await;
-    assert!(text(&result).contains("in a task"), "{result}");
+    assert!(first_text(&result).contains("in a task"), "{result}");
     let listed = client
         .request("tasks/list", None, RequestOptions::default())
         .await
@@ -463,7 +463,7 @@ fn updated_uris(recorder: &Recorder) -> Vec<String> {
 /// (which also sends an update for each).
 async fn upstream_subscriptions(client: &mcpyard_client::McpClient) -> Vec<String> {
     let r = call(client, "watch__touch", json!({})).await;
-    serde_json::from_str(&text(&r)).unwrap_or_else(|e| panic!("not a list ({e}): {r}"))
+    serde_json::from_str(first_text(&r)).unwrap_or_else(|e| panic!("not a list ({e}): {r}"))
 }
 
 /// Several clients share one upstream connection: the upstream stays
@@ -538,7 +538,7 @@ async fn resource_subscriptions_are_shared_counted_and_renewed() {
         if let Ok(r) = r {
             if r["isError"] != json!(true) {
                 assert_eq!(
-                    text(&r),
+                    first_text(&r),
                     r#"["mem://a", "mem://b"]"#,
                     "renewed after the restart"
                 );
@@ -652,7 +652,7 @@ async fn roots_changed_during_a_call(client: &mcpyard_client::McpClient, seen: &
         .await
         .expect("notify");
     let r = running.await.expect("joined").expect("the long call");
-    assert!(text(&r).contains("completed"), "{r}");
+    assert!(first_text(&r).contains("completed"), "{r}");
 }
 
 /// Polls server-everything's `get-roots-list` until its text contains
@@ -662,7 +662,7 @@ async fn roots_seen_upstream(client: &mcpyard_client::McpClient, wanted: &str) -
     loop {
         let r = call(client, "every__get-roots-list", json!({})).await;
         assert_ne!(r["isError"], json!(true), "{r}");
-        let said = text(&r);
+        let said = first_text(&r).to_owned();
         if said.contains(wanted) {
             return said;
         }

@@ -18,6 +18,7 @@ use mcpyard_gateway::{
     SourceEvents, SourceLists, SourceRequest, SourceSpec, UpstreamSpec,
 };
 use serde_json::{json, Value};
+use support::first_text;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, WriteHalf};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -197,13 +198,6 @@ async fn read_answers(
     }
 }
 
-fn result_text(answer: &Value) -> String {
-    answer["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
-}
-
 fn error_message(answer: &Value) -> String {
     answer["error"]["message"]
         .as_str()
@@ -270,9 +264,9 @@ async fn a_new_kind_of_source_and_an_mcp_upstream_pass_the_same_layers() {
 
     // Called.
     let r = client.call("clock__now", json!({})).await;
-    assert_eq!(result_text(&r), "tick", "{r}");
+    assert_eq!(first_text(&r["result"]), "tick", "{r}");
     let r = client.call("every__echo", json!({"message": "hi"})).await;
-    assert!(result_text(&r).contains("hi"), "{r}");
+    assert!(first_text(&r["result"]).contains("hi"), "{r}");
 
     // Cancelled: no answer, and the source saw its call cancelled.
     let (id, mut answer) = client
@@ -358,7 +352,7 @@ async fn a_new_kind_of_source_and_an_mcp_upstream_pass_the_same_layers() {
     let r = client
         .request("tasks/result", json!({"taskId": task_id}))
         .await;
-    assert_eq!(result_text(&r), "tick", "{r}");
+    assert_eq!(first_text(&r["result"]), "tick", "{r}");
     assert_eq!(counting.count("clock", "clock__now"), before + 1);
 
     // Through the agent: its inner call passes the layers too.
@@ -369,7 +363,7 @@ async fn a_new_kind_of_source_and_an_mcp_upstream_pass_the_same_layers() {
             json!({"prompt": "What time is it?", "tools": ["clock__*"]}),
         )
         .await;
-    assert_eq!(result_text(&r), "it is tick o'clock", "{r}");
+    assert_eq!(first_text(&r["result"]), "it is tick o'clock", "{r}");
     assert_eq!(counting.count("local", "local__agent"), 1);
     assert_eq!(counting.count("clock", "clock__now"), before + 1);
 

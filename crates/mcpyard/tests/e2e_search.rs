@@ -138,7 +138,7 @@ async fn hidden_tools_are_searched_checked_and_called_through_the_gateway() {
     )
     .await;
     assert_ne!(r["isError"], json!(true), "{r}");
-    assert!(text(&r).contains("completed"), "{r}");
+    assert!(first_text(&r).contains("completed"), "{r}");
     let progress: Vec<Value> = recorder
         .notifications_named("notifications/progress")
         .into_iter()
@@ -154,7 +154,7 @@ async fn hidden_tools_are_searched_checked_and_called_through_the_gateway() {
     )
     .await;
     assert_eq!(invalid["isError"], json!(true), "{invalid}");
-    let message = text(&invalid);
+    let message = first_text(&invalid);
     assert!(
         message.contains("/location") && message.contains("Paris"),
         "{message}"
@@ -167,7 +167,7 @@ async fn hidden_tools_are_searched_checked_and_called_through_the_gateway() {
     )
     .await;
     assert!(
-        text(&missing).contains("\"location\" is a required property"),
+        first_text(&missing).contains("\"location\" is a required property"),
         "{missing}"
     );
     let sent = std::fs::read_to_string(&wire).expect("wire log");
@@ -190,7 +190,7 @@ async fn hidden_tools_are_searched_checked_and_called_through_the_gateway() {
     .await;
     assert_eq!(listed["isError"], json!(true));
     assert!(
-        text(&listed).contains("call it directly as `every__echo`"),
+        first_text(&listed).contains("call it directly as `every__echo`"),
         "{listed}"
     );
     let unknown = call(
@@ -201,7 +201,7 @@ async fn hidden_tools_are_searched_checked_and_called_through_the_gateway() {
     .await;
     assert_eq!(unknown["isError"], json!(true));
     assert!(
-        text(&unknown).contains("mcpyard__search_tools"),
+        first_text(&unknown).contains("mcpyard__search_tools"),
         "{unknown}"
     );
 
@@ -226,7 +226,7 @@ async fn hidden_tools_are_searched_checked_and_called_through_the_gateway() {
         "{status}"
     );
     assert_eq!(every["expose_unmatched"], json!(["nope-*"]), "{status}");
-    assert!(text(&status).contains("nope-*"), "{status}");
+    assert!(first_text(&status).contains("nope-*"), "{status}");
     assert!(
         gw.proc
             .log_text()
@@ -269,7 +269,7 @@ async fn expose_none_lists_no_upstream_tool_and_list_tools_pages_through_them_al
         let items = page["structuredContent"]["tools"].as_array().unwrap();
         assert!(items.len() <= 4);
         seen.extend(items.iter().map(|t| t["name"].as_str().unwrap().to_owned()));
-        assert!(text(&page).contains("[every]"), "{page}");
+        assert!(first_text(&page).contains("[every]"), "{page}");
         match page["structuredContent"]["nextCursor"].as_str() {
             Some(c) => arguments = json!({"cursor": c}),
             None => break,
@@ -287,14 +287,14 @@ async fn expose_none_lists_no_upstream_tool_and_list_tools_pages_through_them_al
 
     // The echo tool is hidden but answers a direct call and a call_tool.
     let direct = call(&client, "every__echo", json!({"message": "hi"})).await;
-    assert!(text(&direct).contains("hi"), "{direct}");
+    assert!(first_text(&direct).contains("hi"), "{direct}");
     let via = call(
         &client,
         "mcpyard__call_tool",
         json!({"name": "every__echo", "arguments": {"message": "via"}}),
     )
     .await;
-    assert!(text(&via).contains("via"), "{via}");
+    assert!(first_text(&via).contains("via"), "{via}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -325,7 +325,7 @@ async fn search_tools_off_lists_no_search_tools_even_with_tools_hidden() {
         .await;
     assert!(refused.is_err(), "{refused:?}");
     let direct = call(&client, "every__get-sum", json!({"a": 2, "b": 3})).await;
-    assert!(text(&direct).contains('5'), "{direct}");
+    assert!(first_text(&direct).contains('5'), "{direct}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -466,7 +466,7 @@ async fn call_tool_as_a_task_runs_the_hidden_tool_and_gives_its_result() {
         .await
         .expect("tasks/result");
     assert_ne!(result["isError"], json!(true), "{result}");
-    assert_eq!(text(&result), everything_sum_text(20, 22), "{result}");
+    assert_eq!(first_text(&result), everything_sum_text(20, 22), "{result}");
     assert!(
         std::fs::read_to_string(&wire)
             .unwrap()
@@ -521,7 +521,7 @@ async fn cancelling_a_call_tool_request_cancels_the_hidden_tool_upstream() {
         json!({"name": "mcpyard__call_tool", "arguments": {"name": "every__get-sum", "arguments": {"a": 1, "b": 2}}}),
     )
     .await;
-    assert_eq!(text(&sum), everything_sum_text(1, 2), "{sum}");
+    assert_eq!(first_text(&sum), everything_sum_text(1, 2), "{sum}");
     client.shutdown().await;
 }
 

@@ -298,7 +298,7 @@ async fn echo_stays_live(client: &McpClient, until: Instant) -> (usize, Duration
             )
         })
         .unwrap_or_else(|e| panic!("echo #{n} failed: {e}"));
-        assert_eq!(text(&answer), format!("Echo: {message}"), "{answer}");
+        assert_eq!(first_text(&answer), format!("Echo: {message}"), "{answer}");
         slowest = slowest.max(asked.elapsed());
         eprintln!("echo {n} took {:?}", asked.elapsed());
         if Instant::now() > until {
@@ -381,7 +381,7 @@ async fn a_client_that_stops_reading_its_answer_stream_does_not_stall_the_upstre
     let last = messages.last().expect("the stream ends with the answer");
     assert_eq!(last["id"], json!(2), "{last}");
     assert!(
-        text(&last["result"]).starts_with("Long running operation completed"),
+        first_text(&last["result"]).starts_with("Long running operation completed"),
         "{last}"
     );
     eprintln!("{calls} echo calls answered, the slowest in {slowest:?}; the stalled stream kept {kept} of {steps} progress notifications");
@@ -438,7 +438,7 @@ async fn a_client_that_stops_reading_its_session_stream_does_not_stall_the_upstr
         .expect("the JSON call's task");
     let answer: Value = serde_json::from_slice(&answer.body).expect("a JSON answer");
     assert!(
-        text(&answer["result"]).starts_with("Long running operation completed"),
+        first_text(&answer["result"]).starts_with("Long running operation completed"),
         "{answer}"
     );
 
@@ -585,7 +585,7 @@ async fn a_legacy_sse_client_that_stops_reading_does_not_stall_the_upstream() {
     let last = messages.last().expect("the answer");
     assert_eq!(last["id"], json!(2), "{last}");
     assert!(
-        text(&last["result"]).starts_with("Long running operation completed"),
+        first_text(&last["result"]).starts_with("Long running operation completed"),
         "{last}"
     );
     eprintln!("{calls} echo calls answered, the slowest in {slowest:?}; the stalled stream kept {kept} of {steps} progress notifications");
@@ -664,7 +664,7 @@ async fn a_stuck_notification_handler_does_not_hold_up_answers() {
         .await
         .unwrap_or_else(|_| panic!("echo #{n} waited on a stuck notification handler"))
         .expect("echo");
-        assert_eq!(text(&answer), format!("Echo: {message}"));
+        assert_eq!(first_text(&answer), format!("Echo: {message}"));
     }
     let done = tokio::time::timeout(Duration::from_secs(10), long)
         .await
@@ -672,7 +672,7 @@ async fn a_stuck_notification_handler_does_not_hold_up_answers() {
         .expect("its task")
         .expect("the long operation");
     assert!(
-        text(&done).starts_with("Long running operation completed"),
+        first_text(&done).starts_with("Long running operation completed"),
         "{done}"
     );
     client.shutdown().await;

@@ -95,7 +95,7 @@ async fn metrics_count_real_calls_behind_the_api_key() {
         json!({"message": PRIVATE_ARGUMENT}),
     )
     .await;
-    assert!(text(&echoed).contains(PRIVATE_ARGUMENT), "{echoed}");
+    assert!(first_text(&echoed).contains(PRIVATE_ARGUMENT), "{echoed}");
     // server-everything rejects arguments that break the tool's schema.
     let failed = client
         .request(
@@ -310,7 +310,7 @@ async fn a_call_is_traced_from_the_client_request_to_the_http_upstream() {
     let client_trace = "4bf92f3577b34da6a3ce929d0e0e4736";
     let client_span = "00f067aa0ba902b7";
     let result = call(&client, "traced__trace_context", json!({})).await;
-    let untraced_parent = text(&result);
+    let untraced_parent = first_text(&result);
     let result = client
         .request(
             "tools/call",
@@ -327,7 +327,7 @@ async fn a_call_is_traced_from_the_client_request_to_the_http_upstream() {
         )
         .await
         .expect("the traced call");
-    let seen: Value = serde_json::from_str(&text(&result)).expect("the upstream's JSON");
+    let seen: Value = serde_json::from_str(first_text(&result)).expect("the upstream's JSON");
     let header = seen["header"]
         .as_str()
         .expect("a traceparent header reached the upstream");
@@ -400,7 +400,7 @@ async fn a_call_is_traced_from_the_client_request_to_the_http_upstream() {
         )
         .await
         .expect("the task's result");
-    let seen: Value = serde_json::from_str(&text(&outcome)).expect("the upstream's JSON");
+    let seen: Value = serde_json::from_str(first_text(&outcome)).expect("the upstream's JSON");
     let header = seen["header"]
         .as_str()
         .expect("the task's call carried a traceparent");
@@ -408,7 +408,7 @@ async fn a_call_is_traced_from_the_client_request_to_the_http_upstream() {
 
     // The first call carried no context: a trace of the gateway's own,
     // with its request span as the root.
-    let first: Value = serde_json::from_str(&untraced_parent).expect("the upstream's JSON");
+    let first: Value = serde_json::from_str(untraced_parent).expect("the upstream's JSON");
     let first_header = first["header"].as_str().expect("a traceparent header");
     let first_trace = first_header
         .split('-')
@@ -462,7 +462,7 @@ async fn local_model_tokens_and_stateless_sessions_are_counted() {
     )
     .await;
     assert!(
-        text(&described).contains("fixture saw 1 image(s)"),
+        first_text(&described).contains("fixture saw 1 image(s)"),
         "{described}"
     );
 

@@ -422,7 +422,8 @@ impl Connection {
             return self.exchange(method, params, options, on_sent).await;
         };
         let params = with_envelope(params, &request_envelope(envelope, &options));
-        let deadline = options.timeout.map(|t| tokio::time::Instant::now() + t);
+        let start = tokio::time::Instant::now();
+        let deadline = options.due();
         let mut first_id = None;
         let mut answer = self
             .exchange(method, Some(params.clone()), options.clone(), |id| {
@@ -458,12 +459,13 @@ impl Connection {
                 }
                 Ok::<(), ClientError>(())
             };
-            self.bounded(round, deadline, &options).await?;
+            self.bounded(round, deadline, &options, start).await?;
             if let Some(state) = answer.get("requestState") {
                 retry.insert("requestState".into(), state.clone());
             }
             let left = RequestOptions {
-                timeout: deadline.map(|d| d.saturating_duration_since(tokio::time::Instant::now())),
+                timeout: None,
+                deadline,
                 cancel: options.cancel.clone(),
                 progress: None,
                 capabilities: None,
@@ -472,9 +474,7 @@ impl Connection {
                 .exchange(method, Some(Value::Object(retry)), left, |_| {})
                 .await
                 .map_err(|e| match e {
-                    ClientError::Timeout(_) => {
-                        ClientError::Timeout(options.timeout.unwrap_or_default())
-                    }
+                    ClientError::Timeout(_) => ClientError::Timeout(options.limit(start)),
                     other => other,
                 })?;
         }
@@ -535,18 +535,19 @@ impl Connection {
             .collect())
     }
 
-    /// Runs `work` within what is left of a request's time, its
-    /// cancellation and the connection's life.
+    /// Runs `work` within what is left of a request's time (started at
+    /// `start`), its cancellation and the connection's life.
     async fn bounded<T>(
         &self,
         work: impl Future<Output = Result<T, ClientError>>,
         deadline: Option<tokio::time::Instant>,
         options: &RequestOptions,
+        start: tokio::time::Instant,
     ) -> Result<T, ClientError> {
         tokio::select! {
             outcome = work => outcome,
             () = self.inner.shared.closed.cancelled() => Err(ClientError::Closed),
-            () = until(deadline) => Err(ClientError::Timeout(options.timeout.unwrap_or_default())),
+            () = until(deadline) => Err(ClientError::Timeout(options.limit(start))),
             () = until_cancelled(options.cancel.as_ref()) => Err(ClientError::Cancelled),
         }
     }
@@ -602,7 +603,8 @@ impl Connection {
                 _ => rx.await.unwrap_or(Err(ClientError::Closed)),
             }
         };
-        let timeout = until(options.timeout.map(|t| tokio::time::Instant::now() + t));
+        let start = tokio::time::Instant::now();
+        let timeout = until(options.due());
         let cancelled = until_cancelled(options.cancel.as_ref());
         tokio::select! {
             biased;
@@ -620,7 +622,7 @@ impl Connection {
             () = shared.closed.cancelled() => Err(ClientError::Closed),
             () = timeout => {
                 self.cancel_upstream(id, method, "timeout");
-                Err(ClientError::Timeout(options.timeout.unwrap_or_default()))
+                Err(ClientError::Timeout(options.limit(start)))
             }
             () = cancelled => {
                 self.cancel_upstream(id, method, "cancelled by the client");

@@ -2,7 +2,9 @@
 //! guard that kills and reaps a server when a test ends, and a handler that
 //! records what the server sent.
 
-#![allow(dead_code, unreachable_pub)]
+#![allow(dead_code, unreachable_pub, unused_imports)]
+
+pub use mcpyard_testkit::{first_text, workspace_root};
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -14,10 +16,6 @@ use async_trait::async_trait;
 use mcpyard_client::ClientHandler;
 use mcpyard_proto::{ErrorObject, RequestId};
 use serde_json::Value;
-
-pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 fn require(path: PathBuf) -> PathBuf {
     assert!(
@@ -199,11 +197,6 @@ impl ClientHandler for Recorder {
         self.session_restarts
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
-}
-
-/// The text of the first content block of a `tools/call` result.
-pub fn first_text(result: &Value) -> &str {
-    result["content"][0]["text"].as_str().unwrap_or_default()
 }
 
 /// Names of listed tools.

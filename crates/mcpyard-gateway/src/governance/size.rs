@@ -255,16 +255,6 @@ mod tests {
     use super::*;
     use crate::call::{SizeLimits, ToolSizes};
 
-    fn text_of(result: &Value) -> String {
-        result["content"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|b| b["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-
     #[test]
     fn a_result_within_the_limit_is_untouched() {
         let mut r = json!({"content": [{"type": "text", "text": "short"}]});
@@ -278,7 +268,7 @@ mod tests {
         let mut r = json!({"content": [{"type": "text", "text": "x".repeat(10_000)}]});
         cut_result(&mut r, 1000, "api__get");
         assert!(json_len(&r) <= 1000, "{}", json_len(&r));
-        let text = text_of(&r);
+        let text = mcpyard_testkit::text(&r);
         assert!(text.contains(CUT_MARK), "{text}");
         assert!(
             text.contains("api__get") && text.contains("max_result"),
@@ -310,7 +300,7 @@ mod tests {
         ]});
         cut_result(&mut r, 800, "t");
         assert!(json_len(&r) <= 800);
-        let text = text_of(&r);
+        let text = mcpyard_testkit::text(&r);
         assert!(text.contains("caption"), "{text}");
         assert!(text.contains("image/png of"), "{text}");
         assert!(!r.to_string().contains("AAAA"), "{r}");

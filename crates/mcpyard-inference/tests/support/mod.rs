@@ -1,22 +1,20 @@
 //! Test helpers: a real llama-cpp-python server on a tiny generated model,
 //! and a real gateway with the inference source, driven through
 //! `Gateway::request` like a transport would.
-#![allow(dead_code)] // each test file uses a part
+#![allow(dead_code, unused_imports)] // each test file uses a part
 
 pub(crate) mod recording_fixture;
+
+pub(crate) use mcpyard_testkit::{free_port, text, workspace_root};
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use mcpyard_gateway::testing::InProcessClient;
 use mcpyard_inference::{BackendKind, BackendSpec, InferenceConfig, InferenceSource};
 use mcpyard_proto::Message;
+use mcpyard_testkit::InProcessClient;
 use serde_json::{json, Value};
-
-pub(crate) fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 /// The Python of `.tools/venv-llama`; fails naming the install script.
 pub(crate) fn llama_python() -> PathBuf {
@@ -42,12 +40,6 @@ pub(crate) fn make_model(dir: &Path) -> PathBuf {
         .expect("run make_tiny_model.py");
     assert!(status.success(), "make_tiny_model.py failed: {status}");
     out
-}
-
-/// A loopback port nobody listens on right now.
-pub(crate) fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    l.local_addr().expect("local addr").port()
 }
 
 /// llama-cpp-python's OpenAI server with two aliases of the tiny model:
@@ -225,19 +217,6 @@ impl Harness {
         assert!(first.is_some(), "the call ended before any progress");
         self.cancel_call(id, call).await
     }
-}
-
-/// The text of all text blocks of a result.
-pub(crate) fn text(result: &Value) -> String {
-    result["content"]
-        .as_array()
-        .map(|c| {
-            c.iter()
-                .filter_map(|b| b["text"].as_str())
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
-        .unwrap_or_default()
 }
 
 pub(crate) fn is_error(result: &Value) -> bool {

@@ -1,7 +1,9 @@
 //! Test helpers: an HTTP server on 127.0.0.1 that records every request it
 //! gets and answers by path, operations built by hand, and a real gateway
 //! with one API source driven through `Gateway::request` like a transport.
-#![allow(dead_code)] // each test uses a part
+#![allow(dead_code, unused_imports)] // each test uses a part
+
+pub(crate) use mcpyard_testkit::text;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -13,12 +15,12 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use mcpyard_gateway::testing::InProcessClient;
 use mcpyard_openapi::{
     ApiAuth, ApiConfig, ApiDocument, DocVersion, Location, Operation, Parameter, ResponseKind,
     Style,
 };
 use mcpyard_proto::Message;
+use mcpyard_testkit::InProcessClient;
 use serde_json::{json, Value};
 
 /// One request as the server saw it.
@@ -349,19 +351,6 @@ impl Harness {
 pub(crate) fn closed_port() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     listener.local_addr().expect("addr").port()
-}
-
-/// The text of all text blocks of a result.
-pub(crate) fn text(result: &Value) -> String {
-    result["content"]
-        .as_array()
-        .map(|c| {
-            c.iter()
-                .filter_map(|b| b["text"].as_str())
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
-        .unwrap_or_default()
 }
 
 pub(crate) fn is_error(result: &Value) -> bool {

@@ -1,9 +1,10 @@
 //! Helpers for end-to-end tests: the real gateway binary and real peers,
 //! started on loopback, reaped on drop.
 
-#![allow(dead_code, unreachable_pub)]
+#![allow(dead_code, unreachable_pub, unused_imports)]
 
-use std::net::TcpListener;
+pub use mcpyard_testkit::{first_text, free_port};
+
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -51,14 +52,6 @@ pub fn filesystem_js() -> PathBuf {
 
 pub fn loopback_preload() -> PathBuf {
     support_file("loopback-listen.cjs")
-}
-
-/// A port free on 127.0.0.1 right now.
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("bind an ephemeral port")
-        .port()
 }
 
 /// A child process in its own process group; the whole group is killed and
@@ -324,14 +317,6 @@ pub async fn call(client: &McpClient, name: &str, args: Value) -> Value {
         )
         .await
         .unwrap_or_else(|e| panic!("tools/call {name} failed: {e}"))
-}
-
-/// The text of the first content block of a tool result.
-pub fn text(result: &Value) -> String {
-    result["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
 }
 
 /// A test client handler: records notifications, answers sampling with a

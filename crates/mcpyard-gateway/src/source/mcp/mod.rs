@@ -532,10 +532,6 @@ impl Upstream {
         context: &CallContext,
         timeout: Option<Duration>,
     ) -> Result<Value, RouteError> {
-        let timeout = context
-            .deadline
-            .map(|d| d.saturating_duration_since(tokio::time::Instant::now()))
-            .or(timeout);
         let Some(client) = self.client() else {
             return Err(self.down_error());
         };
@@ -552,6 +548,7 @@ impl Upstream {
         let (ctx, guard) = self.relay.begin(context, &mut params);
         let mut options = RequestOptions {
             timeout,
+            deadline: context.deadline,
             cancel: Some(context.cancel.clone()),
             ..RequestOptions::default()
         };

@@ -1,7 +1,6 @@
-//! An in-process client of a gateway, for the tests of sources (feature
-//! `testing`): requests go straight to [`Gateway::request`], as a front
-//! door would hand them over, and notifications for a request come back on
-//! a channel.
+//! An in-process client of a gateway, for the tests of sources: requests
+//! go straight to [`Gateway::request`], as a front door would hand them
+//! over, and notifications for a request come back on a channel.
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
@@ -10,7 +9,7 @@ use std::time::Duration;
 use mcpyard_proto::{ErrorObject, Message};
 use serde_json::{json, Value};
 
-use crate::{Gateway, GatewayConfig, Identity, Outbound, Session, SourceSpec};
+use mcpyard_gateway::{Gateway, GatewayConfig, Identity, Outbound, Session, SourceSpec};
 
 /// One initialized client session on a gateway of the given sources.
 #[derive(Debug)]
