@@ -1,6 +1,6 @@
 //! Sources: whatever offers tools, resources and prompts to the catalog and
 //! serves the calls the router sends it. Every kind implements [`Source`]:
-//! MCP upstreams (`mcp/`), the gateway's own tools (`builtin.rs`), and
+//! MCP upstreams (`mcp/`), the gateway's own tools (`builtin/`), and
 //! sources living in other crates (local inference, OpenAPI documents).
 //!
 //! A source reports its lists through [`SourceEvents`] and is called with a
