@@ -242,23 +242,24 @@ pub(super) fn file_schema(converted: &Value) -> Value {
     }
 }
 
-pub(super) fn is_json(media_type: &str) -> bool {
-    let essence = media_type
+/// A media type without its parameters, lower-cased (`application/json`
+/// for `Application/JSON; charset=utf-8`).
+pub(super) fn essence(media_type: &str) -> String {
+    media_type
         .split(';')
         .next()
         .unwrap_or_default()
         .trim()
-        .to_ascii_lowercase();
+        .to_ascii_lowercase()
+}
+
+pub(super) fn is_json(media_type: &str) -> bool {
+    let essence = essence(media_type);
     essence == "application/json" || essence.ends_with("+json") || essence.ends_with("/json")
 }
 
 pub(super) fn body_kind(media_type: &str, schema: &Value) -> BodyKind {
-    let essence = media_type
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase();
+    let essence = essence(media_type);
     let binary_schema = schema.get("format").and_then(Value::as_str) == Some("binary")
         || schema.get("type").and_then(Value::as_str) == Some("file");
     if is_json(&essence) {

@@ -8,7 +8,7 @@ use crate::load::{LoadError, Resolver};
 use crate::model::{DocVersion, ResponseKind};
 use crate::schema::{Direction, SchemaBuilder};
 
-use super::bodies::{is_json, object_fields};
+use super::bodies::{essence, is_json, object_fields};
 use super::context::Context;
 use super::servers::own_or_inherited;
 
@@ -161,12 +161,7 @@ pub(super) fn response(
 }
 
 pub(super) fn response_kind(media_type: &str) -> ResponseKind {
-    let essence = media_type
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase();
+    let essence = essence(media_type);
     if is_json(&essence) || essence == "*/*" {
         ResponseKind::Json
     } else if essence == "text/event-stream" {
