@@ -76,10 +76,15 @@ else
 
   if [ "$CONFORMANCE_MODE" != off ]; then
     conf_args=()
-    if [ "$CONFORMANCE_MODE" = direct ]; then
-      conf_args=(--direct-only)
-    # --all-targets: the features `cargo test` built with, so nothing is rebuilt.
-    elif ! step build-gateway cargo build --workspace --all-targets; then
+    [ "$CONFORMANCE_MODE" = direct ] && conf_args=(--direct-only)
+    # `cargo test` built the gateway and the example client already, with the
+    # workspace's features: the conformance scripts use those binaries instead
+    # of building theirs with other features (a second copy of every crate).
+    if step build-gateway cargo test --workspace --no-run -q; then
+      TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+      export MCPYARD_BIN="$TARGET/debug/mcpyard"
+      export CONFORMANCE_CLIENT_BIN="$TARGET/debug/examples/conformance_client"
+    else
       failed_any=1; TOTAL_FAILED=$((TOTAL_FAILED + 1))
       conf_args=(--direct-only)
     fi
