@@ -26,13 +26,27 @@ fn conformance() -> PathBuf {
     path
 }
 
-/// An example, built now: `cargo test` builds examples as test harnesses
-/// only, so the runnable ones come from `cargo build` (quick when fresh).
+/// An example: the one `cargo test` built beside this test (with the
+/// workspace's features), else built now. A nested `cargo build` must not
+/// see the variables cargo sets for a test (`CARGO_MANIFEST_DIR`...): a
+/// build script that reads them (ring's) would be rebuilt, and with it
+/// every crate above it, for the next `cargo` of the run to rebuild again.
 fn example(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let path = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target dir")
+        .join("examples")
+        .join(name);
     static BUILT: std::sync::Once = std::sync::Once::new();
     BUILT.call_once(|| {
+        if path.exists() {
+            return;
+        }
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
+        let mut build = Command::new(cargo);
+        build
             .args([
                 "build",
                 "-q",
@@ -42,18 +56,22 @@ fn example(name: &str) -> PathBuf {
                 "oauth",
                 "--examples",
             ])
-            .current_dir(common::workspace_root())
-            .status()
-            .expect("run cargo build");
+            .current_dir(common::workspace_root());
+        for (var, _) in std::env::vars_os() {
+            let var = var.to_string_lossy();
+            let set_for_tests = var.starts_with("CARGO_PKG_")
+                || var.starts_with("CARGO_BIN_")
+                || var.starts_with("CARGO_CRATE_")
+                || var.starts_with("CARGO_MANIFEST_")
+                || var == "CARGO_PRIMARY_PACKAGE"
+                || var == "CARGO_TARGET_TMPDIR";
+            if set_for_tests {
+                build.env_remove(var.as_ref());
+            }
+        }
+        let status = build.status().expect("run cargo build");
         assert!(status.success(), "the examples did not build");
     });
-    let exe = std::env::current_exe().expect("test binary path");
-    let path = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target dir")
-        .join("examples")
-        .join(name);
     assert!(
         path.exists(),
         "{} is missing after cargo build",
