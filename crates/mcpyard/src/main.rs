@@ -3,6 +3,7 @@
 
 mod cli;
 mod commands;
+mod compose;
 mod config;
 mod logging;
 mod token_store;

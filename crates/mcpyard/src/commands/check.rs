@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::shutdown;
+use crate::compose::{self, Purpose};
 use crate::config::{self, format_duration, transport_kind, ApiSummary, Settings};
 
 /// Prints the summary on stdout and warnings on stderr; on an invalid file
@@ -51,7 +52,12 @@ pub(super) async fn run_connected(path: &Path) -> ExitCode {
         }
     };
     print_summary(&settings);
-    let gateway = match Gateway::start(settings.gateway).await {
+    let mut settings = settings;
+    let started = match compose::gateway(&mut settings, Purpose::Check) {
+        Ok(config) => Gateway::start(config).await.map_err(anyhow::Error::from),
+        Err(e) => Err(e),
+    };
+    let gateway = match started {
         Ok(gateway) => gateway,
         Err(e) => {
             eprintln!("error: cannot start the gateway: {e}");
@@ -181,8 +187,9 @@ fn connected_report(status: &Value) -> (String, bool) {
 /// issuer, the stdio identity and the HTTP doors that are off.
 fn auth_summary(s: &Settings) -> String {
     let mut parts = Vec::new();
-    if !s.auth.keys.is_empty() {
+    if !s.http.auth.keys.is_empty() {
         let keys: Vec<String> = s
+            .http
             .auth
             .keys
             .iter()
@@ -190,14 +197,14 @@ fn auth_summary(s: &Settings) -> String {
             .collect();
         parts.push(format!("keys {}", keys.join("; ")));
     }
-    if let Some(oauth) = &s.auth.oauth {
+    if let Some(oauth) = &s.http.auth.oauth {
         parts.push(format!("access tokens from {}", oauth.issuer));
     }
-    parts.push(format!("stdio as {}", s.auth.stdio.name));
-    if !s.front_doors.streamable {
+    parts.push(format!("stdio as {}", s.stdio.identity.name));
+    if !s.http.streamable {
         parts.push("/mcp off".to_owned());
     }
-    if !s.front_doors.legacy_sse {
+    if !s.http.legacy_sse {
         parts.push("/sse off".to_owned());
     }
     parts.join(", ")
@@ -207,27 +214,27 @@ fn summary(s: &Settings) -> String {
     let enabled = s.servers.iter().filter(|x| x.enabled).count();
     let disabled = s.servers.len() - enabled;
     let mut out = format!("{}: OK\n", s.source);
-    out += &format!("  listen         {}\n", s.listen);
+    out += &format!("  listen         {}\n", s.http.listen);
     out += &format!(
         "  api_key        {}\n",
         match &s.api_key {
             Some(k) => format!("set (by {})", k.source),
-            None if s.auth.keys.is_empty() && s.auth.oauth.is_none() => {
+            None if s.http.auth.keys.is_empty() && s.http.auth.oauth.is_none() => {
                 "not set (no authentication)".to_owned()
             }
             None => "not set (see auth)".to_owned(),
         }
     );
     out += &format!("  auth           {}\n", auth_summary(s));
-    out += &format!("  max_body_size  {} bytes\n", s.max_body_bytes);
+    out += &format!("  max_body_size  {} bytes\n", s.http.max_body_bytes);
     out += &format!("  log_level      {}\n", s.log_level);
     out += &format!("  inference      {}\n", s.inference);
     out += &format!("  governance     {}\n", s.governance);
-    if !s.allowed_hosts.is_empty() {
-        out += &format!("  allowed_hosts  {}\n", s.allowed_hosts.join(", "));
+    if !s.http.allowed_hosts.is_empty() {
+        out += &format!("  allowed_hosts  {}\n", s.http.allowed_hosts.join(", "));
     }
-    if !s.allowed_origins.is_empty() {
-        out += &format!("  allowed_origins {}\n", s.allowed_origins.join(", "));
+    if !s.http.allowed_origins.is_empty() {
+        out += &format!("  allowed_origins {}\n", s.http.allowed_origins.join(", "));
     }
     out += &format!(
         "servers: {enabled} enabled{}\n",

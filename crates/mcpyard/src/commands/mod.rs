@@ -13,7 +13,6 @@ mod target;
 
 use std::path::Path;
 
-use anyhow::Context as _;
 use std::process::ExitCode;
 
 use crate::cli::{Cli, Command};
@@ -75,19 +74,13 @@ fn load_for_server(
     path: Option<&Path>,
     cli_level: Option<&str>,
 ) -> anyhow::Result<(Settings, logging::Traces)> {
-    let mut settings = match path {
+    let settings = match path {
         Some(p) => config::load(p)?,
         None => config::embedded_default()?,
     };
     let traces = logging::init(cli_level, &settings.log_level, Some(&settings.telemetry))?;
     for w in &settings.warnings {
         tracing::warn!("{w}");
-    }
-    if let Some(file) = &settings.audit {
-        let trail = mcpyard_gateway::AuditTrail::open(file.clone())
-            .with_context(|| format!("cannot open the audit file {}", file.path.display()))?;
-        settings.gateway.audit = Some(trail);
-        tracing::info!(file = %file.path.display(), "audit trail on");
     }
     tracing::info!(
         config = %settings.source,

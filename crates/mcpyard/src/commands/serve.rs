@@ -4,22 +4,21 @@ use std::net::SocketAddr;
 
 use anyhow::Context as _;
 use mcpyard_gateway::Gateway;
-use mcpyard_server::{serve_http_on, serve_metrics, AuthOptions, HttpOptions, SessionMode};
+use mcpyard_server::{serve_http_on, AuthOptions, SessionMode};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::shutdown;
-use crate::config::{ApiKey, MetricsSettings, Settings, API_KEY_VAR};
+use crate::compose::{self, Purpose};
+use crate::config::{ApiKey, Settings, API_KEY_VAR};
 
 pub(super) async fn run(
-    settings: Settings,
+    mut settings: Settings,
     listen: Option<SocketAddr>,
     api_key_flag: Option<String>,
 ) -> anyhow::Result<()> {
-    let listen = listen.unwrap_or(settings.listen);
-    let api_key = ApiKey::with_flag(api_key_flag, settings.api_key);
-    let max_body_bytes = usize::try_from(settings.max_body_bytes)
-        .context("max_body_size: too large for this machine")?;
+    let listen = listen.unwrap_or(settings.http.listen);
+    let api_key = ApiKey::with_flag(api_key_flag, settings.api_key.take());
     // Bind before starting upstreams: a port in use should fail fast and
     // leave no child process behind.
     let listener = TcpListener::bind(listen)
@@ -28,58 +27,17 @@ pub(super) async fn run(
     let addr = listener
         .local_addr()
         .context("cannot read the bound address")?;
+    let metrics_listener = compose::bind_metrics(&settings, true).await?;
+    let options = compose::http_options(&mut settings, addr, api_key.as_ref());
+    log_authentication(&options.auth, api_key.as_ref(), addr);
 
-    let mut auth = api_key
-        .as_ref()
-        .map(|k| AuthOptions::single_key(k.value.clone()))
-        .unwrap_or_default();
-    auth.keys.extend(settings.auth.keys);
-    auth.oauth = settings.auth.oauth;
-    log_authentication(&auth, api_key.as_ref(), addr);
-    let metrics_listener = match settings.metrics {
-        MetricsSettings::Apart(at) => Some(
-            TcpListener::bind(at)
-                .await
-                .with_context(|| format!("metrics.listen: cannot listen on {at}"))?,
-        ),
-        _ => None,
-    };
-
-    let gateway = Gateway::start(settings.gateway)
+    let gateway = Gateway::start(compose::gateway(&mut settings, Purpose::Serve)?)
         .await
         .context("cannot start the gateway")?;
     let token = CancellationToken::new();
     shutdown::cancel_on_signal(token.clone());
-
-    let options = HttpOptions {
-        listen: addr,
-        auth,
-        streamable: settings.front_doors.streamable,
-        legacy_sse: settings.front_doors.legacy_sse,
-        sessions: settings.front_doors.sessions,
-        allowed_hosts: settings.allowed_hosts,
-        allowed_origins: settings.allowed_origins,
-        max_body_bytes,
-        batch: settings.limits.batch,
-        max_connections: settings.limits.max_connections,
-        header_read_timeout: settings.limits.header_read_timeout,
-        body_read_timeout: settings.limits.body_read_timeout,
-        keep_alive_timeout: settings.limits.keep_alive_timeout,
-        per_address: settings.limits.per_address,
-        address_prefix: settings.limits.address_prefix,
-        total_rate: settings.limits.total_rate,
-        metrics_route: settings.metrics == MetricsSettings::WithMcp,
-        metrics_token: settings.metrics_token.clone(),
-        ..HttpOptions::default()
-    };
     if let Some(listener) = metrics_listener {
-        let (gateway, token) = (gateway.clone(), token.clone());
-        let credential = settings.metrics_token;
-        tokio::spawn(async move {
-            if let Err(e) = serve_metrics(listener, gateway, credential, token).await {
-                tracing::warn!(error = %e, "the metrics listener failed");
-            }
-        });
+        compose::spawn_metrics(listener, &gateway, options.metrics_token.clone(), &token);
     }
     if options.sessions == SessionMode::Optional {
         tracing::info!("[http] sessions = \"optional\": requests without Mcp-Session-Id are served on their own");

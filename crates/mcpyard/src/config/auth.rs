@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use mcpyard_gateway::{Identity, IdentityKind};
 use mcpyard_server::{
-    ApiKeySpec, JwtAlgorithm, KeySecret, OAuthOptions, SessionMode, DEFAULT_KEY_NAME,
+    ApiKeySpec, HttpOptions, JwtAlgorithm, KeySecret, OAuthOptions, SessionMode, DEFAULT_KEY_NAME,
 };
 use serde::Deserialize;
 
@@ -98,34 +98,25 @@ pub(crate) struct Auth {
     pub(crate) stdio: Identity,
 }
 
-/// Which HTTP front doors are on (a door that is off answers 403), and
-/// whether Streamable HTTP clients must keep a session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct FrontDoors {
-    pub(crate) streamable: bool,
-    pub(crate) legacy_sse: bool,
-    pub(crate) sessions: SessionMode,
-}
-
+/// `[http]`: which HTTP front doors are on (a door that is off answers
+/// 403), and whether Streamable HTTP clients must keep a session.
 pub(crate) fn front_doors(
     ctx: &Context<'_>,
     raw: Option<&RawHttp>,
-) -> Result<FrontDoors, ConfigError> {
+    http: &mut HttpOptions,
+) -> Result<(), ConfigError> {
     let empty = RawHttp::default();
     let raw = raw.unwrap_or(&empty);
-    let sessions = match raw.sessions.as_deref() {
-        None => SessionMode::default(),
-        Some(text) => match ctx.expand("http.sessions", text)?.as_str() {
+    if let Some(text) = raw.sessions.as_deref() {
+        http.sessions = match ctx.expand("http.sessions", text)?.as_str() {
             "required" => SessionMode::Required,
             "optional" => SessionMode::Optional,
             _ => return Err(ctx.error("http.sessions", r#"expected "required" or "optional""#)),
-        },
-    };
-    Ok(FrontDoors {
-        streamable: raw.streamable.unwrap_or(true),
-        legacy_sse: raw.legacy_sse.unwrap_or(true),
-        sessions,
-    })
+        };
+    }
+    http.streamable = raw.streamable.unwrap_or(true);
+    http.legacy_sse = raw.legacy_sse.unwrap_or(true);
+    Ok(())
 }
 
 pub(crate) fn build(
@@ -335,14 +326,14 @@ key = "in-clear"
 "#,
         )
         .expect("valid");
-        let keys = &s.auth.keys;
+        let keys = &s.http.auth.keys;
         assert_eq!(keys.len(), 3);
         assert_eq!(keys[0].name, "ci");
         assert_eq!(keys[0].groups, ["readers"]);
         assert!(matches!(&keys[0].secret, KeySecret::Clear(k) if k == "tok-123"));
         assert!(matches!(keys[1].secret, KeySecret::Sha256(d) if d[0] == 0x2b && d[31] == 0x5b));
         assert!(s.warnings.iter().any(|w| w.contains("auth.keys[2].key")));
-        assert!(!format!("{:?}", s.auth).contains("tok-123"));
+        assert!(!format!("{:?}", s.http.auth).contains("tok-123"));
     }
 
     #[test]
@@ -370,7 +361,7 @@ key = "in-clear"
             "[auth.oauth]\nissuer = \"http://127.0.0.1:9/\"\nrequired_scopes = [\"mcp\"]\nalgorithms = [\"ES256\"]\nleeway = \"5s\"\n",
         )
         .expect("valid");
-        let o = s.auth.oauth.expect("oauth");
+        let o = s.http.auth.oauth.expect("oauth");
         assert_eq!(o.issuer, "http://127.0.0.1:9/");
         assert_eq!(o.algorithms, [JwtAlgorithm::ES256]);
         assert_eq!(o.required_scopes, ["mcp"]);
@@ -399,22 +390,16 @@ key = "in-clear"
     #[test]
     fn front_doors_are_on_unless_switched_off_and_stdio_is_the_local_user() {
         let s = toml("").expect("valid");
-        assert_eq!(
-            s.front_doors,
-            FrontDoors {
-                streamable: true,
-                legacy_sse: true,
-                sessions: SessionMode::Required,
-            }
-        );
-        assert_eq!(s.auth.stdio.kind, IdentityKind::Local);
-        assert!(s.auth.stdio.in_group("anything"));
+        assert!(s.http.streamable && s.http.legacy_sse);
+        assert_eq!(s.http.sessions, SessionMode::Required);
+        assert_eq!(s.stdio.identity.kind, IdentityKind::Local);
+        assert!(s.stdio.identity.in_group("anything"));
         let s =
             toml("[http]\nlegacy_sse = false\n[auth.stdio]\nname = \"desk\"\ngroups = [\"dev\"]\n")
                 .expect("valid");
-        assert!(s.front_doors.streamable && !s.front_doors.legacy_sse);
-        assert_eq!(s.auth.stdio.name, "desk");
-        assert!(!s.auth.stdio.in_group("ops"));
+        assert!(s.http.streamable && !s.http.legacy_sse);
+        assert_eq!(s.stdio.identity.name, "desk");
+        assert!(!s.stdio.identity.in_group("ops"));
     }
 
     #[test]
@@ -424,13 +409,13 @@ key = "in-clear"
 sessions = \"optional\"\n",
         )
         .expect("valid");
-        assert_eq!(s.front_doors.sessions, SessionMode::Optional);
+        assert_eq!(s.http.sessions, SessionMode::Optional);
         let s = toml(
             "[http]
 sessions = \"required\"\n",
         )
         .expect("valid");
-        assert_eq!(s.front_doors.sessions, SessionMode::Required);
+        assert_eq!(s.http.sessions, SessionMode::Required);
         let e = toml(
             "[http]
 sessions = \"sometimes\"\n",

@@ -5,165 +5,46 @@
 //! These files are written by other tools, so an entry's unknown keys are
 //! ignored with a warning rather than refused; a known key with the wrong
 //! type is still an error. Other top-level keys (VS Code's `inputs`,
-//! Claude's own settings) are ignored.
-
-use serde::de::IgnoredAny;
-use serde::Deserialize;
+//! Claude's own settings) are passed over. mcpyard's own sections
+//! (`inference`, `policy`, ...) are read as in TOML.
 
 use super::error::key_of;
 use super::error::{redact_serde_message, ConfigError};
-use super::expose::RawExpose;
+use super::file::{json_unknown_key_warning, segments, ConfigFile, Servers};
 use super::jsonc;
-use super::oauth::{CursorAuth, JsonOAuth};
-use super::server::{RawSampling, RawServer};
-use super::values::{OrderedMap, RawDuration};
 
-#[derive(Debug, Deserialize)]
-struct JsonFile {
-    #[serde(rename = "mcpServers")]
-    mcp_servers: Option<OrderedMap<JsonServer>>,
-    servers: Option<OrderedMap<JsonServer>>,
-    mcp: Option<VsCodeSettings>,
-}
-
-/// The `mcp` object of VS Code's `settings.json`.
-#[derive(Debug, Deserialize)]
-struct VsCodeSettings {
-    servers: Option<OrderedMap<JsonServer>>,
-}
-
-#[derive(Debug, Deserialize)]
-struct JsonServer {
-    #[serde(rename = "type")]
-    kind: Option<String>,
-    command: Option<String>,
-    args: Option<Vec<String>>,
-    env: Option<OrderedMap<String>>,
-    inherit_env: Option<Vec<String>>,
-    cwd: Option<String>,
-    url: Option<String>,
-    headers: Option<OrderedMap<String>>,
-    prefix: Option<String>,
-    timeout: Option<RawDuration>,
-    list_timeout: Option<RawDuration>,
-    max_in_flight: Option<u64>,
-    disabled: Option<bool>,
-    enabled: Option<bool>,
-    sampling: Option<RawSampling>,
-    expose: Option<RawExpose>,
-    /// mcpyard's keys, or Claude Code's / Gemini CLI's camelCase ones.
-    oauth: Option<JsonOAuth>,
-    /// Cursor's static OAuth client.
-    auth: Option<CursorAuth>,
-    #[serde(flatten)]
-    unknown: OrderedMap<IgnoredAny>,
-}
-
-/// The servers of a JSON file, in file order, and warnings about what was
+/// A JSON file: its sections, its servers, and warnings about what was
 /// ignored.
 #[derive(Debug)]
-pub(crate) struct JsonServers {
-    /// The key the servers sit under (`mcpServers`, `servers`, `mcp.servers`).
-    pub(crate) section: &'static str,
-    pub(crate) servers: Vec<(String, RawServer)>,
+pub(crate) struct JsonFile {
+    pub(crate) sections: ConfigFile,
+    pub(crate) servers: Servers,
     pub(crate) warnings: Vec<String>,
 }
 
-pub(crate) fn parse(file: &str, text: &str) -> Result<JsonServers, ConfigError> {
+pub(crate) fn parse(file: &str, text: &str) -> Result<JsonFile, ConfigError> {
     let cleaned = jsonc::strip(text);
     let mut de = serde_json::Deserializer::from_str(&cleaned);
-    let parsed: JsonFile = serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let path = e.path().to_string();
-        json_error(file, &path, &e.into_inner())
-    })?;
-    de.end().map_err(|e| json_error(file, ".", &e))?;
-
-    let (section, entries) = match (
-        parsed.mcp_servers,
-        parsed.servers,
-        parsed.mcp.and_then(|m| m.servers),
-    ) {
-        (Some(s), None, None) => ("mcpServers", s),
-        (None, Some(s), None) => ("servers", s),
-        (None, None, Some(s)) => ("mcp.servers", s),
-        (None, None, None) => {
-            return Err(ConfigError::file(
-                file,
-                "no servers found: expected a `mcpServers` object (Claude Desktop, Cursor) \
-                 or a `servers` object (VS Code)",
-            ))
-        }
-        _ => {
-            return Err(ConfigError::file(
-                file,
-                "servers are given under more than one of `mcpServers`, `servers` and \
-                 `mcp.servers`: keep one",
-            ))
-        }
-    };
-
     let mut warnings = Vec::new();
-    let mut servers = Vec::new();
-    for (name, s) in entries.0 {
-        let key = format!("{section}.{name}");
-        for (unknown, _) in &s.unknown.0 {
-            warnings.push(format!(
-                "{file}: `{key}.{unknown}`: ignored (not a key mcpyard reads)"
-            ));
-        }
-        let enabled = match (s.enabled, s.disabled) {
-            (Some(e), Some(d)) if e == d => {
-                return Err(ConfigError::at(
-                    file,
-                    key,
-                    "`enabled` and `disabled` contradict each other: keep one",
-                ))
-            }
-            (Some(e), _) => e,
-            (None, Some(d)) => !d,
-            (None, None) => true,
-        };
-        let oauth = match (s.oauth, s.auth) {
-            (Some(_), Some(_)) => {
-                return Err(ConfigError::at(
-                    file,
-                    key,
-                    "`oauth` and `auth` both configure OAuth: keep one",
-                ))
-            }
-            (Some(o), None) => o
-                .into_raw(file, &format!("{key}.oauth"), &mut warnings)?
-                .map(|o| ("oauth", o)),
-            (None, Some(a)) => Some((
-                "auth",
-                a.into_raw(file, &format!("{key}.auth"), &mut warnings),
-            )),
-            (None, None) => None,
-        };
-        servers.push((
-            name,
-            RawServer {
-                command: s.command,
-                args: s.args,
-                env: s.env.map(|m| m.0),
-                inherit_env: s.inherit_env,
-                cwd: s.cwd,
-                url: s.url,
-                headers: s.headers.map(|m| m.0),
-                transport: s.kind.map(|k| ("type", k)),
-                timeout: s.timeout,
-                list_timeout: s.list_timeout,
-                max_in_flight: s.max_in_flight,
-                prefix: s.prefix,
-                enabled,
-                sampling: s.sampling,
-                expose: s.expose,
-                oauth,
-            },
-        ));
-    }
-    Ok(JsonServers {
-        section,
+    let mut note = |path: serde_ignored::Path<'_>| {
+        warnings.extend(json_unknown_key_warning(file, &segments(&path)));
+    };
+    let mut sections: ConfigFile =
+        serde_path_to_error::deserialize(serde_ignored::Deserializer::new(&mut de, &mut note))
+            .map_err(|e| {
+                let path = e.path().to_string();
+                json_error(file, &path, &e.into_inner())
+            })?;
+    de.end().map_err(|e| json_error(file, ".", &e))?;
+    let servers = sections.take_servers(file)?.ok_or_else(|| {
+        ConfigError::file(
+            file,
+            "no servers found: expected a `mcpServers` object (Claude Desktop, Cursor) \
+             or a `servers` object (VS Code)",
+        )
+    })?;
+    Ok(JsonFile {
+        sections,
         servers,
         warnings,
     })
@@ -190,6 +71,7 @@ fn json_error(file: &str, path: &str, inner: &serde_json::Error) -> ConfigError 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::values::RawDuration;
 
     #[test]
     fn claude_desktop_format() {
@@ -204,17 +86,17 @@ mod tests {
 }"#,
         )
         .unwrap();
-        assert_eq!(j.section, "mcpServers");
+        assert_eq!(j.servers.section, "mcpServers");
         assert!(j.warnings.is_empty(), "{:?}", j.warnings);
-        assert_eq!(j.servers.len(), 2);
-        let (name, fs) = &j.servers[0];
+        assert_eq!(j.servers.entries.len(), 2);
+        let (name, fs) = &j.servers.entries[0];
         assert_eq!(name, "filesystem");
         assert_eq!(fs.command.as_deref(), Some("npx"));
         assert_eq!(fs.args.as_ref().map(Vec::len), Some(3));
         assert_eq!(fs.env, Some(vec![("A".into(), "b".into())]));
-        let (_, remote) = &j.servers[1];
-        assert_eq!(remote.transport, Some(("type", "http".into())));
-        assert!(remote.enabled);
+        let (_, remote) = &j.servers.entries[1];
+        assert_eq!(remote.kind.as_deref(), Some("http"));
+        assert_eq!(remote.enabled, None);
     }
 
     #[test]
@@ -231,10 +113,10 @@ mod tests {
 }"#,
         )
         .unwrap();
-        assert_eq!(j.section, "servers");
-        assert_eq!(j.servers.len(), 2);
-        assert_eq!(j.servers[0].1.transport, Some(("type", "stdio".into())));
-        assert!(!j.servers[1].1.enabled);
+        assert_eq!(j.servers.section, "servers");
+        assert_eq!(j.servers.entries.len(), 2);
+        assert_eq!(j.servers.entries[0].1.kind.as_deref(), Some("stdio"));
+        assert_eq!(j.servers.entries[1].1.disabled, Some(true));
         assert_eq!(
             j.warnings,
             ["mcp.json: `servers.time.envFile`: ignored (not a key mcpyard reads)"]
@@ -248,8 +130,8 @@ mod tests {
             r#"{"editor.fontSize": 14, "mcp": {"servers": {"a": {"command": "x"}}}}"#,
         )
         .unwrap();
-        assert_eq!(j.section, "mcp.servers");
-        assert_eq!(j.servers[0].0, "a");
+        assert_eq!(j.servers.section, "mcp.servers");
+        assert_eq!(j.servers.entries[0].0, "a");
     }
 
     #[test]
@@ -259,11 +141,14 @@ mod tests {
             r#"{"mcpServers": {"a": {"command": "x", "prefix": "", "timeout": "90s", "enabled": false}, "b": {"command": "y", "timeout": 30}}}"#,
         )
         .unwrap();
-        let a = &j.servers[0].1;
+        let a = &j.servers.entries[0].1;
         assert_eq!(a.prefix.as_deref(), Some(""));
         assert_eq!(a.timeout, Some(RawDuration::Text("90s".into())));
-        assert!(!a.enabled);
-        assert_eq!(j.servers[1].1.timeout, Some(RawDuration::Seconds(30)));
+        assert_eq!(a.enabled, Some(false));
+        assert_eq!(
+            j.servers.entries[1].1.timeout,
+            Some(RawDuration::Seconds(30))
+        );
     }
 
     #[test]
@@ -324,12 +209,6 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.message.contains("duplicate key `a`"), "{e}");
-        let e = parse(
-            "c.json",
-            r#"{"mcpServers": {"a": {"command": "x", "enabled": true, "disabled": true}}}"#,
-        )
-        .unwrap_err();
-        assert_eq!(e.key.as_deref(), Some("mcpServers.a"));
         let e = parse("c.json", r#"{"mcpServers": {}} trailing"#).unwrap_err();
         assert!(e.message.contains("trailing"), "{e}");
     }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use mcpyard_server::{AddressPrefix, AddressRate, BatchLimits, HttpOptions};
+use mcpyard_server::{AddressPrefix, BatchLimits, HttpOptions};
 use serde::Deserialize;
 
 use super::server;
@@ -36,106 +36,76 @@ pub(crate) struct RawLimits {
     http_burst_total: Option<u64>,
 }
 
-/// The validated limits, for the front doors.
-#[derive(Debug, Clone)]
-pub(crate) struct Limits {
-    /// The same on the HTTP and the stdio door.
-    pub(crate) batch: BatchLimits,
-    /// The rest are the HTTP door's connection limits, as [`HttpOptions`]
-    /// names them.
-    pub(crate) max_connections: usize,
-    pub(crate) header_read_timeout: Duration,
-    pub(crate) body_read_timeout: Duration,
-    pub(crate) keep_alive_timeout: Duration,
-    /// The HTTP flood limit per client (every address of one prefix).
-    pub(crate) per_address: Option<AddressRate>,
-    pub(crate) address_prefix: AddressPrefix,
-    /// The HTTP flood limit over all clients together.
-    pub(crate) total_rate: Option<AddressRate>,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        let http = HttpOptions::default();
-        Self {
-            batch: http.batch,
-            max_connections: http.max_connections,
-            header_read_timeout: http.header_read_timeout,
-            body_read_timeout: http.body_read_timeout,
-            keep_alive_timeout: http.keep_alive_timeout,
-            per_address: http.per_address,
-            address_prefix: http.address_prefix,
-            total_rate: http.total_rate,
-        }
-    }
-}
-
-pub(crate) fn build(ctx: &Context<'_>, raw: Option<&RawLimits>) -> Result<Limits, ConfigError> {
-    let defaults = Limits::default();
+/// Writes `[limits]` into the HTTP door's options (the batch limits are
+/// the stdio door's too); a key left out keeps the server crate's default.
+pub(crate) fn apply(
+    ctx: &Context<'_>,
+    raw: Option<&RawLimits>,
+    http: &mut HttpOptions,
+) -> Result<(), ConfigError> {
     let Some(raw) = raw else {
-        return Ok(defaults);
+        return Ok(());
     };
     let time = |key: &str, raw: &Option<RawDuration>, default: Duration| match raw {
         None => Ok(default),
         Some(t) => server::duration(ctx, &format!("limits.{key}"), t),
     };
-    Ok(Limits {
-        batch: BatchLimits {
-            max_entries: count(ctx, "max_batch_size", raw.max_batch_size)?
-                .unwrap_or(defaults.batch.max_entries),
-            max_in_flight: count(ctx, "max_batch_in_flight", raw.max_batch_in_flight)?
-                .unwrap_or(defaults.batch.max_in_flight),
-        },
-        max_connections: count(ctx, "max_connections", raw.max_connections)?
-            .unwrap_or(defaults.max_connections),
-        header_read_timeout: time(
-            "header_read_timeout",
-            &raw.header_read_timeout,
-            defaults.header_read_timeout,
-        )?,
-        body_read_timeout: time(
-            "body_read_timeout",
-            &raw.body_read_timeout,
-            defaults.body_read_timeout,
-        )?,
-        keep_alive_timeout: time(
-            "keep_alive_timeout",
-            &raw.keep_alive_timeout,
-            defaults.keep_alive_timeout,
-        )?,
-        per_address: super::policy::build_flood(
+    http.batch = BatchLimits {
+        max_entries: count(ctx, "max_batch_size", raw.max_batch_size)?
+            .unwrap_or(http.batch.max_entries),
+        max_in_flight: count(ctx, "max_batch_in_flight", raw.max_batch_in_flight)?
+            .unwrap_or(http.batch.max_in_flight),
+    };
+    http.max_connections =
+        count(ctx, "max_connections", raw.max_connections)?.unwrap_or(http.max_connections);
+    http.header_read_timeout = time(
+        "header_read_timeout",
+        &raw.header_read_timeout,
+        http.header_read_timeout,
+    )?;
+    http.body_read_timeout = time(
+        "body_read_timeout",
+        &raw.body_read_timeout,
+        http.body_read_timeout,
+    )?;
+    http.keep_alive_timeout = time(
+        "keep_alive_timeout",
+        &raw.keep_alive_timeout,
+        http.keep_alive_timeout,
+    )?;
+    http.per_address = super::policy::build_flood(
+        ctx,
+        (
+            "limits.http_requests_per_address",
+            raw.http_requests_per_address.as_deref(),
+        ),
+        ("limits.http_burst_per_address", raw.http_burst_per_address),
+    )?;
+    http.address_prefix = AddressPrefix {
+        v4: prefix(
             ctx,
-            (
-                "limits.http_requests_per_address",
-                raw.http_requests_per_address.as_deref(),
-            ),
-            ("limits.http_burst_per_address", raw.http_burst_per_address),
-        )?,
-        address_prefix: AddressPrefix {
-            v4: prefix(
-                ctx,
-                "http_address_prefix_v4",
-                raw.http_address_prefix_v4,
-                32,
-            )?
-            .unwrap_or(defaults.address_prefix.v4),
-            v6: prefix(
-                ctx,
-                "http_address_prefix_v6",
-                raw.http_address_prefix_v6,
-                128,
-            )?
-            .unwrap_or(defaults.address_prefix.v6),
-        },
-        total_rate: super::policy::build_flood(
+            "http_address_prefix_v4",
+            raw.http_address_prefix_v4,
+            32,
+        )?
+        .unwrap_or(http.address_prefix.v4),
+        v6: prefix(
             ctx,
-            (
-                "limits.http_requests_total",
-                raw.http_requests_total.as_deref(),
-            ),
-            ("limits.http_burst_total", raw.http_burst_total),
-        )?,
-    })
+            "http_address_prefix_v6",
+            raw.http_address_prefix_v6,
+            128,
+        )?
+        .unwrap_or(http.address_prefix.v6),
+    };
+    http.total_rate = super::policy::build_flood(
+        ctx,
+        (
+            "limits.http_requests_total",
+            raw.http_requests_total.as_deref(),
+        ),
+        ("limits.http_burst_total", raw.http_burst_total),
+    )?;
+    Ok(())
 }
 
 /// A prefix length from 1 to `bits`, at `limits.<key>`.
@@ -175,15 +145,15 @@ mod tests {
     #[test]
     fn without_the_table_every_limit_has_its_default() {
         let s = toml("").expect("valid");
-        assert_eq!(s.limits.batch, BatchLimits::default());
-        assert_eq!(s.limits.batch.max_entries, 100);
+        assert_eq!(s.http.batch, BatchLimits::default());
+        assert_eq!(s.http.batch.max_entries, 100);
     }
 
     #[test]
     fn batch_limits_are_read_and_checked() {
         let s = toml("[limits]\nmax_batch_size = 20\nmax_batch_in_flight = 4\n").expect("valid");
         assert_eq!(
-            s.limits.batch,
+            s.http.batch,
             BatchLimits {
                 max_entries: 20,
                 max_in_flight: 4
@@ -204,7 +174,7 @@ mod tests {
 
     #[test]
     fn connection_limits_have_safe_defaults_and_are_read_and_checked() {
-        let d = toml("").expect("valid").limits;
+        let d = toml("").expect("valid").http;
         assert_eq!(d.max_connections, 1024);
         assert_eq!(d.header_read_timeout, Duration::from_secs(10));
         assert_eq!(d.body_read_timeout, Duration::from_secs(30));
@@ -214,7 +184,7 @@ mod tests {
             "[limits]\nmax_connections = 64\nheader_read_timeout = \"5s\"\nbody_read_timeout = 20\nkeep_alive_timeout = \"2m\"\n",
         )
         .expect("valid")
-        .limits;
+        .http;
         assert_eq!(s.max_connections, 64);
         assert_eq!(s.header_read_timeout, Duration::from_secs(5));
         assert_eq!(s.body_read_timeout, Duration::from_secs(20));
@@ -232,14 +202,14 @@ mod tests {
 
     #[test]
     fn the_flood_limit_groups_by_prefix_and_has_a_total() {
-        let d = toml("").expect("valid").limits;
+        let d = toml("").expect("valid").http;
         assert_eq!(d.address_prefix, AddressPrefix { v4: 32, v6: 64 });
         assert_eq!(d.total_rate, None);
         let s = toml(
             "[limits]\nhttp_requests_per_address = \"5/s\"\nhttp_address_prefix_v4 = 24\nhttp_address_prefix_v6 = 48\nhttp_requests_total = \"100/s\"\nhttp_burst_total = 300\n",
         )
         .expect("valid")
-        .limits;
+        .http;
         assert_eq!(s.address_prefix, AddressPrefix { v4: 24, v6: 48 });
         let total = s.total_rate.expect("a total");
         assert_eq!((total.per_second.get(), total.burst.get()), (100, 300));

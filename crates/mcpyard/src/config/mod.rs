@@ -1,9 +1,12 @@
-//! Configuration: files in, validated settings out.
+//! Configuration: files in, validated settings out; nothing here starts or
+//! opens anything (that is `crate::compose`).
 //!
 //! Two stages: a format module (`toml_file`, `json_file`) deserializes the
-//! text into raw structs of plain strings; this module and `server` expand
-//! `${VAR}` references, parse durations, sizes and addresses, and check
-//! everything, so every error can name the file and the key.
+//! text into the one set of section structs (`file`); this module and each
+//! section's own expand `${VAR}` references, parse durations, sizes and
+//! addresses, and check everything, so every error can name the file and
+//! the key. The front doors' settings come out in the server crate's own
+//! option types.
 
 mod api;
 mod apps;
@@ -12,6 +15,7 @@ mod context;
 mod error;
 mod expand;
 mod expose;
+mod file;
 mod governance;
 mod json_file;
 mod jsonc;
@@ -33,14 +37,13 @@ use mcpyard_client::TransportSpec;
 use mcpyard_gateway::{
     ConfigError as GatewayConfigError, GatewayConfig, Listing, SourceSpec, UpstreamSpec,
 };
+use mcpyard_server::{HttpOptions, StdioOptions};
 
 pub(crate) use api::ApiSummary;
-pub(crate) use auth::{Auth, FrontDoors};
 use context::Context;
 pub(crate) use error::ConfigError;
-pub(crate) use limits::Limits;
 pub(crate) use oauth::{GrantKind, OAuthSettings, REDIRECT_PATH};
-use server::RawServer;
+use server::ServerEntry;
 pub(crate) use telemetry::{MetricsSettings, TelemetrySettings};
 pub(crate) use values::parse_listen;
 use values::{parse_size, RawSize};
@@ -53,7 +56,7 @@ pub(crate) const DEFAULT_LISTEN: SocketAddr =
 
 /// The largest request body the HTTP transport accepts by default: the
 /// server crate's own default, so the two cannot disagree.
-pub(crate) const DEFAULT_MAX_BODY_BYTES: u64 = mcpyard_server::DEFAULT_MAX_BODY_BYTES as u64;
+pub(crate) const DEFAULT_MAX_BODY_BYTES: usize = mcpyard_server::DEFAULT_MAX_BODY_BYTES;
 
 pub(crate) const DEFAULT_LOG_LEVEL: &str = "info";
 
@@ -73,19 +76,16 @@ pub(crate) struct Settings {
     pub(crate) gateway: GatewayConfig,
     /// Every server in the file, enabled or not, in file order.
     pub(crate) servers: Vec<ServerSummary>,
-    pub(crate) listen: SocketAddr,
+    /// The HTTP front door, in the server crate's own terms: where it
+    /// listens, `[auth]`'s keys and OAuth, `[http]`'s doors, the accepted
+    /// hosts and origins, the body size, `[limits]`, the `/metrics` route.
+    pub(crate) http: HttpOptions,
+    /// The stdio front door: its batch limits and who its client is.
+    pub(crate) stdio: StdioOptions,
     /// The one-key shorthand (`api_key`, `MCPYARD_API_KEY`): a key named
-    /// `default` in every group, besides `auth.keys`.
+    /// `default` in every group, besides `auth.keys`. Kept apart from
+    /// `http.auth` because `--api-key` replaces it.
     pub(crate) api_key: Option<ApiKey>,
-    /// `[auth]`: named keys, OAuth, the stdio identity.
-    pub(crate) auth: Auth,
-    /// `[http]`: which HTTP front doors are on.
-    pub(crate) front_doors: FrontDoors,
-    /// `Origin` values accepted besides loopback ones (DNS rebinding guard).
-    pub(crate) allowed_origins: Vec<String>,
-    /// `Host` values accepted besides loopback ones.
-    pub(crate) allowed_hosts: Vec<String>,
-    pub(crate) max_body_bytes: u64,
     /// A `tracing` filter (`info`, `debug`, `mcpyard_gateway=trace,info`...).
     pub(crate) log_level: String,
     /// Things that are allowed but probably not meant; shown by `check`
@@ -93,8 +93,9 @@ pub(crate) struct Settings {
     pub(crate) warnings: Vec<String>,
     /// One line on the local models source, for `check`.
     pub(crate) inference: String,
-    /// `[limits]`: what one client may make the gateway hold or do.
-    pub(crate) limits: Limits,
+    /// The local-model source, which also answers upstreams' sampling
+    /// requests (wired by the composition root).
+    pub(crate) local_models: Option<mcpyard_inference::InferenceSource>,
     /// Every API in the file, enabled or not, in file order.
     pub(crate) apis: Vec<ApiSummary>,
     /// The OAuth settings of the enabled servers that have them.
@@ -105,10 +106,9 @@ pub(crate) struct Settings {
     pub(crate) governance: String,
     /// `[audit]`: the trail is opened when the gateway starts serving.
     pub(crate) audit: Option<mcpyard_gateway::AuditFile>,
-    /// `[metrics]`: where `GET /metrics` is served, if anywhere.
+    /// `[metrics]`: where `GET /metrics` is served, if anywhere (its
+    /// credential is `http.metrics_token`).
     pub(crate) metrics: MetricsSettings,
-    /// `metrics.token`: the credential of `/metrics`, if one is set.
-    pub(crate) metrics_token: Option<String>,
     /// `[telemetry]`: where traces go, if anywhere.
     pub(crate) telemetry: TelemetrySettings,
 }
@@ -117,11 +117,11 @@ impl Settings {
     /// Said by `check`, which sees the file alone: `serve` says the same at
     /// start, knowing its `--listen` and `--api-key`.
     pub(crate) fn exposure_warning(&self) -> Option<String> {
-        let open = self.api_key.is_none() && self.auth.keys.is_empty() && self.auth.oauth.is_none();
-        (!self.listen.ip().is_loopback() && open).then(|| {
+        let open = self.api_key.is_none() && !self.http.auth.is_required();
+        (!self.http.listen.ip().is_loopback() && open).then(|| {
             format!(
                 "{}: `listen` is not a loopback address and no API key is set (`api_key` or {API_KEY_VAR}): anyone who can reach {} can use every upstream",
-                self.source, self.listen
+                self.source, self.http.listen
             )
         })
     }
@@ -141,7 +141,7 @@ impl fmt::Debug for Settings {
                     .map(|u| u.name.as_str())
                     .collect::<Vec<_>>(),
             )
-            .field("listen", &self.listen)
+            .field("listen", &self.http.listen)
             .field(
                 "api_key",
                 &self
@@ -149,9 +149,9 @@ impl fmt::Debug for Settings {
                     .as_ref()
                     .map(|k| format!("<set by {}>", k.source)),
             )
-            .field("allowed_origins", &self.allowed_origins)
-            .field("allowed_hosts", &self.allowed_hosts)
-            .field("max_body_bytes", &self.max_body_bytes)
+            .field("allowed_origins", &self.http.allowed_origins)
+            .field("allowed_hosts", &self.http.allowed_hosts)
+            .field("max_body_bytes", &self.http.max_body_bytes)
             .field("log_level", &self.log_level)
             .finish_non_exhaustive()
     }
@@ -293,26 +293,18 @@ fn from_text(
         base_dir,
         lookup,
     };
-    let (mut top, section, servers, mut warnings) = match format {
+    let (mut top, servers, mut warnings) = match format {
         Format::Toml => {
             let mut parsed = toml_file::parse(file, text)?;
-            let servers = std::mem::take(&mut parsed.servers)
-                .0
-                .into_iter()
-                .map(|(name, s)| (name, RawServer::from(s)))
-                .collect::<Vec<_>>();
-            (parsed, "servers", servers, Vec::new())
+            let servers = parsed.take_servers(file)?;
+            (parsed, servers, Vec::new())
         }
         Format::Json => {
             let parsed = json_file::parse(file, text)?;
-            (
-                toml_file::TomlFile::default(),
-                parsed.section,
-                parsed.servers,
-                parsed.warnings,
-            )
+            (parsed.sections, Some(parsed.servers), parsed.warnings)
         }
     };
+    let (section, servers) = servers.map_or(("servers", Vec::new()), |s| (s.section, s.entries));
 
     let mut upstreams = Vec::new();
     let mut summaries = Vec::new();
@@ -320,16 +312,17 @@ fn from_text(
     let token_dir = crate::token_store::default_dir(lookup);
     for (name, raw) in servers {
         let key = format!("{section}.{name}");
-        if raw.enabled {
-            warn_about_clear_secrets(file, &key, &raw, &mut warnings);
+        let enabled = raw.is_enabled(&ctx, &key)?;
+        if enabled {
+            warn_about_clear_secrets(&ctx, &key, &raw, &mut warnings)?;
         }
         let target = written_target(&raw);
         // A disabled entry is not read further, so its `expose` is not either.
-        let listing = match raw.enabled {
+        let listing = match enabled {
             true => expose::listing(&ctx, &format!("{key}.expose"), raw.expose.as_ref())?,
             false => Listing::Default,
         };
-        let oauth_key = raw.oauth.as_ref().map(|(k, _)| format!("{key}.{k}"));
+        let oauth_key = raw.oauth(&ctx, &key)?.map(|(k, _)| format!("{key}.{k}"));
         let built = match server::build(&ctx, &key, &name, raw)? {
             None => None,
             Some(mut built) => {
@@ -401,24 +394,47 @@ fn from_text(
 
     let max_body_bytes = match &top.max_body_size {
         None => DEFAULT_MAX_BODY_BYTES,
-        Some(RawSize::Bytes(n)) => *n,
-        Some(RawSize::Text(t)) => parse_size(&ctx.expand("max_body_size", t)?)
-            .map_err(|m| ctx.error("max_body_size", m))?,
+        Some(size) => {
+            let bytes = match size {
+                RawSize::Bytes(n) => *n,
+                RawSize::Text(t) => parse_size(&ctx.expand("max_body_size", t)?)
+                    .map_err(|m| ctx.error("max_body_size", m))?,
+            };
+            usize::try_from(bytes)
+                .map_err(|_| ctx.error("max_body_size", "too large for this machine"))?
+        }
     };
     if max_body_bytes == 0 {
         return Err(ctx.error("max_body_size", "must be more than zero"));
     }
 
-    let limits = limits::build(&ctx, top.limits.as_ref())?;
+    let auth = auth::build(&ctx, top.auth.as_ref(), &mut warnings)?;
+    let metrics = telemetry::metrics(&ctx, top.metrics.as_ref())?;
+    let mut http = HttpOptions {
+        listen,
+        auth: mcpyard_server::AuthOptions {
+            keys: auth.keys,
+            oauth: auth.oauth,
+        },
+        allowed_origins,
+        allowed_hosts,
+        max_body_bytes,
+        metrics_route: metrics == MetricsSettings::WithMcp,
+        metrics_token: telemetry::metrics_token(&ctx, top.metrics.as_ref(), &mut warnings)?,
+        ..HttpOptions::default()
+    };
+    auth::front_doors(&ctx, top.http.as_ref(), &mut http)?;
+    limits::apply(&ctx, top.limits.as_ref(), &mut http)?;
+    let stdio = StdioOptions {
+        batch: http.batch,
+        identity: auth.stdio,
+        ..StdioOptions::default()
+    };
     let rate_limits = top.limits.as_ref().map_or(&[][..], |l| &l.rate[..]);
     let rate_limiter = policy::build_rate_limits(&ctx, rate_limits)?;
     let access = policy::build_policy(&ctx, top.policy.as_ref())?;
-    let governance = policy::summary(access.as_deref(), rate_limits.len(), limits.per_address);
-    let metrics = telemetry::metrics(&ctx, top.metrics.as_ref())?;
-    let metrics_token = telemetry::metrics_token(&ctx, top.metrics.as_ref(), &mut warnings)?;
+    let governance = policy::summary(access.as_deref(), rate_limits.len(), http.per_address);
     let telemetry = telemetry::telemetry(&ctx, top.telemetry.as_ref())?;
-    let auth = auth::build(&ctx, top.auth.as_ref(), &mut warnings)?;
-    let front_doors = auth::front_doors(&ctx, top.http.as_ref())?;
 
     let log_level = match &top.log_level {
         None => DEFAULT_LOG_LEVEL.to_owned(),
@@ -473,8 +489,6 @@ fn from_text(
         apps: apps::settings(top.apps.as_ref()),
         policy: access,
         rate_limiter,
-        metrics: (metrics != MetricsSettings::Off)
-            .then(|| std::sync::Arc::new(mcpyard_gateway::Metrics::new())),
         ..defaults
     };
     // Local models as tools: on by default (it only looks on loopback, and
@@ -502,7 +516,7 @@ fn from_text(
             gateway.sources.push(source);
         }
     }
-    if inference.enabled {
+    let local_models = if inference.enabled {
         let raw_expose = inference
             .expose
             .clone()
@@ -517,11 +531,13 @@ fn from_text(
         let listing = expose::listing(&ctx, "inference.expose", raw_expose.as_ref())?;
         let source = mcpyard_inference::InferenceSource::new(inference)
             .map_err(|e| ctx.error("inference", e.to_string()))?;
-        gateway.sampler = Some(std::sync::Arc::new(source.clone()));
-        let mut spec = source.into_source_spec();
+        let mut spec = source.clone().into_source_spec();
         spec.exposure.listing = listing;
         gateway.sources.push(spec);
-    }
+        Some(source)
+    } else {
+        None
+    };
     governance::apply_sizes(&ctx, top.sizes.as_ref(), &mut gateway.sources)?;
     let guard = governance::guard(&ctx, top.guardrails.as_ref())?;
     if !guard.is_inert() {
@@ -546,24 +562,19 @@ fn from_text(
         source: file.to_owned(),
         gateway,
         servers: summaries,
-        listen,
+        http,
+        stdio,
         api_key,
-        auth,
-        front_doors,
-        allowed_origins,
-        allowed_hosts,
-        max_body_bytes,
         log_level,
         warnings,
         inference: inference_summary,
-        limits,
+        local_models,
         apis,
         oauth: oauth_settings,
         token_dir,
         governance,
         audit,
         metrics,
-        metrics_token,
         telemetry,
     })
 }
@@ -642,7 +653,13 @@ fn describe_inference(c: &mcpyard_inference::InferenceConfig) -> String {
     format!("on ({})", parts.join("; "))
 }
 
-fn warn_about_clear_secrets(file: &str, key: &str, raw: &RawServer, warnings: &mut Vec<String>) {
+fn warn_about_clear_secrets(
+    ctx: &Context<'_>,
+    key: &str,
+    raw: &ServerEntry,
+    warnings: &mut Vec<String>,
+) -> Result<(), ConfigError> {
+    let file = ctx.file;
     for (name, value) in raw.headers.iter().flatten() {
         let lower = name.to_ascii_lowercase();
         let sensitive = lower == "authorization"
@@ -655,15 +672,16 @@ fn warn_about_clear_secrets(file: &str, key: &str, raw: &RawServer, warnings: &m
             ));
         }
     }
-    if let Some((okey, o)) = &raw.oauth {
+    if let Some((okey, o)) = raw.oauth(ctx, key)? {
         warnings.extend(oauth::clear_secrets(file, &format!("{key}.{okey}"), o));
     }
+    Ok(())
 }
 
 /// How a server is reached, as written in the file (before expansion, so
 /// no secret from the environment shows), without what looks like a
 /// secret written in it.
-fn written_target(raw: &RawServer) -> String {
+fn written_target(raw: &ServerEntry) -> String {
     match (&raw.command, &raw.url) {
         (Some(command), _) => {
             redact::command_line(command, raw.args.as_deref().unwrap_or_default())
@@ -688,4 +706,4 @@ pub(crate) fn format_duration(d: Duration) -> String {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -31,28 +31,45 @@ pub(crate) enum RawScopes {
     Text(String),
 }
 
-/// `[servers.NAME.oauth]` as written in `mcpyard.toml`.
+/// `[servers.NAME.oauth]` as written: mcpyard's keys, with the camelCase
+/// spellings of Claude Code and Gemini CLI and the upper-case ones of
+/// Cursor's `auth` object as aliases. Unknown keys are the formats' call
+/// (an error in TOML, a warning in the other tools' JSON).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub(crate) struct RawOAuth {
+    /// Gemini CLI: `false` turns OAuth off for the server.
+    pub(crate) enabled: Option<bool>,
     /// `authorization_code` (default: a person logs in with `mcpyard login`)
     /// or `client_credentials` (the gateway's own credential).
+    #[serde(alias = "grantType", alias = "grant_type")]
     pub(crate) grant: Option<String>,
+    #[serde(alias = "clientId", alias = "CLIENT_ID")]
     pub(crate) client_id: Option<String>,
+    #[serde(alias = "clientSecret", alias = "CLIENT_SECRET")]
     pub(crate) client_secret: Option<String>,
     /// A PEM file (PKCS#8) holding the key for `private_key_jwt`.
+    #[serde(alias = "privateKeyFile")]
     pub(crate) private_key_file: Option<String>,
     /// Its JWS algorithm (default `RS256`).
+    #[serde(alias = "privateKeyAlgorithm")]
     pub(crate) private_key_algorithm: Option<String>,
     /// Its key id (`kid`), when the authorization server wants one.
+    #[serde(alias = "privateKeyId")]
     pub(crate) private_key_id: Option<String>,
     /// `client_secret_basic`, `client_secret_post`, `private_key_jwt` or `none`.
+    #[serde(alias = "authMethod", alias = "tokenEndpointAuthMethod")]
     pub(crate) auth_method: Option<String>,
     pub(crate) scopes: Option<RawScopes>,
     /// An HTTPS URL where this client's metadata document is published.
+    #[serde(alias = "clientMetadataUrl")]
     pub(crate) client_metadata_url: Option<String>,
     /// The loopback port of the redirect URI; 0 picks a free one at login.
+    /// Claude Code calls it `callbackPort`.
+    #[serde(alias = "callbackPort", alias = "redirectPort")]
     pub(crate) redirect_port: Option<u16>,
+    /// Gemini CLI's `redirectUri`: its port is taken.
+    #[serde(alias = "redirectUri")]
+    pub(crate) redirect_uri: Option<String>,
     /// The `resource` to ask tokens for, instead of the server URL.
     pub(crate) resource: Option<String>,
     /// `identity_assertion` (enterprise-managed authorization): the
@@ -64,132 +81,42 @@ pub(crate) struct RawOAuth {
     pub(crate) id_token: Option<String>,
 }
 
-/// The `oauth` object of the JSON forms: mcpyard's own keys, and the
-/// camelCase ones of Claude Code and Gemini CLI. Unknown keys are warned
-/// about, not refused (the file is another tool's).
-#[derive(Debug, Deserialize)]
-pub(crate) struct JsonOAuth {
-    /// Gemini CLI: `false` turns OAuth off for the server.
-    enabled: Option<bool>,
-    #[serde(alias = "grantType", alias = "grant_type")]
-    grant: Option<String>,
-    #[serde(alias = "clientId")]
-    client_id: Option<String>,
-    #[serde(alias = "clientSecret")]
-    client_secret: Option<String>,
-    #[serde(alias = "privateKeyFile")]
-    private_key_file: Option<String>,
-    #[serde(alias = "privateKeyAlgorithm")]
-    private_key_algorithm: Option<String>,
-    #[serde(alias = "privateKeyId")]
-    private_key_id: Option<String>,
-    #[serde(alias = "authMethod", alias = "tokenEndpointAuthMethod")]
-    auth_method: Option<String>,
-    scopes: Option<RawScopes>,
-    #[serde(alias = "clientMetadataUrl")]
-    client_metadata_url: Option<String>,
-    /// Claude Code's `callbackPort`.
-    #[serde(alias = "callbackPort", alias = "redirectPort")]
-    redirect_port: Option<u16>,
-    /// Gemini CLI's `redirectUri`: its port is taken.
-    #[serde(alias = "redirectUri")]
-    redirect_uri: Option<String>,
-    resource: Option<String>,
-    #[serde(flatten)]
-    unknown: super::values::OrderedMap<serde::de::IgnoredAny>,
-}
-
-/// Cursor's `auth` object.
-#[derive(Debug, Deserialize)]
-pub(crate) struct CursorAuth {
-    #[serde(rename = "CLIENT_ID")]
-    client_id: Option<String>,
-    #[serde(rename = "CLIENT_SECRET")]
-    client_secret: Option<String>,
-    scopes: Option<RawScopes>,
-    #[serde(flatten)]
-    unknown: super::values::OrderedMap<serde::de::IgnoredAny>,
-}
-
-/// Keys of the other tools' objects that mcpyard does without, with why.
-const DISCOVERED_KEYS: [&str; 4] = [
+/// Keys of the other tools' OAuth objects that mcpyard does without, with
+/// why: a warning about one of them says so.
+pub(crate) const DISCOVERED_KEYS: [&str; 4] = [
     "authorizationUrl",
     "tokenUrl",
     "authServerMetadataUrl",
     "audiences",
 ];
 
-impl JsonOAuth {
-    /// The raw form, or `None` when the object turns OAuth off. `key` is
-    /// the object's path, for warnings and errors.
-    pub(crate) fn into_raw(
-        self,
-        file: &str,
-        key: &str,
-        warnings: &mut Vec<String>,
-    ) -> Result<Option<RawOAuth>, ConfigError> {
-        for (name, _) in &self.unknown.0 {
-            let why = if DISCOVERED_KEYS.contains(&name.as_str()) {
-                "mcpyard discovers the authorization server from the MCP server's metadata"
-            } else {
-                "not a key mcpyard reads"
-            };
-            warnings.push(format!("{file}: `{key}.{name}`: ignored ({why})"));
-        }
-        if self.enabled == Some(false) {
-            return Ok(None);
-        }
-        let redirect_port = match (self.redirect_port, &self.redirect_uri) {
-            (Some(_), Some(_)) => {
-                return Err(ConfigError::at(
-                    file,
-                    key,
-                    "both a redirect port and `redirectUri` are given: keep one",
-                ))
-            }
-            (Some(port), None) => Some(port),
-            (None, Some(uri)) => Some(loopback_port(uri).ok_or_else(|| {
-                ConfigError::at(
-                    file,
-                    format!("{key}.redirectUri"),
-                    format!(
-                        "expected http://127.0.0.1:PORT{REDIRECT_PATH} (or localhost): mcpyard \
-                         receives the redirect on a loopback port"
-                    ),
-                )
-            })?),
-            (None, None) => None,
-        };
-        Ok(Some(RawOAuth {
-            grant: self.grant,
-            client_id: self.client_id,
-            client_secret: self.client_secret,
-            private_key_file: self.private_key_file,
-            private_key_algorithm: self.private_key_algorithm,
-            private_key_id: self.private_key_id,
-            auth_method: self.auth_method,
-            scopes: self.scopes,
-            client_metadata_url: self.client_metadata_url,
-            redirect_port,
-            resource: self.resource,
-            ..RawOAuth::default()
-        }))
+/// Why mcpyard does without the OAuth key `name`.
+pub(crate) fn ignored_because(name: &str) -> &'static str {
+    if DISCOVERED_KEYS.contains(&name) {
+        "mcpyard discovers the authorization server from the MCP server's metadata"
+    } else {
+        "not a key mcpyard reads"
     }
 }
 
-impl CursorAuth {
-    pub(crate) fn into_raw(self, file: &str, key: &str, warnings: &mut Vec<String>) -> RawOAuth {
-        for (name, _) in &self.unknown.0 {
-            warnings.push(format!(
-                "{file}: `{key}.{name}`: ignored (not a key mcpyard reads)"
-            ));
-        }
-        RawOAuth {
-            client_id: self.client_id,
-            client_secret: self.client_secret,
-            scopes: self.scopes,
-            ..RawOAuth::default()
-        }
+/// The redirect port: given, or read from a loopback redirect URI.
+fn redirect_port(ctx: &Context<'_>, key: &str, raw: &RawOAuth) -> Result<Option<u16>, ConfigError> {
+    match (raw.redirect_port, &raw.redirect_uri) {
+        (Some(_), Some(_)) => Err(ctx.error(
+            key,
+            "both a redirect port and `redirectUri` are given: keep one",
+        )),
+        (Some(port), None) => Ok(Some(port)),
+        (None, Some(uri)) => loopback_port(uri).map(Some).ok_or_else(|| {
+            ctx.error(
+                &format!("{key}.redirectUri"),
+                format!(
+                    "expected http://127.0.0.1:PORT{REDIRECT_PATH} (or localhost): mcpyard \
+                     receives the redirect on a loopback port"
+                ),
+            )
+        }),
+        (None, None) => Ok(None),
     }
 }
 
@@ -362,6 +289,7 @@ pub(crate) fn build(
     raw: RawOAuth,
 ) -> Result<OAuthSettings, ConfigError> {
     let field = |f: &str| format!("{key}.{f}");
+    let redirect_port = redirect_port(ctx, key, &raw)?;
     let opt = |f: &str, v: Option<String>| -> Result<Option<String>, ConfigError> {
         v.map(|v| ctx.expand(&field(f), &v).map(|v| v.trim().to_owned()))
             .transpose()
@@ -544,7 +472,7 @@ pub(crate) fn build(
             return Err(ctx.error(&field("resource"), "expected an absolute URI"));
         }
     }
-    if grant == GrantKind::ClientCredentials && raw.redirect_port.is_some() {
+    if grant == GrantKind::ClientCredentials && redirect_port.is_some() {
         return Err(ctx.error(
             &field("redirect_port"),
             "is for the authorization_code grant (`mcpyard login`), not client_credentials",
@@ -559,7 +487,7 @@ pub(crate) fn build(
         auth_method,
         scopes,
         client_metadata_url,
-        redirect_port: raw.redirect_port.unwrap_or(DEFAULT_REDIRECT_PORT),
+        redirect_port: redirect_port.unwrap_or(DEFAULT_REDIRECT_PORT),
         resource,
     })
 }

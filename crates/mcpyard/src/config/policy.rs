@@ -320,7 +320,7 @@ sources = ["llm"]
         )
         .expect("valid");
         assert!(s.gateway.rate_limiter.is_some());
-        let flood = s.limits.per_address.expect("a flood limit");
+        let flood = s.http.per_address.expect("a flood limit");
         assert_eq!((flood.per_second.get(), flood.burst.get()), (50, 100));
         assert!(s.governance.contains("2 rate limit(s)"), "{}", s.governance);
 

@@ -12,8 +12,8 @@ use mcpyard_gateway::{SamplingPolicy, UpstreamSampling, UpstreamSpec};
 use super::context::Context;
 use super::error::ConfigError;
 
-use super::oauth::OAuthSettings;
-use super::values::{parse_duration, RawDuration};
+use super::oauth::{OAuthSettings, RawOAuth};
+use super::values::{parse_duration, OrderedMap, RawDuration};
 
 /// Per-call timeout of a server that sets none.
 pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -25,32 +25,101 @@ const MAX_NAME_LEN: usize = 64;
 /// The spec's limit on tool names.
 const MAX_TOOL_NAME_LEN: usize = 128;
 
-/// A server entry as written, before expansion. The file formats fill it.
-#[derive(Debug, Default)]
-pub(crate) struct RawServer {
+/// A server entry as written, before expansion: `[servers.NAME]` in TOML,
+/// an entry of `mcpServers` / `servers` in JSON. One struct for every
+/// format: where the editors spell a key their own way, both spellings are
+/// read and must not contradict each other. Unknown keys are not refused
+/// here: the formats decide (an error in TOML, a warning in JSON).
+#[derive(Debug, Default, serde::Deserialize)]
+pub(crate) struct ServerEntry {
     pub(crate) command: Option<String>,
     pub(crate) args: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "ordered_pairs")]
     pub(crate) env: Option<Vec<(String, String)>>,
     pub(crate) inherit_env: Option<Vec<String>>,
     pub(crate) cwd: Option<String>,
     pub(crate) url: Option<String>,
+    #[serde(default, deserialize_with = "ordered_pairs")]
     pub(crate) headers: Option<Vec<(String, String)>>,
-    /// The transport asked for, with the key it was written under
-    /// (`transport` in TOML, `type` in JSON).
-    pub(crate) transport: Option<(&'static str, String)>,
+    /// The transport asked for: `transport` (mcpyard) ...
+    pub(crate) transport: Option<String>,
+    /// ... or `type` (Claude Desktop, Cursor, VS Code).
+    #[serde(rename = "type")]
+    pub(crate) kind: Option<String>,
     pub(crate) timeout: Option<RawDuration>,
     /// How long the server may take to list its tools once connected.
     pub(crate) list_timeout: Option<RawDuration>,
     /// Calls it may run at once.
     pub(crate) max_in_flight: Option<u64>,
     pub(crate) prefix: Option<String>,
-    pub(crate) enabled: bool,
+    /// `enabled` (mcpyard) or VS Code's `disabled`.
+    pub(crate) enabled: Option<bool>,
+    pub(crate) disabled: Option<bool>,
     pub(crate) sampling: Option<RawSampling>,
     /// Which of its tools `tools/list` shows.
     pub(crate) expose: Option<super::expose::RawExpose>,
-    /// OAuth toward an HTTP server, with the key it was written under
-    /// (`oauth`, or Cursor's `auth`).
-    pub(crate) oauth: Option<(&'static str, super::oauth::RawOAuth)>,
+    /// OAuth toward an HTTP server: `oauth` (mcpyard, Claude Code, Gemini
+    /// CLI) or Cursor's `auth`.
+    pub(crate) oauth: Option<RawOAuth>,
+    pub(crate) auth: Option<RawOAuth>,
+}
+
+impl ServerEntry {
+    /// Whether the entry is on: `enabled` and `disabled` must agree.
+    pub(crate) fn is_enabled(&self, ctx: &Context<'_>, key: &str) -> Result<bool, ConfigError> {
+        match (self.enabled, self.disabled) {
+            (Some(e), Some(d)) if e == d => Err(ctx.error(
+                key,
+                "`enabled` and `disabled` contradict each other: keep one",
+            )),
+            (Some(e), _) => Ok(e),
+            (None, Some(d)) => Ok(!d),
+            (None, None) => Ok(true),
+        }
+    }
+
+    /// The transport asked for, with the key it was written under.
+    fn asked_transport(
+        &self,
+        ctx: &Context<'_>,
+        key: &str,
+    ) -> Result<Option<(&'static str, &str)>, ConfigError> {
+        match (&self.transport, &self.kind) {
+            (Some(_), Some(_)) => Err(ctx.error(
+                key,
+                "`transport` and `type` both name the transport: keep one",
+            )),
+            (Some(t), None) => Ok(Some(("transport", t))),
+            (None, Some(t)) => Ok(Some(("type", t))),
+            (None, None) => Ok(None),
+        }
+    }
+
+    /// The OAuth object and the key it was written under; `None` when there
+    /// is none, or when it turns OAuth off (Gemini CLI's `enabled: false`).
+    pub(crate) fn oauth(
+        &self,
+        ctx: &Context<'_>,
+        key: &str,
+    ) -> Result<Option<(&'static str, &RawOAuth)>, ConfigError> {
+        let written = match (&self.oauth, &self.auth) {
+            (Some(_), Some(_)) => {
+                return Err(ctx.error(key, "`oauth` and `auth` both configure OAuth: keep one"))
+            }
+            (Some(o), None) => Some(("oauth", o)),
+            (None, Some(a)) => Some(("auth", a)),
+            (None, None) => None,
+        };
+        Ok(written.filter(|(_, o)| o.enabled != Some(false)))
+    }
+}
+
+/// A map of strings in file order, as pairs.
+fn ordered_pairs<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Vec<(String, String)>>, D::Error> {
+    use serde::Deserialize as _;
+    Ok(Option::<OrderedMap<String>>::deserialize(d)?.map(|m| m.0))
 }
 
 /// `[servers.NAME.sampling]`: its presence lets a local model answer the
@@ -121,19 +190,20 @@ pub(crate) fn build(
     ctx: &Context<'_>,
     key: &str,
     name: &str,
-    raw: RawServer,
+    raw: ServerEntry,
 ) -> Result<Option<BuiltServer>, ConfigError> {
     check_name(ctx, key, name)?;
-    if !raw.enabled {
+    if !raw.is_enabled(ctx, key)? {
         return Ok(None);
     }
     let field = |f: &str| format!("{key}.{f}");
+    let oauth_written = raw.oauth(ctx, key)?.map(|(k, o)| (k, o.clone()));
 
-    let asked = match &raw.transport {
+    let asked = match raw.asked_transport(ctx, key)? {
         Some((tkey, value)) => {
             let v = ctx.expand(&field(tkey), value)?;
             Some((
-                *tkey,
+                tkey,
                 kind_from_name(v.trim()).ok_or_else(|| {
                     ctx.error(
                         &field(tkey),
@@ -173,7 +243,7 @@ pub(crate) fn build(
                     "`headers` is for HTTP servers (`url`), not for `command`",
                 ));
             }
-            if let Some((okey, _)) = &raw.oauth {
+            if let Some((okey, _)) = &oauth_written {
                 return Err(ctx.error(
                     &field(okey),
                     "OAuth is for HTTP servers (`url`), not for `command`",
@@ -209,7 +279,7 @@ pub(crate) fn build(
                     "the stdio transport needs `command`, but this server has `url`",
                 ));
             }
-            if let (Some((okey, _)), Some(headers)) = (&raw.oauth, &raw.headers) {
+            if let (Some((okey, _)), Some(headers)) = (&oauth_written, &raw.headers) {
                 if let Some((h, _)) = headers
                     .iter()
                     .find(|(h, _)| h.eq_ignore_ascii_case("authorization"))
@@ -223,7 +293,7 @@ pub(crate) fn build(
             build_http(ctx, key, url, raw.headers, asked.map(|(_, k)| k))?
         }
     };
-    let oauth = match raw.oauth {
+    let oauth = match oauth_written {
         None => None,
         Some((okey, o)) => Some(super::oauth::build(ctx, &field(okey), o)?),
     };
@@ -496,23 +566,21 @@ mod tests {
         }
     }
 
-    fn stdio(command: &str) -> RawServer {
-        RawServer {
+    fn stdio(command: &str) -> ServerEntry {
+        ServerEntry {
             command: Some(command.into()),
-            enabled: true,
             ..Default::default()
         }
     }
 
-    fn http(url: &str) -> RawServer {
-        RawServer {
+    fn http(url: &str) -> ServerEntry {
+        ServerEntry {
             url: Some(url.into()),
-            enabled: true,
             ..Default::default()
         }
     }
 
-    fn err(raw: RawServer) -> String {
+    fn err(raw: ServerEntry) -> String {
         build(&ctx(), "servers.s", "s", raw)
             .unwrap_err()
             .to_string()
@@ -520,7 +588,7 @@ mod tests {
 
     #[test]
     fn a_stdio_entry_becomes_a_stdio_transport() {
-        let raw = RawServer {
+        let raw = ServerEntry {
             args: Some(vec!["-y".into(), "${TOKEN}".into()]),
             env: Some(vec![("K".into(), "v-${TOKEN}".into())]),
             inherit_env: Some(vec!["SSL_CERT_*".into(), "NODE_OPTIONS".into()]),
@@ -561,7 +629,7 @@ mod tests {
 
     #[test]
     fn absolute_cwd_is_kept() {
-        let raw = RawServer {
+        let raw = ServerEntry {
             cwd: Some("/srv".into()),
             ..stdio("x")
         };
@@ -587,8 +655,8 @@ mod tests {
             .unwrap()
             .upstream;
         assert!(matches!(up.transport, TransportSpec::Sse { .. }));
-        let raw = RawServer {
-            transport: Some(("transport", "sse".into())),
+        let raw = ServerEntry {
+            transport: Some("sse".into()),
             headers: Some(vec![("Authorization".into(), "Bearer ${TOKEN}".into())]),
             ..http("http://127.0.0.1:3001/events")
         };
@@ -603,8 +671,8 @@ mod tests {
                 headers: vec![("Authorization".into(), "Bearer s3cret".into())],
             }
         );
-        let raw = RawServer {
-            transport: Some(("type", "http".into())),
+        let raw = ServerEntry {
+            kind: Some("http".into()),
             ..http("http://127.0.0.1:3001/sse")
         };
         let up = build(&ctx(), "servers.s", "s", raw)
@@ -616,8 +684,8 @@ mod tests {
 
     #[test]
     fn disabled_entries_are_skipped_without_expanding() {
-        let raw = RawServer {
-            enabled: false,
+        let raw = ServerEntry {
+            enabled: Some(false),
             args: Some(vec!["${NOT_SET_ANYWHERE}".into()]),
             ..stdio("x")
         };
@@ -636,17 +704,16 @@ mod tests {
 
     #[test]
     fn each_error_names_its_key() {
-        let cases: Vec<(RawServer, &str, &str)> = vec![
+        let cases: Vec<(ServerEntry, &str, &str)> = vec![
             (
-                RawServer {
-                    enabled: true,
+                ServerEntry {
                     ..Default::default()
                 },
                 "`servers.s`",
                 "missing `command`",
             ),
             (
-                RawServer {
+                ServerEntry {
                     url: Some("http://x/".into()),
                     ..stdio("x")
                 },
@@ -656,7 +723,7 @@ mod tests {
             (stdio("${NOPE}"), "`servers.s.command`", "`NOPE` is not set"),
             (stdio(" "), "`servers.s.command`", "must not be empty"),
             (
-                RawServer {
+                ServerEntry {
                     args: Some(vec!["a".into(), "${NOPE}".into()]),
                     ..stdio("x")
                 },
@@ -664,7 +731,7 @@ mod tests {
                 "NOPE",
             ),
             (
-                RawServer {
+                ServerEntry {
                     env: Some(vec![("A".into(), "${NOPE}".into())]),
                     ..stdio("x")
                 },
@@ -672,7 +739,7 @@ mod tests {
                 "NOPE",
             ),
             (
-                RawServer {
+                ServerEntry {
                     env: Some(vec![("A=B".into(), "v".into())]),
                     ..stdio("x")
                 },
@@ -680,7 +747,7 @@ mod tests {
                 "environment variable name",
             ),
             (
-                RawServer {
+                ServerEntry {
                     inherit_env: Some(vec!["OK".into(), "A*B".into()]),
                     ..stdio("x")
                 },
@@ -688,7 +755,7 @@ mod tests {
                 "`*` only at the end",
             ),
             (
-                RawServer {
+                ServerEntry {
                     inherit_env: Some(vec![String::new()]),
                     ..stdio("x")
                 },
@@ -696,7 +763,7 @@ mod tests {
                 "expected a variable name",
             ),
             (
-                RawServer {
+                ServerEntry {
                     inherit_env: Some(vec!["A=B".into()]),
                     ..stdio("x")
                 },
@@ -704,7 +771,7 @@ mod tests {
                 "expected a variable name",
             ),
             (
-                RawServer {
+                ServerEntry {
                     inherit_env: Some(vec![]),
                     ..http("http://x/")
                 },
@@ -712,7 +779,7 @@ mod tests {
                 "for stdio servers",
             ),
             (
-                RawServer {
+                ServerEntry {
                     cwd: Some(String::new()),
                     ..stdio("x")
                 },
@@ -720,7 +787,7 @@ mod tests {
                 "must not be empty",
             ),
             (
-                RawServer {
+                ServerEntry {
                     headers: Some(vec![]),
                     ..stdio("x")
                 },
@@ -728,7 +795,7 @@ mod tests {
                 "for HTTP servers",
             ),
             (
-                RawServer {
+                ServerEntry {
                     args: Some(vec![]),
                     ..http("http://x/")
                 },
@@ -736,7 +803,7 @@ mod tests {
                 "for stdio servers",
             ),
             (
-                RawServer {
+                ServerEntry {
                     cwd: Some("/".into()),
                     ..http("http://x/")
                 },
@@ -744,7 +811,7 @@ mod tests {
                 "for stdio servers",
             ),
             (
-                RawServer {
+                ServerEntry {
                     headers: Some(vec![("AUTHORIZATION".into(), "Bearer ${TOKEN}".into())]),
                     ..http("http://u:p@x/")
                 },
@@ -754,7 +821,7 @@ mod tests {
             (http("ftp://x/"), "`servers.s.url`", "http:// or https://"),
             (http("not a url"), "`servers.s.url`", "http:// or https://"),
             (
-                RawServer {
+                ServerEntry {
                     headers: Some(vec![("Bad Name".into(), "v".into())]),
                     ..http("http://x/")
                 },
@@ -762,7 +829,7 @@ mod tests {
                 "header name",
             ),
             (
-                RawServer {
+                ServerEntry {
                     headers: Some(vec![("X".into(), "a\nb".into())]),
                     ..http("http://x/")
                 },
@@ -770,31 +837,31 @@ mod tests {
                 "control character",
             ),
             (
-                RawServer {
-                    transport: Some(("transport", "websocket".into())),
+                ServerEntry {
+                    transport: Some("websocket".into()),
                     ..http("http://x/")
                 },
                 "`servers.s.transport`",
                 "expected \"stdio\"",
             ),
             (
-                RawServer {
-                    transport: Some(("type", "sse".into())),
+                ServerEntry {
+                    kind: Some("sse".into()),
                     ..stdio("x")
                 },
                 "`servers.s.type`",
                 "needs `url`",
             ),
             (
-                RawServer {
-                    transport: Some(("type", "stdio".into())),
+                ServerEntry {
+                    kind: Some("stdio".into()),
                     ..http("http://x/")
                 },
                 "`servers.s.type`",
                 "needs `command`",
             ),
             (
-                RawServer {
+                ServerEntry {
                     timeout: Some(RawDuration::Text("soon".into())),
                     ..stdio("x")
                 },
@@ -802,7 +869,7 @@ mod tests {
                 "expected a duration",
             ),
             (
-                RawServer {
+                ServerEntry {
                     timeout: Some(RawDuration::Seconds(0)),
                     ..stdio("x")
                 },
@@ -810,7 +877,7 @@ mod tests {
                 "more than zero",
             ),
             (
-                RawServer {
+                ServerEntry {
                     prefix: Some("a/b".into()),
                     ..stdio("x")
                 },
@@ -818,7 +885,7 @@ mod tests {
                 "`/` is not allowed",
             ),
             (
-                RawServer {
+                ServerEntry {
                     prefix: Some("p".repeat(128)),
                     ..stdio("x")
                 },
@@ -836,7 +903,7 @@ mod tests {
 
     #[test]
     fn errors_do_not_echo_expanded_secrets() {
-        let raw = RawServer {
+        let raw = ServerEntry {
             headers: Some(vec![("X".into(), "${TOKEN}\n".into())]),
             ..http("http://x/")
         };

@@ -159,14 +159,13 @@ mod tests {
         assert_eq!(s.metrics, MetricsSettings::Off);
         assert_eq!(s.telemetry.traces_url, None);
         assert_eq!(s.telemetry.service_name, "mcpyard");
-        assert!(s.gateway.metrics.is_none());
     }
 
     #[test]
     fn metrics_go_with_mcp_or_to_their_own_address() {
         let s = toml("[metrics]\nenabled = true\n").expect("valid");
         assert_eq!(s.metrics, MetricsSettings::WithMcp);
-        assert!(s.gateway.metrics.is_some());
+        assert!(s.http.metrics_route);
         let s = toml("[metrics]\nlisten = \"127.0.0.1:9464\"\n").expect("valid");
         assert_eq!(
             s.metrics,
@@ -174,11 +173,11 @@ mod tests {
         );
         let s = toml("[metrics]\nenabled = false\nlisten = \"127.0.0.1:9464\"\n").expect("valid");
         assert_eq!(s.metrics, MetricsSettings::Off);
-        assert!(s.gateway.metrics.is_none());
+        assert!(!s.http.metrics_route);
         let e = toml("[metrics]\nlisten = \"nowhere\"\n").expect_err("bad address");
         assert!(e.to_string().contains("metrics.listen"), "{e}");
         let s = toml("[metrics]\nenabled = true\ntoken = \"${TOKEN}\"\n").expect("valid");
-        assert_eq!(s.metrics_token.as_deref(), Some("tok-123"));
+        assert_eq!(s.http.metrics_token.as_deref(), Some("tok-123"));
         assert!(
             s.warnings.iter().all(|w| !w.contains("metrics.token")),
             "{:?}",

@@ -17,7 +17,7 @@ fn env(name: &str) -> Option<String> {
 }
 
 /// A TOML file read from /cfg, in a fixed environment.
-pub(super) fn toml(text: &str) -> Result<Settings, ConfigError> {
+pub(crate) fn toml(text: &str) -> Result<Settings, ConfigError> {
     from_text(
         "mcpyard.toml",
         Some(Path::new("/cfg")),
@@ -58,8 +58,8 @@ fn the_embedded_default_has_no_upstreams_and_listens_on_loopback() {
     let s = embedded_default().unwrap();
     assert_eq!(s.source, "<embedded default>");
     assert_eq!(s.gateway.upstreams().count(), 0);
-    assert_eq!(s.listen, DEFAULT_LISTEN);
-    assert_eq!(s.listen.to_string(), "127.0.0.1:7117");
+    assert_eq!(s.http.listen, DEFAULT_LISTEN);
+    assert_eq!(s.http.listen.to_string(), "127.0.0.1:7117");
     assert!(s.api_key.is_none());
     assert!(s.warnings.is_empty(), "{:?}", s.warnings);
 }
@@ -74,10 +74,10 @@ fn the_default_port_is_clear_of_local_model_servers() {
 #[test]
 fn an_empty_toml_file_gets_every_default() {
     let s = toml("").unwrap();
-    assert_eq!(s.listen, DEFAULT_LISTEN);
-    assert_eq!(s.max_body_bytes, DEFAULT_MAX_BODY_BYTES);
+    assert_eq!(s.http.listen, DEFAULT_LISTEN);
+    assert_eq!(s.http.max_body_bytes, DEFAULT_MAX_BODY_BYTES);
     assert_eq!(s.log_level, "info");
-    assert!(s.allowed_origins.is_empty() && s.allowed_hosts.is_empty());
+    assert!(s.http.allowed_origins.is_empty() && s.http.allowed_hosts.is_empty());
     assert_eq!(
         s.gateway.client_request_timeout,
         GatewayConfig::default().client_request_timeout
@@ -121,15 +121,15 @@ enabled = false
 "#,
     )
     .unwrap();
-    assert_eq!(s.listen.to_string(), "127.0.0.1:9001");
+    assert_eq!(s.http.listen.to_string(), "127.0.0.1:9001");
     let key = s.api_key.as_ref().unwrap();
     assert_eq!(
         (key.value.as_str(), key.source),
         ("key-456", KeySource::File)
     );
-    assert_eq!(s.allowed_origins, ["http://localhost:5173"]);
-    assert_eq!(s.allowed_hosts, ["gateway.lan"]);
-    assert_eq!(s.max_body_bytes, 1 << 20);
+    assert_eq!(s.http.allowed_origins, ["http://localhost:5173"]);
+    assert_eq!(s.http.allowed_hosts, ["gateway.lan"]);
+    assert_eq!(s.http.max_body_bytes, 1 << 20);
     assert_eq!(s.log_level, "mcpyard=debug,info");
     assert_eq!(s.gateway.client_request_timeout, Duration::from_secs(120));
     assert_eq!(s.gateway.page_size, 50);
@@ -189,6 +189,53 @@ enabled = false
 }
 
 #[test]
+fn one_entry_struct_reads_every_format_and_its_spellings_must_agree() {
+    // mcpyard's own sections in a JSON file are read as in TOML.
+    let s = json(
+        r#"{"inference": {"enabled": false}, "max_sessions": 7,
+            "mcpServers": {"a": {"command": "x"}}}"#,
+    )
+    .unwrap();
+    assert!(s.local_models.is_none(), "inference stays off");
+    assert_eq!(s.gateway.max_sessions, 7);
+    // The editors' spellings in TOML, and the same entry in JSON.
+    let from_toml =
+        toml("[servers.a]\nurl = \"http://127.0.0.1:9/mcp\"\ntype = \"sse\"\ndisabled = false\n")
+            .unwrap();
+    let from_json =
+        json(r#"{"servers": {"a": {"url": "http://127.0.0.1:9/mcp", "type": "sse", "disabled": false}}}"#)
+            .unwrap();
+    for s in [&from_toml, &from_json] {
+        let up = s.upstream("a").expect("enabled");
+        assert_eq!(transport_kind(&up.transport), "sse");
+    }
+    // Two spellings of one setting that disagree are refused, in both formats.
+    for e in [
+        toml_err("[servers.a]\ncommand = \"x\"\nenabled = true\ndisabled = true\n"),
+        json(r#"{"mcpServers": {"a": {"command": "x", "enabled": false, "disabled": false}}}"#)
+            .unwrap_err()
+            .to_string(),
+    ] {
+        assert!(e.contains("contradict"), "{e}");
+    }
+    let e = toml_err("[servers.a]\nurl = \"http://h/\"\ntransport = \"sse\"\ntype = \"http\"\n");
+    assert!(e.contains("servers.a") && e.contains("keep one"), "{e}");
+    let e = toml_err("[servers.a]\nurl = \"http://h/\"\noauth = {}\nauth = {}\n");
+    assert!(e.contains("`oauth` and `auth`"), "{e}");
+    // An unknown key: refused in TOML with its line, a warning in JSON.
+    let e = toml_err("[servers.a]\ncommand = \"x\"\nenvFile = \".env\"\n");
+    assert!(e.contains(":3") && e.contains("servers.a.envFile"), "{e}");
+    let s = json(r#"{"mcpServers": {"a": {"command": "x", "envFile": ".env"}}}"#).unwrap();
+    assert!(
+        s.warnings
+            .iter()
+            .any(|w| w.contains("mcpServers.a.envFile")),
+        "{:?}",
+        s.warnings
+    );
+}
+
+#[test]
 fn the_claude_desktop_format_end_to_end() {
     let s = json(
         r#"{"mcpServers": {
@@ -198,7 +245,7 @@ fn the_claude_desktop_format_end_to_end() {
         }}"#,
     )
     .unwrap();
-    assert_eq!(s.listen, DEFAULT_LISTEN);
+    assert_eq!(s.http.listen, DEFAULT_LISTEN);
     assert_eq!(s.gateway.upstreams().count(), 2);
     assert!(matches!(
         &s.upstream("fs").unwrap().transport,
@@ -270,7 +317,7 @@ fn expansion_escapes_and_defaults_apply_everywhere() {
         "listen = \"${LISTEN:-127.0.0.1:7200}\"\n[servers.x]\ncommand = \"sh\"\nargs = [\"-c\", \"echo $${HOME} $$1\"]\n",
     )
     .unwrap();
-    assert_eq!(s.listen.to_string(), "127.0.0.1:7200");
+    assert_eq!(s.http.listen.to_string(), "127.0.0.1:7200");
     let TransportSpec::Stdio { args, .. } = &s.upstream("x").unwrap().transport else {
         panic!("expected stdio");
     };

@@ -1,120 +1,62 @@
-//! `mcpyard.toml`: the gateway's own format. Every table denies unknown
-//! keys, so a typo is an error that names it.
-
-use serde::Deserialize;
+//! `mcpyard.toml`: the gateway's own format. A key no section reads is an
+//! error that names it and its line: in mcpyard's own file it is a typo.
 
 use super::error::{key_of, redact_serde_message, ConfigError};
-use super::expose::RawExpose;
-use super::oauth::RawOAuth;
-use super::server::{RawSampling, RawServer};
-use super::values::{OrderedMap, RawDuration, RawSize};
-
-/// The top level of `mcpyard.toml`, as written.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct TomlFile {
-    pub(crate) listen: Option<String>,
-    pub(crate) api_key: Option<String>,
-    pub(crate) allowed_origins: Option<Vec<String>>,
-    pub(crate) allowed_hosts: Option<Vec<String>>,
-    pub(crate) max_body_size: Option<RawSize>,
-    pub(crate) log_level: Option<String>,
-    pub(crate) client_request_timeout: Option<RawDuration>,
-    pub(crate) page_size: Option<u64>,
-    pub(crate) session_idle_timeout: Option<RawDuration>,
-    pub(crate) max_sessions: Option<u64>,
-    pub(crate) max_sessions_per_identity: Option<u64>,
-    /// Whether the search tools are listed while some tool is hidden.
-    pub(crate) search_tools: Option<bool>,
-    /// `[apps]`: MCP Apps (the UI extension).
-    pub(crate) apps: Option<super::apps::RawApps>,
-    #[serde(default)]
-    pub(crate) servers: OrderedMap<TomlServer>,
-    /// `[inference]`: local models as tools (on, discovering, by default).
-    pub(crate) inference: Option<mcpyard_inference::InferenceConfig>,
-    /// `[apis.NAME]`: HTTP APIs from their OpenAPI / Swagger documents.
-    #[serde(default)]
-    pub(crate) apis: OrderedMap<super::api::RawApi>,
-    pub(crate) limits: Option<super::limits::RawLimits>,
-    /// `[policy]`: who may use which tool, prompt and resource.
-    pub(crate) policy: Option<super::policy::RawPolicy>,
-    pub(crate) audit: Option<super::governance::RawAudit>,
-    pub(crate) guardrails: Option<super::governance::RawGuardrails>,
-    pub(crate) sizes: Option<super::governance::RawSizes>,
-    pub(crate) metrics: Option<super::telemetry::RawMetrics>,
-    pub(crate) telemetry: Option<super::telemetry::RawTelemetry>,
-    pub(crate) auth: Option<super::auth::RawAuth>,
-    pub(crate) http: Option<super::auth::RawHttp>,
-}
-
-/// `[servers.NAME]`, as written.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct TomlServer {
-    command: Option<String>,
-    args: Option<Vec<String>>,
-    env: Option<OrderedMap<String>>,
-    inherit_env: Option<Vec<String>>,
-    cwd: Option<String>,
-    url: Option<String>,
-    headers: Option<OrderedMap<String>>,
-    transport: Option<String>,
-    timeout: Option<RawDuration>,
-    list_timeout: Option<RawDuration>,
-    max_in_flight: Option<u64>,
-    prefix: Option<String>,
-    enabled: Option<bool>,
-    sampling: Option<RawSampling>,
-    expose: Option<RawExpose>,
-    oauth: Option<RawOAuth>,
-}
-
-impl From<TomlServer> for RawServer {
-    fn from(s: TomlServer) -> Self {
-        RawServer {
-            command: s.command,
-            args: s.args,
-            env: s.env.map(|m| m.0),
-            inherit_env: s.inherit_env,
-            cwd: s.cwd,
-            url: s.url,
-            headers: s.headers.map(|m| m.0),
-            transport: s.transport.map(|t| ("transport", t)),
-            timeout: s.timeout,
-            list_timeout: s.list_timeout,
-            max_in_flight: s.max_in_flight,
-            prefix: s.prefix,
-            enabled: s.enabled.unwrap_or(true),
-            sampling: s.sampling,
-            expose: s.expose,
-            oauth: s.oauth.map(|o| ("oauth", o)),
-        }
-    }
-}
+use super::file::{segments, ConfigFile};
 
 /// Parses the text of a TOML file. Errors carry the line and key path but
 /// not the offending line itself (it may hold a secret).
-pub(crate) fn parse(file: &str, text: &str) -> Result<TomlFile, ConfigError> {
+pub(crate) fn parse(file: &str, text: &str) -> Result<ConfigFile, ConfigError> {
+    let mut unknown = Vec::new();
     let de = toml::Deserializer::new(text);
-    serde_path_to_error::deserialize(de).map_err(|e| {
+    let mut note = |path: serde_ignored::Path<'_>| unknown.push(segments(&path));
+    let parsed: ConfigFile = serde_path_to_error::deserialize(serde_ignored::Deserializer::new(
+        de, &mut note,
+    ))
+    .map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
         let message = redact_serde_message(inner.message());
-        let line = inner
-            .span()
-            .map(|span| text[..span.start.min(text.len())].matches('\n').count() + 1);
+        let line = inner.span().map(|span| line_at(text, span.start));
         ConfigError {
             file: file.to_owned(),
             line,
             key: key_of(&path, &message),
             message,
         }
-    })
+    })?;
+    match unknown.first() {
+        None => Ok(parsed),
+        Some(path) => Err(ConfigError {
+            file: file.to_owned(),
+            line: line_of_key(text, path),
+            key: Some(path.join(".")),
+            message: format!("unknown field `{}`", path.last().map_or("", String::as_str)),
+        }),
+    }
+}
+
+/// The 1-based line of byte `offset`.
+fn line_at(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+/// The line where the key at `path` is written, found through its tables.
+fn line_of_key(text: &str, path: &[String]) -> Option<usize> {
+    let doc = toml_edit::ImDocument::parse(text).ok()?;
+    let (last, tables) = path.split_last()?;
+    let mut table: &dyn toml_edit::TableLike = doc.as_table();
+    for name in tables {
+        table = table.get(name)?.as_table_like()?;
+    }
+    let (key, _) = table.get_key_value(last)?;
+    Some(line_at(text, key.span()?.start))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::values::RawSize;
 
     #[test]
     fn a_full_file_parses() {
@@ -147,18 +89,20 @@ enabled = false
         .unwrap();
         assert_eq!(f.listen.as_deref(), Some("127.0.0.1:9000"));
         assert_eq!(f.max_body_size, Some(RawSize::Text("8MiB".into())));
-        let names: Vec<_> = f.servers.0.iter().map(|(n, _)| n.as_str()).collect();
+        let mut f = f;
+        let servers = f.take_servers("m.toml").unwrap().unwrap();
+        assert_eq!(servers.section, "servers");
+        let names: Vec<_> = servers.entries.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["everything", "remote"]);
-        let (_, remote) = f.servers.0.into_iter().nth(1).unwrap();
-        let remote = RawServer::from(remote);
-        assert!(!remote.enabled);
-        assert_eq!(remote.transport, Some(("transport", "sse".into())));
+        let (_, remote) = &servers.entries[1];
+        assert_eq!(remote.enabled, Some(false));
+        assert_eq!(remote.transport.as_deref(), Some("sse"));
     }
 
     #[test]
     fn an_empty_file_is_valid() {
-        let f = parse("m.toml", "").unwrap();
-        assert!(f.servers.0.is_empty());
+        let mut f = parse("m.toml", "").unwrap();
+        assert!(f.take_servers("m.toml").unwrap().is_none());
         assert!(f.listen.is_none());
     }
 
@@ -170,6 +114,21 @@ enabled = false
         assert!(e.message.contains("unknown field `timout`"), "{e}");
         let e = parse("m.toml", "lisen = \"x\"\n").unwrap_err();
         assert_eq!(e.key.as_deref(), Some("lisen"));
+        assert_eq!(e.line, Some(1));
+        // Inside an OAuth table, and in a dotted key.
+        let e = parse(
+            "m.toml",
+            "[servers.x]\nurl = \"http://h/\"\n\n[servers.x.oauth]\nclient_id = \"a\"\ncolour = 1\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("servers.x.oauth.colour"));
+        assert_eq!(e.line, Some(6));
+        let e = parse("m.toml", "servers.x.command = \"a\"\nservers.x.argz = []\n").unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("servers.x.argz"));
+        assert_eq!(e.line, Some(2));
+        // A section's own typo is refused by the section.
+        let e = parse("m.toml", "[limits]\nmax_sesions = 1\n").unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("limits.max_sesions"));
     }
 
     #[test]
