@@ -19,6 +19,9 @@ pub enum RouteError {
     /// The params are not what the method takes.
     #[error("{0}")]
     InvalidParams(String),
+    /// The method is not served (or not in the request's era).
+    #[error("Method not found: {0}")]
+    MethodNotFound(String),
     /// No source offers a tool or prompt of this name.
     #[error("Unknown {kind}: {name}")]
     UnknownName { kind: &'static str, name: String },
@@ -126,6 +129,7 @@ impl RouteError {
     pub fn fault(&self) -> Fault {
         match self {
             Self::InvalidParams(_)
+            | Self::MethodNotFound(_)
             | Self::UnknownName { .. }
             | Self::ResourceNotFound { .. }
             | Self::Cancelled { .. }
@@ -168,6 +172,7 @@ impl From<RouteError> for ErrorObject {
             RouteError::InvalidParams(_) | RouteError::UnknownName { .. } => {
                 ErrorObject::invalid_params(message)
             }
+            RouteError::MethodNotFound(method) => ErrorObject::method_not_found(&method),
             RouteError::ResourceNotFound { uri } => {
                 ErrorObject::new(codes::RESOURCE_NOT_FOUND, message).with_data(json!({"uri": uri}))
             }

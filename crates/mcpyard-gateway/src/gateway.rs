@@ -100,7 +100,9 @@ struct ModernEra {
     started: std::sync::OnceLock<tokio::time::Instant>,
 }
 
-type Outcome = Result<Value, ErrorObject>;
+/// What serving a request gives: its result, or why not in the one
+/// currency of the gateway (made wire form at the edge, in its era).
+type Outcome = Result<Value, RouteError>;
 
 impl Gateway {
     /// Starts the gateway: each source is started (an upstream connects in
@@ -384,7 +386,7 @@ impl Gateway {
         // `notifications/cancelled` finds the request.
         let cancel = session.begin_request(&id);
         let mut outcome = if request_session.is_stateless() && !era::has_method(method) {
-            Err(ErrorObject::method_not_found(method))
+            Err(RouteError::MethodNotFound(method.to_owned()))
         } else if method == methods::SUBSCRIPTIONS_LISTEN {
             let startup = self.wait_for_modern_era(&self.inner.stop);
             self.inner
@@ -415,9 +417,9 @@ impl Gateway {
         Answer::Reply(match outcome {
             Ok(result) => Message::response(id, result),
             Err(e) if request_session.is_stateless() => {
-                Message::error(Some(id), era::error_for_modern_era(e))
+                Message::error(Some(id), era::error_for_modern_era(e.into()))
             }
-            Err(e) => Message::error(Some(id), e),
+            Err(e) => Message::error(Some(id), e.into()),
         })
     }
 
@@ -553,10 +555,10 @@ impl Gateway {
                 let uri = params
                     .get("uri")
                     .and_then(Value::as_str)
-                    .ok_or_else(|| ErrorObject::invalid_params("`uri` must be a string"))?;
+                    .ok_or_else(|| RouteError::invalid_params("`uri` must be a string"))?;
                 let uri = resource_uri::normalize(uri)?;
                 if let Some(refused) = catalog.refusal(&identity, era, ItemKind::Resource, &uri) {
-                    return Err(refused.into());
+                    return Err(refused);
                 }
                 let mut params = params;
                 params["uri"] = Value::String(uri);
@@ -575,7 +577,7 @@ impl Gateway {
                     .and_then(Value::as_str)
                     .filter(|l| is_log_level(l))
                     .ok_or_else(|| {
-                        ErrorObject::invalid_params(
+                        RouteError::invalid_params(
                             "`level` must be one of debug, info, notice, warning, error, critical, alert, emergency",
                         )
                     })?;
@@ -587,18 +589,18 @@ impl Gateway {
             | methods::TASKS_CANCEL
             | methods::TASKS_UPDATE => {
                 if session.is_stateless() && !declares_tasks(session) {
-                    return Err(ErrorObject::new(
+                    return Err(RouteError::Protocol(ErrorObject::new(
                         envelope::MISSING_REQUIRED_CLIENT_CAPABILITY,
                         format!("{method} is of the tasks extension, which this request does not declare"),
                     )
                     .with_data(json!({
                         "requiredCapabilities": {"extensions": {tasks::EXTENSION: {}}}
-                    })));
+                    }))));
                 }
                 let task_id = params
                     .get("taskId")
                     .and_then(Value::as_str)
-                    .ok_or_else(|| ErrorObject::invalid_params("`taskId` must be a string"))?;
+                    .ok_or_else(|| RouteError::invalid_params("`taskId` must be a string"))?;
                 let own = &router.own_tasks;
                 if own.owns(task_id) {
                     let owner = task_owner(session);
@@ -608,12 +610,12 @@ impl Gateway {
                         methods::TASKS_CANCEL => own.cancel(task_id, owner).map_err(Into::into),
                         // The tasks the gateway runs itself ask their
                         // client through the call, never through the task.
-                        methods::TASKS_UPDATE => Err(ErrorObject::invalid_params(format!(
+                        methods::TASKS_UPDATE => Err(RouteError::invalid_params(format!(
                             "task {task_id} is waiting for no input"
                         ))),
                         _ => tokio::select! {
-                            r = own.result(task_id, owner, related) => r,
-                            _ = cancel.cancelled() => Err(ErrorObject::new(codes::REQUEST_TIMEOUT, "the request was cancelled")),
+                            r = own.result(task_id, owner, related) => Ok(r?),
+                            _ = cancel.cancelled() => Err(RouteError::Cancelled { what: "the request".into() }),
                         },
                     };
                 }
@@ -622,7 +624,7 @@ impl Gateway {
                 let source = router
                     .task_source(task_id, owner.as_deref())
                     .ok_or_else(|| {
-                        ErrorObject::from(tasks::TaskError::NotFound {
+                        RouteError::from(tasks::TaskError::NotFound {
                             task_id: task_id.to_owned(),
                         })
                     })?;
@@ -631,7 +633,7 @@ impl Gateway {
                     .await?)
             }
             methods::TASKS_LIST => self.list_tasks(session, cursor()).await,
-            other => Err(ErrorObject::method_not_found(other)),
+            other => Err(RouteError::MethodNotFound(other.to_owned())),
         }
     }
 

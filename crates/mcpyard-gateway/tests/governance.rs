@@ -69,8 +69,7 @@ impl Source for Vault {
                 let inner = request
                     .context
                     .call_tool("vault__reveal", json!({}))
-                    .await
-                    .map_err(RouteError::Protocol)?;
+                    .await?;
                 Ok(inner)
             }
             other => Err(RouteError::UnknownName {

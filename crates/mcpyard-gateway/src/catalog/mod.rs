@@ -19,7 +19,6 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, RwLock};
 
 use base64::Engine;
-use mcpyard_proto::ErrorObject;
 use serde_json::{json, Value};
 
 pub use apps::AppsConfig;
@@ -581,14 +580,14 @@ impl Catalog {
         cursor: Option<&str>,
         identity: &Identity,
         era: Era,
-    ) -> Result<Value, ErrorObject> {
+    ) -> Result<Value, RouteError> {
         let view = self.view_for(identity, era);
         let all = view.list(kind);
         let start = match cursor {
             None => 0,
             Some(c) => decode_cursor(c, kind)
                 .filter(|o| *o <= all.len())
-                .ok_or_else(|| ErrorObject::invalid_params(format!("invalid cursor: {c:?}")))?,
+                .ok_or_else(|| RouteError::invalid_params(format!("invalid cursor: {c:?}")))?,
         };
         let end = (start + self.page_size).min(all.len());
         let mut result = json!({ kind.key(): &all[start..end] });
@@ -1004,7 +1003,7 @@ mod tests {
                 )
                 .unwrap_err();
             assert_eq!(
-                err.code,
+                mcpyard_proto::ErrorObject::from(err).code,
                 mcpyard_proto::codes::INVALID_PARAMS,
                 "cursor {bad:?}"
             );

@@ -23,13 +23,14 @@ pub(crate) use session::is_log_level;
 pub use session::{Negotiated, Outbound, Session};
 pub(crate) use sessions::{SessionCaps, Sessions};
 
+use crate::error::RouteError;
 use crate::router::Router;
 use crate::source::{ClientHandle, Progress, Source};
 use listen::{ListenFilter, Listener, SUBSCRIPTION_ID};
 use round_trips::RoundTrips;
 use sessions::AtCapacity;
 
-type Outcome = Result<Value, ErrorObject>;
+type Outcome = Result<Value, RouteError>;
 
 #[derive(Debug)]
 pub(crate) struct Downstream {
@@ -165,7 +166,7 @@ impl Downstream {
         let uri = params
             .get("uri")
             .and_then(Value::as_str)
-            .ok_or_else(|| ErrorObject::invalid_params("`uri` must be a string"))?
+            .ok_or_else(|| RouteError::invalid_params("`uri` must be a string"))?
             .to_owned();
         let session = client.session.clone();
         let identity = session.identity();
@@ -186,10 +187,7 @@ impl Downstream {
                     subscriptions.remove(source, &uri, session.id())
                 };
             let outcome = if ask {
-                target
-                    .request(method, params.clone(), Some(&context))
-                    .await
-                    .map_err(ErrorObject::from)
+                target.request(method, params.clone(), Some(&context)).await
             } else {
                 Ok(json!({}))
             };
@@ -205,13 +203,9 @@ impl Downstream {
         }
         match (accepted, listed, refused) {
             (Some(result), _, _) => Ok(result),
-            (None, false, _) => Err(ErrorObject::new(
-                codes::RESOURCE_NOT_FOUND,
-                format!("Resource not found: {uri}"),
-            )
-            .with_data(json!({"uri": uri}))),
+            (None, false, _) => Err(RouteError::ResourceNotFound { uri }),
             (None, true, Some(e)) => Err(e),
-            (None, true, None) => Err(ErrorObject::internal("no upstream to subscribe at")),
+            (None, true, None) => Err(RouteError::internal("no upstream to subscribe at")),
         }
     }
 
@@ -249,19 +243,19 @@ impl Downstream {
         startup: impl std::future::Future<Output = ()>,
     ) -> Outcome {
         if !session.is_stateless() {
-            return Err(
+            return Err(RouteError::Protocol(
                 ErrorObject::method_not_found(methods::SUBSCRIPTIONS_LISTEN).with_data(json!({
                     "reason": "subscriptions/listen belongs to protocol 2026-07-28; in a session, changes come on the GET stream and resources/subscribe watches a resource"
                 })),
-            );
+            ));
         }
         let filter = ListenFilter::from_params(params.as_ref().unwrap_or(&Value::Null))
-            .ok_or_else(|| ErrorObject::invalid_params("`notifications` must be an object"))?;
+            .ok_or_else(|| RouteError::invalid_params("`notifications` must be an object"))?;
         let Some(stream) = related else {
-            return Err(ErrorObject::new(
+            return Err(RouteError::Protocol(ErrorObject::new(
                 codes::INVALID_REQUEST,
                 "subscriptions/listen is answered with an event stream: accept text/event-stream",
-            ));
+            )));
         };
         let listener = Arc::new(Listener {
             filter,
@@ -286,7 +280,7 @@ impl Downstream {
         stream
             .send(listener.acknowledgment())
             .await
-            .map_err(|_| ErrorObject::internal("the client went away"))?;
+            .map_err(|_| RouteError::internal("the client went away"))?;
         self.sessions.add_listener(&key, listener.clone());
         tokio::select! {
             () = stream.closed() => {}

@@ -30,8 +30,9 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::call::Identity;
+use crate::error::RouteError;
 
-type Outcome = Result<Value, ErrorObject>;
+type Outcome = Result<Value, RouteError>;
 
 /// Calls waiting for a client's retry at most at once: each holds an
 /// upstream request open.
@@ -180,7 +181,7 @@ impl RoundTrips {
         let state = params
             .get("requestState")
             .and_then(Value::as_str)
-            .ok_or_else(|| ErrorObject::invalid_params("`requestState` must be a string"))?;
+            .ok_or_else(|| RouteError::invalid_params("`requestState` must be a string"))?;
         let (id, generation, tag) = parse_state(state).ok_or_else(forged)?;
         let identity = request_identity(method, params, caller);
         let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| forged())?;
@@ -191,7 +192,7 @@ impl RoundTrips {
             let mut suspended = self.suspended.lock().expect("round trips lock poisoned");
             match suspended.get(id) {
                 Some(c) if c.generation == generation => {}
-                _ => return Err(ErrorObject::invalid_params(
+                _ => return Err(RouteError::invalid_params(
                     "`requestState` has expired or was already used: send the request again without it",
                 )),
             }
@@ -202,7 +203,7 @@ impl RoundTrips {
         let responses = params.get("inputResponses").and_then(Value::as_object);
         for (key, reply) in call.waiting.drain() {
             let answer = responses.and_then(|r| r.get(&key)).cloned().ok_or_else(|| {
-                ErrorObject::invalid_params(format!(
+                RouteError::invalid_params(format!(
                     "the client's retry carried no response for input request `{key}`"
                 ))
             });
@@ -223,11 +224,11 @@ impl RoundTrips {
         // Returning early drops `call`, which cancels it.
         let first = tokio::select! {
             outcome = &mut call.outcome => {
-                return outcome.unwrap_or_else(|_| Err(ErrorObject::internal("the call ended without an answer")));
+                return outcome.unwrap_or_else(|_| Err(RouteError::internal("the call ended without an answer")));
             }
             Some(ask) = call.asks.recv() => ask,
             () = client_gone.cancelled() => {
-                return Err(ErrorObject::internal("the client went away"));
+                return Err(RouteError::internal("the client went away"));
             }
         };
         let mut requests = Map::new();
@@ -253,7 +254,7 @@ impl RoundTrips {
         {
             let mut suspended = self.suspended.lock().expect("round trips lock poisoned");
             if suspended.len() >= MAX_SUSPENDED {
-                return Err(ErrorObject::internal(format!(
+                return Err(RouteError::internal(format!(
                     "the gateway already holds {MAX_SUSPENDED} calls waiting for their clients' input; try again later"
                 )));
             }
@@ -320,16 +321,14 @@ pub(crate) async fn ask(
     let waited = tokio::time::timeout(timeout, async {
         sink.send(ask)
             .await
-            .map_err(|_| ErrorObject::internal("the client's request has ended"))?;
-        answer.await.unwrap_or_else(|_| {
-            Err(ErrorObject::internal(
-                "the client did not retry its request",
-            ))
-        })
+            .map_err(|_| RouteError::internal("the client's request has ended"))?;
+        answer
+            .await
+            .unwrap_or_else(|_| Err(RouteError::internal("the client did not retry its request")))
     })
     .await;
     waited.unwrap_or_else(|_| {
-        Err(ErrorObject::internal(format!(
+        Err(RouteError::internal(format!(
             "the client did not answer {method} within {timeout:?}"
         )))
     })
@@ -396,7 +395,7 @@ mod tests {
             .await
             .expect_err("used");
         assert!(
-            again.message.contains("expired or was already used"),
+            again.to_string().contains("expired or was already used"),
             "{again:?}"
         );
     }
@@ -412,7 +411,7 @@ mod tests {
             .resume("tools/call", &other_tool, &Identity::anonymous(), &gone)
             .await
             .expect_err("other tool");
-        assert!(err.message.contains("not issued"), "{err:?}");
+        assert!(err.to_string().contains("not issued"), "{err:?}");
         let mut tampered = state.clone();
         tampered.replace_range(tampered.len() - 2.., "00");
         other_tool = json!({"name": "every__trigger-sampling-request", "requestState": tampered});
@@ -420,7 +419,7 @@ mod tests {
             .resume("tools/call", &other_tool, &Identity::anonymous(), &gone)
             .await
             .expect_err("tampered");
-        assert!(err.message.contains("not issued"), "{err:?}");
+        assert!(err.to_string().contains("not issued"), "{err:?}");
         let garbage = json!({"name": "x", "requestState": "no dots"});
         assert!(trips
             .resume("tools/call", &garbage, &Identity::anonymous(), &gone)
@@ -433,7 +432,7 @@ mod tests {
             .resume("tools/call", &stolen, &someone_else, &gone)
             .await
             .expect_err("another caller");
-        assert!(err.message.contains("not issued"), "{err:?}");
+        assert!(err.to_string().contains("not issued"), "{err:?}");
         assert_eq!(trips.suspended_count(), 1, "the real call still waits");
     }
 
@@ -452,7 +451,7 @@ mod tests {
                     cancel.cancelled().await;
                     let _ = cancelled_tx.send(());
                     asked.abort();
-                    Err(ErrorObject::internal("cancelled"))
+                    Err(RouteError::internal("cancelled"))
                 },
                 &gone,
             )
@@ -469,6 +468,6 @@ mod tests {
             .resume("tools/call", &retry, &Identity::anonymous(), &gone)
             .await
             .expect_err("expired");
-        assert!(err.message.contains("expired"), "{err:?}");
+        assert!(err.to_string().contains("expired"), "{err:?}");
     }
 }

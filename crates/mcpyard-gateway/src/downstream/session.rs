@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::round_trips::{self, InputSink};
 use crate::call::{Era, Identity};
+use crate::error::RouteError;
 
 /// Where messages for a client go: its session stream (GET stream, legacy
 /// SSE stream, stdout) or the response stream of one of its POSTs.
@@ -370,12 +371,12 @@ impl Session {
         params: Option<Value>,
         related: Option<&Outbound>,
         timeout: Duration,
-    ) -> Result<Value, ErrorObject> {
+    ) -> Result<Value, RouteError> {
         if self.stateless {
             let sink = self.input.lock().expect("session lock poisoned").clone();
             return match sink {
                 Some(sink) => round_trips::ask(&sink, method, params, timeout).await,
-                None => Err(ErrorObject::internal(format!(
+                None => Err(RouteError::internal(format!(
                     "{method} cannot reach the client: in protocol 2026-07-28 only tools/call, prompts/get and resources/read can carry input requests"
                 ))),
             };
@@ -394,17 +395,20 @@ impl Session {
         let exchange = async {
             let request = Message::request(id.clone(), method, params);
             if !self.send(request, related).await {
-                return Err(ErrorObject::internal(
+                return Err(RouteError::internal(
                     "the client has no open stream to receive the request",
                 ));
             }
-            rx.await
-                .unwrap_or_else(|_| Err(ErrorObject::internal("the client session ended")))
+            match rx.await {
+                // The client's own error, passed on as it said it.
+                Ok(answer) => answer.map_err(RouteError::Protocol),
+                Err(_) => Err(RouteError::internal("the client session ended")),
+            }
         };
         let outcome = tokio::select! {
             r = exchange => r,
-            _ = tokio::time::sleep(timeout) => Err(ErrorObject::internal(format!("the client did not answer {method} within {timeout:?}"))),
-            _ = self.ended.cancelled() => Err(ErrorObject::internal("the client session ended")),
+            _ = tokio::time::sleep(timeout) => Err(RouteError::internal(format!("the client did not answer {method} within {timeout:?}"))),
+            _ = self.ended.cancelled() => Err(RouteError::internal("the client session ended")),
         };
         self.pending
             .lock()

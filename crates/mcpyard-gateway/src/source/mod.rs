@@ -279,15 +279,14 @@ impl CallContext {
     /// Calls a tool of the catalogue by its exposed name, as the client
     /// that made this call and through the same layers; the result is a
     /// `CallToolResult`. Cancelling this call cancels the inner one.
-    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<Value, ErrorObject> {
+    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<Value, RouteError> {
         let Some(calls) = self.router.get() else {
-            return Err(ErrorObject::internal("the gateway is shutting down"));
+            return Err(RouteError::internal("the gateway is shutting down"));
         };
         tracing::info!(tool = name, "inner tool call");
         calls
             .call_as(self, json!({"name": name, "arguments": arguments}))
             .await
-            .map_err(ErrorObject::from)
     }
 }
 
@@ -307,7 +306,7 @@ impl ClientHandle {
         method: &str,
         params: Option<Value>,
         timeout: Duration,
-    ) -> Result<Value, ErrorObject> {
+    ) -> Result<Value, RouteError> {
         self.session
             .request_client(method, params, self.related.as_ref(), timeout)
             .await

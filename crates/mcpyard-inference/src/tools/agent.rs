@@ -347,7 +347,7 @@ pub(super) async fn run_loop(
                                     out.stopped = "time";
                                     ("The time limit was reached during this call.".into(), true)
                                 }
-                                Ok(Err(e)) => (format!("error: {}", e.message), true),
+                                Ok(Err(e)) => (format!("error: {e}"), true),
                                 Ok(Ok(result)) => digest(&result, &mut out.media),
                             }
                         }

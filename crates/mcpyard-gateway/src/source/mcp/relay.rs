@@ -285,6 +285,7 @@ impl Relay {
                 self.client_timeout,
             )
             .await
+            .map_err(ErrorObject::from)
     }
 
     /// The call a message from the upstream belongs to: the one the
@@ -444,11 +445,11 @@ impl ClientHandler for Relay {
         tracing::debug!(server = %self.server, method, "relaying request to the client");
         match &ctx.task {
             Some(task) => self.request_for_task(task, &ctx, method, params).await,
-            None => {
-                ctx.session
-                    .request_client(method, params, ctx.related.as_ref(), self.client_timeout)
-                    .await
-            }
+            None => ctx
+                .session
+                .request_client(method, params, ctx.related.as_ref(), self.client_timeout)
+                .await
+                .map_err(ErrorObject::from),
         }
     }
 
