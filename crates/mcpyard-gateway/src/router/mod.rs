@@ -409,7 +409,7 @@ impl Router {
         // answered; progress goes to the session stream, and requests for
         // the client to the stream of its `tasks/result`.
         context.client.related = None;
-        context.progress = Progress::new(&context.client.session, None, &params);
+        context.progress.report_on_session_stream();
         context.cancel = handle.cancellation();
         context.task = Some(handle.signal());
         let Some(router) = self.me.upgrade() else {

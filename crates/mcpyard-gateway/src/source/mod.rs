@@ -359,6 +359,19 @@ impl Progress {
         self.target.is_some()
     }
 
+    /// Reports go to the session's stream instead of the request's (a task
+    /// outlives the request that created it).
+    pub(crate) fn report_on_session_stream(&mut self) {
+        if let Some((_, related, _)) = &mut self.target {
+            *related = None;
+        }
+    }
+
+    /// The client's progress token, read once when the call came in.
+    pub(crate) fn token(&self) -> Option<&Value> {
+        self.target.as_ref().map(|(_, _, token)| token)
+    }
+
     /// Sends `notifications/progress`. `progress` must grow between calls.
     pub async fn report(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
         let Some((session, related, token)) = &self.target else {

@@ -229,10 +229,17 @@ impl Relay {
         params: &mut Value,
     ) -> (Arc<InFlightCall>, CallGuard) {
         let seq = self.seq.fetch_add(1, Ordering::Relaxed);
-        let progress_token = params
-            .get_mut("_meta")
-            .and_then(|m| m.get_mut("progressToken"))
-            .map(|t| std::mem::replace(t, Value::String(format!("mcpyard-{seq}"))));
+        // The client's token (read when the call came in) is the gateway's
+        // to keep; the upstream gets one unique among its calls.
+        let progress_token = routed.progress.token().cloned();
+        if progress_token.is_some() {
+            if let Some(t) = params
+                .get_mut("_meta")
+                .and_then(|m| m.get_mut("progressToken"))
+            {
+                *t = Value::String(format!("mcpyard-{seq}"));
+            }
+        }
         let ctx = Arc::new(InFlightCall {
             session: routed.client.session.clone(),
             related: routed.client.related.clone(),
