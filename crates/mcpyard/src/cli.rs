@@ -8,15 +8,35 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use crate::config::DEFAULT_LISTEN;
+use crate::logging::LogFormat;
+
+/// `mcpyard --version`: the release and the commit it was built from.
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("MCPYARD_COMMIT"),
+    ")"
+);
 
 /// One MCP endpoint for your local MCP servers, models and HTTP APIs.
 #[derive(Debug, Parser)]
-#[command(name = "mcpyard", version, propagate_version = true)]
+#[command(name = "mcpyard", version = VERSION, propagate_version = true)]
 pub(crate) struct Cli {
     /// Log filter for stderr (`info`, `debug`, `mcpyard_gateway=trace,info`...).
     /// Overrides RUST_LOG and the config's `log_level`.
     #[arg(long, global = true, value_name = "FILTER")]
     pub(crate) log_level: Option<String>,
+
+    /// How log lines are written on stderr: `text`, or `json` (one object
+    /// per line, for a log collector).
+    #[arg(
+        long,
+        global = true,
+        env = "MCPYARD_LOG_FORMAT",
+        value_enum,
+        default_value_t = LogFormat::Text
+    )]
+    pub(crate) log_format: LogFormat,
 
     #[command(subcommand)]
     pub(crate) command: Command,
@@ -40,6 +60,17 @@ pub(crate) enum Command {
     Login(LoginArgs),
     /// Read the audit trail (`[audit] file`, rotated files included), filtered.
     Audit(AuditArgs),
+    /// Print a shell completion script: `mcpyard completions bash >
+    /// ~/.local/share/bash-completion/completions/mcpyard` (or zsh, fish,
+    /// elvish, powershell).
+    Completions(CompletionsArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub(crate) shell: clap_complete::Shell,
 }
 
 #[derive(Debug, Args)]
@@ -111,9 +142,10 @@ pub(crate) struct StdioArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct CheckArgs {
-    /// Configuration file to validate.
-    #[arg(long, short, value_name = "FILE")]
-    pub(crate) config: PathBuf,
+    /// Configuration file to validate. Without it: the embedded default
+    /// `serve` runs without one.
+    #[arg(long, short, env = "MCPYARD_CONFIG", value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
     /// Also start the configured sources and report, per source, whether it
     /// is up, its tools listed and hidden, and `expose` names matching no
     /// tool (exit code 1 if any is down or has one); then stop them.
@@ -285,7 +317,10 @@ mod tests {
         assert!(Cli::try_parse_from(["mcpyard", "call", "t", "--arg", "novalue"]).is_err());
         assert!(Cli::try_parse_from(["mcpyard", "serve", "--listen", "nowhere"]).is_err());
         assert!(Cli::try_parse_from(["mcpyard", "list", "--timeout", "soon"]).is_err());
-        assert!(Cli::try_parse_from(["mcpyard", "check"]).is_err());
+        assert!(Cli::try_parse_from(["mcpyard", "--log-format", "yaml", "check"]).is_err());
+        assert!(Cli::try_parse_from(["mcpyard", "completions", "tcsh"]).is_err());
+        // Without a file, `check` checks the embedded default.
+        assert!(Cli::try_parse_from(["mcpyard", "check"]).is_ok());
     }
 
     #[test]

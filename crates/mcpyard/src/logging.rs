@@ -10,9 +10,20 @@ use tracing::Level;
 use tracing_subscriber::filter::Targets;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
-use tracing_subscriber::{EnvFilter, Layer};
+use tracing_subscriber::{EnvFilter, Layer, Registry};
 
 use crate::config::TelemetrySettings;
+
+/// How each log line is written on stderr.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum LogFormat {
+    /// One line of text per event, for a person.
+    #[default]
+    Text,
+    /// One JSON object per event (time, level, target, fields, spans), for
+    /// a log collector.
+    Json,
+}
 
 /// The exporter of traces, to flush before the process exits.
 #[derive(Debug, Default)]
@@ -41,6 +52,7 @@ impl Traces {
 /// not apply to them.
 pub(crate) fn init(
     cli_level: Option<&str>,
+    format: LogFormat,
     fallback: &str,
     telemetry: Option<&TelemetrySettings>,
 ) -> anyhow::Result<Traces> {
@@ -54,10 +66,13 @@ pub(crate) fn init(
                 .map_err(|e| anyhow::anyhow!("log_level: not a log filter: {e}"))?,
         },
     };
-    let logs = tracing_subscriber::fmt::layer()
+    let text = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .with_filter(filter);
+        .with_ansi(false);
+    let logs: Box<dyn Layer<Registry> + Send + Sync> = match format {
+        LogFormat::Text => text.with_filter(filter).boxed(),
+        LogFormat::Json => text.json().with_filter(filter).boxed(),
+    };
     let provider = telemetry.map(exporter).transpose()?.flatten();
     let spans = provider.as_ref().map(|provider| {
         tracing_opentelemetry::layer()

@@ -157,9 +157,32 @@ fn help_lists_every_subcommand() {
 }
 
 #[test]
+fn version_names_the_commit_it_was_built_from() {
+    let mut cmd = bin();
+    cmd.arg("--version");
+    let out = run(cmd);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let head = Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(root())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
+    let expected = match std::env::var("MCPYARD_COMMIT") {
+        Ok(c) if !c.trim().is_empty() => c.trim().to_owned(),
+        _ => head.unwrap_or_else(|| "unknown".into()),
+    };
+    assert_eq!(
+        out.stdout.trim(),
+        format!("mcpyard {} (commit {expected})", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[test]
 fn usage_errors_exit_with_two() {
     let mut cmd = bin();
-    cmd.arg("check");
+    cmd.args(["call", "--server", "x"]);
     let out = run(cmd);
     assert_eq!(out.code(), Some(2));
     assert!(out.stderr.contains("--config"), "{}", out.stderr);
@@ -171,6 +194,25 @@ fn usage_errors_exit_with_two() {
 }
 
 // ---- check ----------------------------------------------------------------
+
+#[test]
+fn check_without_a_file_checks_the_embedded_default_and_refuses_yaml() {
+    let mut cmd = bin();
+    cmd.arg("check");
+    let out = run(cmd);
+    assert_eq!(out.code(), Some(0), "stderr:\n{}", out.stderr);
+    assert!(out.stdout.contains("<embedded default>"), "{}", out.stdout);
+    assert!(out.stdout.contains("127.0.0.1:7117"), "{}", out.stdout);
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "mcp.yaml", "servers:\n  a:\n    command: x\n");
+    let out = check(&path, &[]);
+    assert_eq!(out.code(), Some(1));
+    assert!(
+        out.stderr.contains("YAML is not a format"),
+        "{}",
+        out.stderr
+    );
+}
 
 #[test]
 fn check_accepts_a_good_toml_file_and_never_shows_secrets() {
@@ -690,6 +732,70 @@ fn serve_with_the_embedded_default_listens_on_loopback_and_stops_on_sigterm() {
         "exit {status:?}; stderr:\n{}",
         served.stderr()
     );
+}
+
+#[test]
+fn a_server_stopped_by_the_shutdown_is_a_normal_stop_not_a_warning() {
+    // `sleep` never reads its stdin: closing it does not end it, the
+    // shutdown's signal does.
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "mcpyard.toml",
+        "[servers.deaf]\ncommand = \"sleep\"\nargs = [\"600\"]\n[inference]\nenabled = false\n",
+    );
+    let mut served = Served::start(Some(&path), &[]);
+    let status = served.terminate(Duration::from_secs(30));
+    let stderr = served.stderr();
+    assert!(status.success(), "exit {status:?}; stderr:\n{stderr}");
+    // The child is gone with the gateway, whether its end was logged
+    // ("process stopped: signal ...") before the gateway exited or not.
+    let pid: i32 = stderr
+        .split("started `sleep` server=deaf pid=")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no start line; stderr:\n{stderr}"));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    // SAFETY: kill with signal 0 only asks whether the process exists.
+    while unsafe { libc::kill(pid, 0) } == 0 {
+        assert!(Instant::now() < deadline, "the server outlived the gateway");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        !stderr
+            .lines()
+            .any(|l| l.contains("WARN") && l.contains("process exited")),
+        "stderr:\n{stderr}"
+    );
+}
+
+#[test]
+fn logs_can_be_json_lines_and_completions_are_printed() {
+    let mut served = Served::start(None, &[("MCPYARD_LOG_FORMAT", "json")]);
+    let status = served.terminate(Duration::from_secs(20));
+    let stderr = served.stderr();
+    assert!(status.success(), "exit {status:?}; stderr:\n{stderr}");
+    let events: Vec<serde_json::Value> = stderr
+        .lines()
+        .filter(|l| !l.starts_with("mcpyard listening on "))
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    assert!(
+        events
+            .iter()
+            .any(|e| e["level"] == "INFO" && e["fields"]["message"] == "configuration loaded"),
+        "stderr:\n{stderr}"
+    );
+
+    let mut cmd = bin();
+    cmd.args(["completions", "bash"]);
+    let out = run(cmd);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    assert!(out.stdout.contains("_mcpyard()"), "{}", out.stdout);
+    for word in ["serve", "stdio", "check", "call", "--log-format"] {
+        assert!(out.stdout.contains(word), "no {word} in the bash script");
+    }
 }
 
 #[test]

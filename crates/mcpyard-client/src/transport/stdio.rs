@@ -11,6 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
+use std::os::unix::process::ExitStatusExt as _;
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::Mutex;
@@ -73,6 +74,9 @@ pub(crate) struct StdioTransport {
     /// Cancelled once the child is reaped and no process of its group is
     /// left.
     group_gone: CancellationToken,
+    /// Cancelled when the shutdown begins (or the last handle is dropped):
+    /// a signal exit after it is the stop asked for.
+    stopping: CancellationToken,
     link: Link,
 }
 
@@ -123,6 +127,7 @@ impl StdioTransport {
         let exited = CancellationToken::new();
         let group_gone = CancellationToken::new();
         let reader_done = CancellationToken::new();
+        let stopping = CancellationToken::new();
         let label = link.label().to_owned();
         tracing::info!(target: "mcpyard::upstream", server = %label, pid, "started `{command}`");
 
@@ -131,9 +136,12 @@ impl StdioTransport {
             pid,
             label.clone(),
             link.clone(),
-            exited.clone(),
-            group_gone.clone(),
-            reader_done.clone(),
+            ChildEvents {
+                exited: exited.clone(),
+                group_gone: group_gone.clone(),
+                reader_done: reader_done.clone(),
+                stopping: stopping.clone(),
+            },
         ));
 
         let (tx, rx) = mpsc::channel(STDIN_QUEUE);
@@ -153,6 +161,7 @@ impl StdioTransport {
             pgid: pid,
             exited,
             group_gone,
+            stopping,
             link,
         })
     }
@@ -179,6 +188,7 @@ impl StdioTransport {
     /// group; returns once the child is reaped and its group is empty (or a
     /// last bounded wait ran out).
     pub(crate) async fn shutdown(&self) {
+        self.stopping.cancel();
         self.stdin.lock().unwrap_or_else(|e| e.into_inner()).take();
         if !wait_for(&self.exited, EXIT_GRACE).await {
             signal_group(self.pgid, libc::SIGTERM);
@@ -197,6 +207,7 @@ impl Drop for StdioTransport {
         // The last handle is gone without a shutdown: kill at once. The
         // waiter task still reaps the child.
         if !self.group_gone.is_cancelled() {
+            self.stopping.cancel();
             signal_group(self.pgid, libc::SIGKILL);
         }
     }
@@ -261,18 +272,32 @@ async fn wait_for(token: &CancellationToken, limit: Duration) -> bool {
 
 /// Owns the child: reaps it, logs how it ended, clears what is left of its
 /// group, and closes the connection once stdout has drained.
-async fn wait_child(
-    mut child: Child,
-    pgid: i32,
-    label: String,
-    link: Link,
+/// What the waiter of a child reports and reads.
+struct ChildEvents {
+    /// Cancelled once the child is reaped.
     exited: CancellationToken,
+    /// Cancelled once no process of its group is left.
     group_gone: CancellationToken,
+    /// Cancelled by the stdout reader at end of stream.
     reader_done: CancellationToken,
-) {
+    /// Cancelled when the transport stops the child.
+    stopping: CancellationToken,
+}
+
+async fn wait_child(mut child: Child, pgid: i32, label: String, link: Link, events: ChildEvents) {
+    let ChildEvents {
+        exited,
+        group_gone,
+        reader_done,
+        stopping,
+    } = events;
     match child.wait().await {
         Ok(status) if status.success() => {
             tracing::info!(target: "mcpyard::upstream", server = %label, "process exited: {status}")
+        }
+        // Ended by the signal the shutdown sent: a normal stop, not a fault.
+        Ok(status) if stopping.is_cancelled() && status.signal().is_some() => {
+            tracing::info!(target: "mcpyard::upstream", server = %label, "process stopped: {status}")
         }
         Ok(status) => {
             tracing::warn!(target: "mcpyard::upstream", server = %label, "process exited: {status}")

@@ -17,8 +17,8 @@ use crate::config::{self, format_duration, transport_kind, ApiSummary, Settings}
 
 /// Prints the summary on stdout and warnings on stderr; on an invalid file
 /// prints the error on stderr and returns exit code 1.
-pub(super) fn run(path: &Path) -> ExitCode {
-    match config::load(path) {
+pub(super) fn run(path: Option<&Path>) -> ExitCode {
+    match config::load_or_default(path) {
         Ok(settings) => {
             print_summary(&settings);
             ExitCode::SUCCESS
@@ -43,8 +43,8 @@ fn print_summary(settings: &Settings) {
 /// starts it (without listening) until every source has made its first
 /// report, and one line per source from the gateway's own status. Exit
 /// code 1 when a source is down or an `expose` name matches no tool.
-pub(super) async fn run_connected(path: &Path) -> ExitCode {
-    let settings = match config::load(path) {
+pub(super) async fn run_connected(path: Option<&Path>) -> ExitCode {
+    let settings = match config::load_or_default(path) {
         Ok(settings) => settings,
         Err(e) => {
             eprintln!("error: {e}");

@@ -25,44 +25,52 @@ const CLIENT_LOG_LEVEL: &str = "warn";
 
 pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let cli_level = cli.log_level.as_deref();
+    let log_format = cli.log_format;
     match cli.command {
         Command::Serve(args) => {
-            let (settings, traces) = load_for_server(args.config.as_deref(), cli_level)?;
+            let (settings, traces) =
+                load_for_server(args.config.as_deref(), cli_level, log_format)?;
             let served = serve::run(settings, args.listen, args.api_key).await;
             traces.shutdown().await;
             served?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Stdio(args) => {
-            let (settings, traces) = load_for_server(args.config.as_deref(), cli_level)?;
+            let (settings, traces) =
+                load_for_server(args.config.as_deref(), cli_level, log_format)?;
             let served = stdio::run(settings).await;
             traces.shutdown().await;
             served?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Check(args) => {
-            logging::init(cli_level, CLIENT_LOG_LEVEL, None)?;
+            logging::init(cli_level, log_format, CLIENT_LOG_LEVEL, None)?;
+            let config = args.config.as_deref();
             if args.connect {
-                Ok(check::run_connected(&args.config).await)
+                Ok(check::run_connected(config).await)
             } else {
-                Ok(check::run(&args.config))
+                Ok(check::run(config))
             }
         }
         Command::List(args) => {
-            logging::init(cli_level, CLIENT_LOG_LEVEL, None)?;
+            logging::init(cli_level, log_format, CLIENT_LOG_LEVEL, None)?;
             list::run(args).await
         }
         Command::Call(args) => {
-            logging::init(cli_level, CLIENT_LOG_LEVEL, None)?;
+            logging::init(cli_level, log_format, CLIENT_LOG_LEVEL, None)?;
             call::run(args).await
         }
         Command::Login(args) => {
-            logging::init(cli_level, CLIENT_LOG_LEVEL, None)?;
+            logging::init(cli_level, log_format, CLIENT_LOG_LEVEL, None)?;
             login::run(args).await?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Completions(args) => {
+            completions(args.shell);
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Audit(args) => {
-            logging::init(cli_level, CLIENT_LOG_LEVEL, None)?;
+            logging::init(cli_level, log_format, CLIENT_LOG_LEVEL, None)?;
             audit::run(args)
         }
     }
@@ -73,12 +81,15 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 fn load_for_server(
     path: Option<&Path>,
     cli_level: Option<&str>,
+    log_format: logging::LogFormat,
 ) -> anyhow::Result<(Settings, logging::Traces)> {
-    let settings = match path {
-        Some(p) => config::load(p)?,
-        None => config::embedded_default()?,
-    };
-    let traces = logging::init(cli_level, &settings.log_level, Some(&settings.telemetry))?;
+    let settings = config::load_or_default(path)?;
+    let traces = logging::init(
+        cli_level,
+        log_format,
+        &settings.log_level,
+        Some(&settings.telemetry),
+    )?;
     for w in &settings.warnings {
         tracing::warn!("{w}");
     }
@@ -88,4 +99,11 @@ fn load_for_server(
         "configuration loaded"
     );
     Ok((settings, traces))
+}
+
+/// Writes the completion script of `shell` on stdout.
+fn completions(shell: clap_complete::Shell) {
+    use clap::CommandFactory as _;
+    let mut command = Cli::command();
+    clap_complete::generate(shell, &mut command, "mcpyard", &mut std::io::stdout());
 }

@@ -232,19 +232,22 @@ enum Format {
     Json,
 }
 
-fn detect_format(path: &Path, text: &str) -> Format {
+/// The format of a file: by extension, else by content. `None` for YAML,
+/// which looks like TOML to a parser only until the first error.
+fn detect_format(path: &Path, text: &str) -> Option<Format> {
     match path
         .extension()
         .and_then(|e| e.to_str())
         .map(str::to_ascii_lowercase)
         .as_deref()
     {
-        Some("toml") => Format::Toml,
-        Some("json" | "jsonc") => Format::Json,
+        Some("toml") => Some(Format::Toml),
+        Some("json" | "jsonc") => Some(Format::Json),
+        Some("yaml" | "yml") => None,
         // A TOML document never starts with `{`; JSONC may start with a comment.
         _ => match text.trim_start().as_bytes().first() {
-            Some(b'{') | Some(b'/') => Format::Json,
-            _ => Format::Toml,
+            Some(b'{') | Some(b'/') => Some(Format::Json),
+            _ => Some(Format::Toml),
         },
     }
 }
@@ -264,10 +267,24 @@ pub(crate) fn load(path: &Path) -> Result<Settings, ConfigError> {
             p
         }
     });
-    let format = detect_format(path, &text);
+    let format = detect_format(path, &text).ok_or_else(|| {
+        ConfigError::file(
+            &file,
+            "YAML is not a format mcpyard reads: write the file as TOML (mcpyard.toml) or as \
+             JSON (the mcpServers / servers form of Claude Desktop, Cursor and VS Code)",
+        )
+    })?;
     from_text(&file, base_dir, &text, format, &|name| {
         std::env::var(name).ok()
     })
+}
+
+/// The file at `path`, or the embedded default without one.
+pub(crate) fn load_or_default(path: Option<&Path>) -> Result<Settings, ConfigError> {
+    match path {
+        Some(p) => load(p),
+        None => embedded_default(),
+    }
 }
 
 /// The configuration used without `--config`: no upstreams, loopback.

@@ -490,18 +490,30 @@ fn listen_accepts_localhost_and_ipv6() {
 
 #[test]
 fn the_format_follows_the_extension_then_the_content() {
-    assert_eq!(detect_format(Path::new("a.toml"), "{"), Format::Toml);
-    assert_eq!(detect_format(Path::new("a.json"), "x = 1"), Format::Json);
-    assert_eq!(detect_format(Path::new("a.jsonc"), ""), Format::Json);
+    assert_eq!(detect_format(Path::new("a.toml"), "{"), Some(Format::Toml));
+    assert_eq!(
+        detect_format(Path::new("a.json"), "x = 1"),
+        Some(Format::Json)
+    );
+    assert_eq!(detect_format(Path::new("a.jsonc"), ""), Some(Format::Json));
     assert_eq!(
         detect_format(Path::new("config"), "  {\"mcpServers\":{}}"),
-        Format::Json
+        Some(Format::Json)
     );
-    assert_eq!(detect_format(Path::new("config"), "// c\n{}"), Format::Json);
+    assert_eq!(
+        detect_format(Path::new("config"), "// c\n{}"),
+        Some(Format::Json)
+    );
     assert_eq!(
         detect_format(Path::new("config"), "[servers.x]"),
-        Format::Toml
+        Some(Format::Toml)
     );
+    assert_eq!(detect_format(Path::new("mcp.yaml"), "servers:\n"), None);
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = dir.path().join("config.yml");
+    std::fs::write(&yaml, "servers:\n  a:\n    command: x\n").unwrap();
+    let e = load(&yaml).unwrap_err().to_string();
+    assert!(e.contains("YAML is not a format mcpyard reads"), "{e}");
 }
 
 #[test]
