@@ -45,9 +45,13 @@ fn kill_group(child: &mut Child) {
 
 /// Runs the binary to completion, within [`RUN_TIMEOUT`].
 fn run(mut cmd: Command) -> Output {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    cmd.stdin(Stdio::null());
+    run_with_stdin(cmd)
+}
+
+/// [`run`] with the stdin the command was given.
+fn run_with_stdin(mut cmd: Command) -> Output {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = cmd.spawn().expect("start mcpyard");
     let mut out = child.stdout.take().expect("piped stdout");
     let mut err = child.stderr.take().expect("piped stderr");
@@ -871,6 +875,83 @@ fn client_cmd(args: &[&str]) -> Command {
     let mut cmd = bin();
     cmd.args(args);
     cmd
+}
+
+#[test]
+fn call_shows_progress_as_it_comes_and_answers_a_form_from_stdin() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "mcpyard.toml", &everything_toml());
+    let cfg = path.display().to_string();
+
+    let out = run(client_cmd(&[
+        "call",
+        "trigger-long-running-operation",
+        "--arg",
+        "duration=1",
+        "--arg",
+        "steps=2",
+        "--config",
+        &cfg,
+        "--server",
+        "everything",
+    ]));
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    for line in ["progress 1/2", "progress 2/2"] {
+        assert!(
+            out.stderr.contains(line),
+            "no `{line}`; stderr:\n{}",
+            out.stderr
+        );
+    }
+
+    // Only the name is answered (it is required and has no default); the
+    // other fields take their defaults as the input ends.
+    let answers = write(dir.path(), "answers.txt", "Ada Lovelace\n");
+    let mut cmd = client_cmd(&[
+        "call",
+        "trigger-elicitation-request",
+        "--config",
+        &cfg,
+        "--server",
+        "everything",
+    ]);
+    cmd.stdin(std::fs::File::open(&answers).unwrap());
+    let out = run_with_stdin(cmd);
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("Your full, legal name"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stdout.contains("- Name: Ada Lovelace"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("- Favorite Integer: 42"),
+        "{}",
+        out.stdout
+    );
+    assert!(!out.stdout.contains("Agreed to terms"), "{}", out.stdout);
+
+    // Nothing to read: the required name has no default, so it declines.
+    let mut cmd = client_cmd(&[
+        "call",
+        "trigger-elicitation-request",
+        "--config",
+        &cfg,
+        "--server",
+        "everything",
+    ]);
+    cmd.stdin(Stdio::null());
+    let out = run_with_stdin(cmd);
+    assert!(
+        out.stdout.contains("declined"),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
 }
 
 #[test]

@@ -7,12 +7,12 @@ use mcpyard_client::RequestOptions;
 use mcpyard_proto::methods;
 use serde_json::{json, Map, Value};
 
-use super::target;
+use super::{elicit, target};
 use crate::cli::CallArgs;
 
 pub(super) async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
     let arguments = build_arguments(args.json_args.as_deref(), &args.args)?;
-    let connected = target::connect(&args.target).await?;
+    let connected = target::connect(&args.target, Some(elicit::TerminalForm::new())).await?;
     let tool = args.tool.clone();
     let result = connected
         .run(|client, timeout| async move {
@@ -20,11 +20,9 @@ pub(super) async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
                 .request(
                     methods::TOOLS_CALL,
                     Some(json!({"name": tool, "arguments": arguments})),
-                    RequestOptions {
-                        timeout: Some(timeout),
-                        cancel: None,
-                        ..RequestOptions::default()
-                    },
+                    RequestOptions::default()
+                        .with_timeout(timeout)
+                        .with_progress(print_progress),
                 )
                 .await
                 .with_context(|| format!("calling `{tool}` failed"))
@@ -41,6 +39,20 @@ pub(super) async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One line on stderr per progress report, as it comes (stdout is for the
+/// result).
+fn print_progress(p: mcpyard_client::Progress) {
+    let mut line = match p.total {
+        Some(total) => format!("progress {}/{}", p.progress, total),
+        None => format!("progress {}", p.progress),
+    };
+    if let Some(message) = p.message.filter(|m| !m.is_empty()) {
+        line.push_str(": ");
+        line.push_str(&message);
+    }
+    eprintln!("{line}");
 }
 
 /// The `arguments` object: `--json` first, then each `--arg` on top.

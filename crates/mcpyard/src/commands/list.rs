@@ -11,7 +11,7 @@ use super::target;
 use crate::cli::ListArgs;
 
 pub(super) async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
-    let connected = target::connect(&args.target).await?;
+    let connected = target::connect(&args.target, None).await?;
     let tools = connected
         .run(|client, timeout| async move {
             tokio::time::timeout(timeout, client.list_all(methods::TOOLS_LIST, "tools"))

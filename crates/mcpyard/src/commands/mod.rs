@@ -4,6 +4,7 @@
 mod audit;
 mod call;
 mod check;
+mod elicit;
 mod list;
 mod login;
 mod serve;

@@ -1,11 +1,10 @@
 //! The server `list` and `call` talk to: a running gateway by URL, or one
 //! server of a configuration file, started or reached directly.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use mcpyard_client::{ConnectOptions, McpClient, NoopHandler, TransportSpec};
+use mcpyard_client::{ConnectOptions, McpClient, TransportSpec};
 
 use crate::cli::Target;
 use crate::config::{self, DEFAULT_LISTEN};
@@ -53,7 +52,12 @@ pub(super) fn url_spec(url: &str, api_key: Option<&str>) -> anyhow::Result<Trans
     })
 }
 
-pub(super) async fn connect(target: &Target) -> anyhow::Result<Connected> {
+/// Connects to the target; `elicitation` answers the server's questions
+/// (and declares the capability) when given.
+pub(super) async fn connect(
+    target: &Target,
+    elicitation: Option<super::elicit::TerminalForm>,
+) -> anyhow::Result<Connected> {
     let mut hint = "";
     let mut http_auth = None;
     let (spec, label, configured_timeout) = match (&target.config, &target.server) {
@@ -105,9 +109,11 @@ pub(super) async fn connect(target: &Target) -> anyhow::Result<Connected> {
         http_auth,
         ..ConnectOptions::default()
     };
-    let client = McpClient::connect(spec, Arc::new(NoopHandler), options)
-        .await
-        .context(what)?;
+    let mut builder = McpClient::builder(spec).options(options);
+    if let Some(handler) = elicitation {
+        builder = builder.elicitation(handler);
+    }
+    let client = builder.connect().await.context(what)?;
     Ok(Connected {
         client,
         timeout: target
