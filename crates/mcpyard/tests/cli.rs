@@ -552,6 +552,19 @@ fn assert_stopped(pid_file: &Path) {
 }
 
 #[test]
+fn check_connect_with_the_embedded_default_passes_without_a_model_server() {
+    // Discovery looks on loopback ports; this test's machine runs none of
+    // those servers, so the local models are "none", which is no failure.
+    let mut cmd = bin();
+    cmd.args(["check", "--connect"]);
+    let out = run(cmd);
+    assert_eq!(out.code(), Some(0), "{}\n{}", out.stdout, out.stderr);
+    let local = source_line(&out.stdout, "local");
+    assert!(local.contains("none"), "{local}");
+    assert!(local.contains("no local model server found"), "{local}");
+}
+
+#[test]
 fn check_connect_reports_each_source_and_passes_when_every_name_matches() {
     let dir = tempfile::tempdir().unwrap();
     let pid_file = dir.path().join("every.pid");

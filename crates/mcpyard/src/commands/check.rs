@@ -42,7 +42,8 @@ fn print_summary(settings: &Settings) {
 /// `check --connect`: the summary, then the gateway started as `serve`
 /// starts it (without listening) until every source has made its first
 /// report, and one line per source from the gateway's own status. Exit
-/// code 1 when a source is down or an `expose` name matches no tool.
+/// code 1 when a source is down or an `expose` name matches no tool; local
+/// models that discovery did not find are optional, not down.
 pub(super) async fn run_connected(path: Option<&Path>) -> ExitCode {
     let settings = match config::load_or_default(path) {
         Ok(settings) => settings,
@@ -156,16 +157,29 @@ fn connected_report(status: &Value) -> (String, bool) {
     let mut healthy = true;
     let mut out = format!("connected: {} source(s)\n", sources.len());
     for s in sources {
-        let up = s["healthy"].as_bool().unwrap_or(false);
+        // Local models found by discovery alone are optional: none running
+        // is not a fault of the configuration.
+        let nothing_found =
+            s["kind"] == "inference" && s["backends"].as_array().is_some_and(Vec::is_empty);
+        let up = s["healthy"].as_bool().unwrap_or(false) || nothing_found;
+        let state = match (nothing_found, up) {
+            (true, _) => "none",
+            (false, true) => "up",
+            (false, false) => "down",
+        };
         let mut line = format!(
             "  {:width$}  {:4}  tools: {} listed, {} hidden",
             s["name"].as_str().unwrap_or("?"),
-            if up { "up" } else { "down" },
+            state,
             s["tools_listed"].as_u64().unwrap_or(0),
             s["tools_hidden"].as_u64().unwrap_or(0),
         );
         if let Some(e) = s["error"].as_str() {
             line += &format!("  (error: {e})");
+        }
+        if nothing_found {
+            line +=
+                "  (no local model server found: optional, the local__ tools say how to start one)";
         }
         let unmatched: Vec<&str> = s["expose_unmatched"]
             .as_array()

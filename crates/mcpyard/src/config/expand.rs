@@ -8,6 +8,8 @@
 //! - `${VAR:-default}`: `default` when `VAR` is unset or empty (as in a shell).
 //! - `${env:VAR}`: the same as `${VAR}` (the spelling VS Code uses).
 //! - `$$`: a literal `$` (as in Docker Compose), so `$${VAR}` gives `${VAR}`.
+//! - `${/}`: the path separator (VS Code's spelling; its other predefined
+//!   variables, `${workspaceFolder}`..., are given by the loader's lookup).
 //! - any other `$` is kept as it is.
 //!
 //! Variable names are `[A-Za-z_][A-Za-z0-9_]*`. Expanded values are secrets
@@ -86,6 +88,10 @@ pub(crate) fn expand(
 fn substitute(expr: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, ExpandError> {
     if let Some(id) = expr.strip_prefix("input:") {
         return Err(ExpandError::Input { id: id.to_owned() });
+    }
+    // VS Code's short form of `${pathSeparator}`.
+    if expr == "/" {
+        return Ok(std::path::MAIN_SEPARATOR.to_string());
     }
     let expr_no_env = expr.strip_prefix("env:").unwrap_or(expr);
     let (name, default) = match expr_no_env.split_once(":-") {

@@ -274,9 +274,37 @@ pub(crate) fn load(path: &Path) -> Result<Settings, ConfigError> {
              JSON (the mcpServers / servers form of Claude Desktop, Cursor and VS Code)",
         )
     })?;
+    let workspace = workspace_folder(path);
     from_text(&file, base_dir, &text, format, &|name| {
-        std::env::var(name).ok()
+        editor_variable(workspace.as_deref(), name).or_else(|| std::env::var(name).ok())
     })
+}
+
+/// The folder VS Code calls `${workspaceFolder}` for this file: the one
+/// holding `.vscode/` when the file is in it, else the file's own folder;
+/// absolute, so that it means the same wherever mcpyard is started.
+fn workspace_folder(path: &Path) -> Option<std::path::PathBuf> {
+    let absolute = std::path::absolute(path).ok()?;
+    let dir = absolute.parent()?;
+    match dir.file_name().and_then(|n| n.to_str()) {
+        Some(".vscode") => dir.parent().map(Path::to_path_buf),
+        _ => Some(dir.to_path_buf()),
+    }
+}
+
+/// VS Code's predefined variables, so that its `mcp.json` files are read
+/// unchanged: `${workspaceFolder}`, `${workspaceFolderBasename}`,
+/// `${userHome}` and `${pathSeparator}` (`${/}` is handled by `expand`).
+fn editor_variable(workspace: Option<&Path>, name: &str) -> Option<String> {
+    match name {
+        "workspaceFolder" => workspace.map(|w| w.display().to_string()),
+        "workspaceFolderBasename" => workspace
+            .and_then(Path::file_name)
+            .map(|n| n.to_string_lossy().into_owned()),
+        "userHome" => std::env::var("HOME").ok(),
+        "pathSeparator" => Some(std::path::MAIN_SEPARATOR.to_string()),
+        _ => None,
+    }
 }
 
 /// The file at `path`, or the embedded default without one.

@@ -236,6 +236,27 @@ fn one_entry_struct_reads_every_format_and_its_spellings_must_agree() {
 }
 
 #[test]
+fn a_vs_code_file_reads_its_predefined_variables() {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path().join("project");
+    std::fs::create_dir_all(workspace.join(".vscode")).unwrap();
+    let file = workspace.join(".vscode/mcp.json");
+    std::fs::write(
+        &file,
+        r#"{"servers": {"fs": {"type": "stdio", "command": "npx",
+            "args": ["-y", "server-filesystem", "${workspaceFolder}${/}data", "${workspaceFolderBasename}"]}}}"#,
+    )
+    .unwrap();
+    let s = load(&file).unwrap();
+    let TransportSpec::Stdio { args, .. } = &s.upstream("fs").unwrap().transport else {
+        panic!("a stdio server");
+    };
+    let root = std::path::absolute(&workspace).unwrap();
+    assert_eq!(args[2], format!("{}/data", root.display()));
+    assert_eq!(args[3], "project");
+}
+
+#[test]
 fn the_claude_desktop_format_end_to_end() {
     let s = json(
         r#"{"mcpServers": {
