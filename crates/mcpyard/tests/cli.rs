@@ -565,6 +565,22 @@ fn check_connect_with_the_embedded_default_passes_without_a_model_server() {
 }
 
 #[test]
+fn a_server_that_dies_at_start_is_reported_with_its_exit_and_last_stderr_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "mcpyard.toml",
+        "[servers.fragile]\ncommand = \"sh\"\nargs = [\"-c\", \"echo 'cannot open the database' >&2; exit 3\"]\n[inference]\nenabled = false\n",
+    );
+    let out = check_connect(&path);
+    assert_eq!(out.code(), Some(1), "{}\n{}", out.stdout, out.stderr);
+    let line = source_line(&out.stdout, "fragile");
+    assert!(line.contains("down"), "{line}");
+    assert!(line.contains("exit status: 3"), "{line}");
+    assert!(line.contains("cannot open the database"), "{line}");
+}
+
+#[test]
 fn check_connect_reports_each_source_and_passes_when_every_name_matches() {
     let dir = tempfile::tempdir().unwrap();
     let pid_file = dir.path().join("every.pid");

@@ -101,6 +101,10 @@ pub(super) async fn dispatch(
             }
             Inbound::Closed { reason } => {
                 tracing::info!(target: "mcpyard::upstream", server = %shared.label, "connection closed: {reason}");
+                *shared
+                    .close_reason
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()) = Some(reason);
                 break;
             }
         }

@@ -156,6 +156,7 @@ impl Connection {
             listen_id: AtomicI64::new(0),
             progress: Mutex::new(HashMap::new()),
             next_progress_token: AtomicI64::new(1),
+            close_reason: Mutex::new(None),
         });
         let inner = Arc::new(Inner {
             shared: shared.clone(),
@@ -183,8 +184,21 @@ impl Connection {
                 Ok(client)
             }
             Err(e) => {
+                // A server that went away during the handshake: say why it
+                // did (a child's exit status and last stderr lines), not
+                // only that the connection closed.
+                let reason = client
+                    .inner
+                    .shared
+                    .close_reason
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone();
                 client.shutdown().await;
-                Err(e)
+                Err(match (e, reason) {
+                    (ClientError::Closed, Some(reason)) => ClientError::Transport(reason),
+                    (e, _) => e,
+                })
             }
         }
     }

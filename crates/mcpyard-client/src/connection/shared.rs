@@ -41,6 +41,9 @@ pub(super) struct Shared {
     /// the progress token the client gave each of them.
     pub(super) progress: Mutex<HashMap<String, ProgressCallback>>,
     pub(super) next_progress_token: AtomicI64,
+    /// Why the transport ended, once it has (a stdio child's exit status
+    /// and last stderr lines...).
+    pub(super) close_reason: Mutex<Option<String>>,
 }
 
 impl Shared {

@@ -128,6 +128,8 @@ impl StdioTransport {
         let group_gone = CancellationToken::new();
         let reader_done = CancellationToken::new();
         let stopping = CancellationToken::new();
+        let tail = StderrTail::default();
+        let stderr_done = CancellationToken::new();
         let label = link.label().to_owned();
         tracing::info!(target: "mcpyard::upstream", server = %label, pid, "started `{command}`");
 
@@ -141,6 +143,8 @@ impl StdioTransport {
                 group_gone: group_gone.clone(),
                 reader_done: reader_done.clone(),
                 stopping: stopping.clone(),
+                stderr_done: stderr_done.clone(),
+                tail: tail.clone(),
             },
         ));
 
@@ -149,12 +153,25 @@ impl StdioTransport {
             tokio::spawn(write_stdin(stdin, rx, link.clone()));
         }
         if let Some(stdout) = stdout {
-            tokio::spawn(read_stdout(stdout, link.clone(), reader_done));
+            tokio::spawn(read_stdout(
+                stdout,
+                link.clone(),
+                reader_done,
+                exited.clone(),
+            ));
         } else {
             reader_done.cancel();
         }
         if let Some(stderr) = stderr {
-            tokio::spawn(log_stderr(stderr, label, link.closed().clone()));
+            tokio::spawn(log_stderr(
+                stderr,
+                label,
+                link.closed().clone(),
+                tail,
+                stderr_done,
+            ));
+        } else {
+            stderr_done.cancel();
         }
         Ok(Self {
             stdin: Mutex::new(Some(tx)),
@@ -282,6 +299,34 @@ struct ChildEvents {
     reader_done: CancellationToken,
     /// Cancelled when the transport stops the child.
     stopping: CancellationToken,
+    /// Cancelled by the stderr reader at end of stream.
+    stderr_done: CancellationToken,
+    /// The child's last stderr lines.
+    tail: StderrTail,
+}
+
+/// Lines of a child's stderr kept to say why it ended.
+const TAIL_LINES: usize = 5;
+/// Characters of each kept line.
+const TAIL_LINE_CHARS: usize = 300;
+
+/// The last [`TAIL_LINES`] lines a child wrote on stderr.
+#[derive(Debug, Clone, Default)]
+struct StderrTail(std::sync::Arc<Mutex<std::collections::VecDeque<String>>>);
+
+impl StderrTail {
+    fn push(&self, line: &str) {
+        let mut lines = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if lines.len() == TAIL_LINES {
+            lines.pop_front();
+        }
+        lines.push_back(line.chars().take(TAIL_LINE_CHARS).collect());
+    }
+
+    fn joined(&self) -> Option<String> {
+        let lines = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        (!lines.is_empty()).then(|| lines.iter().cloned().collect::<Vec<_>>().join(" | "))
+    }
 }
 
 async fn wait_child(mut child: Child, pgid: i32, label: String, link: Link, events: ChildEvents) {
@@ -290,8 +335,15 @@ async fn wait_child(mut child: Child, pgid: i32, label: String, link: Link, even
         group_gone,
         reader_done,
         stopping,
+        stderr_done,
+        tail,
     } = events;
-    match child.wait().await {
+    let waited = child.wait().await;
+    let ended = match &waited {
+        Ok(status) if !stopping.is_cancelled() => format!("the server process exited ({status})"),
+        _ => "the server process exited".to_owned(),
+    };
+    match waited {
         Ok(status) if status.success() => {
             tracing::info!(target: "mcpyard::upstream", server = %label, "process exited: {status}")
         }
@@ -323,7 +375,15 @@ async fn wait_child(mut child: Child, pgid: i32, label: String, link: Link, even
     if !wait_for(&reader_done, DRAIN_GRACE).await {
         tracing::debug!(target: "mcpyard::upstream", server = %label, "stdout still open after exit");
     }
-    link.end("the server process exited").await;
+    // Its last words on stderr say why, more often than not.
+    wait_for(&stderr_done, DRAIN_GRACE).await;
+    let reason = match tail.joined() {
+        Some(lines) if !stopping.is_cancelled() => {
+            format!("{ended}; its last stderr lines: {lines}")
+        }
+        _ => ended,
+    };
+    link.end(reason).await;
 }
 
 async fn write_stdin(mut stdin: ChildStdin, mut rx: mpsc::Receiver<Bytes>, link: Link) {
@@ -394,6 +454,7 @@ async fn read_stdout(
     stdout: tokio::process::ChildStdout,
     link: Link,
     reader_done: CancellationToken,
+    exited: CancellationToken,
 ) {
     let mut lines = FramedRead::new(stdout, CappedLines::new(MAX_MESSAGE_BYTES));
     loop {
@@ -420,10 +481,22 @@ async fn read_stdout(
         }
     }
     reader_done.cancel();
-    link.end("the server closed its stdout").await;
+    // A child that exits says why through its waiter (status, stderr);
+    // one that only closed its stdout ends the connection here.
+    if !wait_for(&exited, DRAIN_GRACE).await {
+        link.end("the server closed its stdout").await;
+    }
 }
 
-async fn log_stderr(stderr: tokio::process::ChildStderr, label: String, stop: CancellationToken) {
+async fn log_stderr(
+    stderr: tokio::process::ChildStderr,
+    label: String,
+    stop: CancellationToken,
+    tail: StderrTail,
+    done: CancellationToken,
+) {
+    // Cancelled however the loop ends.
+    let _done = done.drop_guard();
     let mut lines = FramedRead::new(stderr, CappedLines::new(MAX_STDERR_LINE));
     loop {
         let next = tokio::select! {
@@ -436,6 +509,7 @@ async fn log_stderr(stderr: tokio::process::ChildStderr, label: String, stop: Ca
                 let text = text.trim_end();
                 if !text.is_empty() {
                     tracing::info!(target: "mcpyard::upstream", server = %label, "{text}");
+                    tail.push(text);
                 }
             }
             Some(Ok(Line::TooLong)) => {

@@ -16,36 +16,63 @@ const GATEWAY_STOP_DEADLINE: Duration = Duration::from_secs(10);
 /// the process groups of the stdio upstreams first: their own children
 /// would outlive us otherwise.
 pub(super) fn cancel_on_signal(token: CancellationToken) {
-    tokio::spawn(async move {
-        if let Err(e) = wait_for_signal().await {
+    // Registered before returning, so that a signal sent as soon as the
+    // caller says it is ready (its listen line) is caught, not fatal.
+    let mut signals = match Signals::new() {
+        Ok(s) => s,
+        Err(e) => {
             tracing::warn!(error = %e, "cannot listen for signals; stop with the shutdown of stdin or a kill");
             return;
         }
+    };
+    tokio::spawn(async move {
+        signals.next().await;
         tracing::info!("shutting down (send the signal again to exit at once)");
         token.cancel();
-        if wait_for_signal().await.is_ok() {
-            eprintln!("mcpyard: second signal, exiting without waiting");
-            mcpyard_client::kill_stdio_process_groups();
-            std::process::exit(130);
-        }
+        signals.next().await;
+        eprintln!("mcpyard: second signal, exiting without waiting");
+        mcpyard_client::kill_stdio_process_groups();
+        std::process::exit(130);
     });
 }
 
+/// SIGTERM and SIGINT, as one stream.
 #[cfg(unix)]
-async fn wait_for_signal() -> std::io::Result<()> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate())?;
-    let mut int = signal(SignalKind::interrupt())?;
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+#[cfg(unix)]
+impl Signals {
+    fn new() -> std::io::Result<Self> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Self {
+            term: signal(SignalKind::terminate())?,
+            int: signal(SignalKind::interrupt())?,
+        })
     }
-    Ok(())
+
+    async fn next(&mut self) {
+        tokio::select! {
+            _ = self.term.recv() => {}
+            _ = self.int.recv() => {}
+        }
+    }
 }
 
 #[cfg(not(unix))]
-async fn wait_for_signal() -> std::io::Result<()> {
-    tokio::signal::ctrl_c().await
+struct Signals;
+
+#[cfg(not(unix))]
+impl Signals {
+    fn new() -> std::io::Result<Self> {
+        Ok(Self)
+    }
+
+    async fn next(&mut self) {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }
 
 /// Stops the gateway's upstreams, giving up after the deadline.
