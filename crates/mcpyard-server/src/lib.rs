@@ -34,6 +34,7 @@ mod state;
 mod stateless;
 mod stdio;
 mod streamable;
+mod ui;
 
 pub use address::{AddressPrefix, AddressRate};
 pub use auth::{

@@ -16,7 +16,7 @@ use crate::auth::{self, Authenticator, MetricsToken};
 use crate::options::HttpOptions;
 use crate::reply::rpc_error_response;
 use crate::state::AppState;
-use crate::{legacy_sse, metrics, security, streamable};
+use crate::{legacy_sse, metrics, security, streamable, ui};
 
 /// Where Streamable HTTP is served: `/mcp`, and `/api/v1/mcp`, the path
 /// Lemonade and Visions serve it at, so their clients need no change. Both
@@ -54,8 +54,11 @@ pub(crate) fn build(gateway: Gateway, opts: HttpOptions, shutdown: CancellationT
         auth,
         metadata_paths: metadata_paths.clone(),
         shutdown,
+        ui_sessions: Arc::default(),
     };
-    let mut routes = Router::new().route("/health", get(health));
+    let mut routes = Router::new()
+        .route("/health", get(health))
+        .merge(ui::routes());
     let endpoint = if streamable_on {
         post(streamable::post)
             .get(streamable::get)

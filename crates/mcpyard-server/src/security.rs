@@ -17,8 +17,9 @@ use crate::reply::rpc_error_response;
 use crate::state::AppState;
 
 /// Axum middleware applying [`check`] to every request, then
-/// authentication to every route but `GET /health` and the OAuth metadata
-/// document; the identity found is put in the request's extensions.
+/// authentication to every route but `GET /health`, the OAuth metadata
+/// document and the status page (which authenticates its own way, see
+/// `ui`); the identity found is put in the request's extensions.
 pub(crate) async fn guard(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
     let host = req
         .headers()
@@ -34,6 +35,11 @@ pub(crate) async fn guard(State(state): State<AppState>, mut req: Request, next:
     let open = req.method() == Method::GET
         && (req.uri().path() == "/health"
             || state.metadata_paths.iter().any(|p| p == req.uri().path()));
+    // The status page signs its browsers in itself (its login form must be
+    // reachable without a key); it shows nothing before that.
+    if crate::ui::handles(req.uri().path()) {
+        return next.run(req).await;
+    }
     let metrics = state.opts.metrics_route && req.uri().path() == metrics::PATH;
     if let (true, Some(token)) = (metrics, &state.metrics_token) {
         // The metrics token stands apart from keys and access tokens: it

@@ -21,6 +21,8 @@ pub(crate) struct AppState {
     pub(crate) shutdown: CancellationToken,
     /// The credential of `/metrics`, when one is set.
     pub(crate) metrics_token: Option<Arc<MetricsToken>>,
+    /// The browsers signed in to the status page.
+    pub(crate) ui_sessions: Arc<crate::ui::UiSessions>,
 }
 
 impl axum::extract::FromRef<AppState> for Gateway {
