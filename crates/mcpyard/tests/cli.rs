@@ -832,6 +832,46 @@ fn logs_can_be_json_lines_and_completions_are_printed() {
 }
 
 #[test]
+fn sighup_reads_the_config_again_and_says_what_changed_without_stopping() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "mcpyard.toml", "[inference]\nenabled = false\n");
+    let mut served = Served::start(Some(&path), &[]);
+    let hangup = |served: &Served| {
+        // SAFETY: kill has no memory-safety preconditions.
+        unsafe {
+            libc::kill(served.child.id() as i32, libc::SIGHUP);
+        }
+    };
+    let wait_for = |served: &Served, text: &str| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !served.stderr().contains(text) {
+            assert!(
+                Instant::now() < deadline,
+                "no `{text}`; stderr:\n{}",
+                served.stderr()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    write(
+        dir.path(),
+        "mcpyard.toml",
+        "[inference]\nenabled = false\n[servers.extra]\ncommand = \"sleep\"\nargs = [\"600\"]\nenabled = false\n",
+    );
+    hangup(&served);
+    wait_for(&served, "servers added: extra");
+    write(dir.path(), "mcpyard.toml", "lisen = 1\n");
+    hangup(&served);
+    wait_for(&served, "has an error; the running configuration stays");
+    assert!(
+        matches!(served.child.try_wait(), Ok(None)),
+        "SIGHUP ended mcpyard"
+    );
+    let status = served.terminate(Duration::from_secs(20));
+    assert!(status.success(), "exit {status:?}");
+}
+
+#[test]
 fn serve_refuses_a_bad_config_before_listening() {
     let dir = tempfile::tempdir().unwrap();
     let path = write(dir.path(), "mcpyard.toml", "listen = 7117\n");

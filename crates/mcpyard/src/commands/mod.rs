@@ -5,6 +5,7 @@ mod audit;
 mod call;
 mod check;
 mod elicit;
+mod hangup;
 mod list;
 mod login;
 mod serve;
@@ -31,6 +32,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => {
             let (settings, traces) =
                 load_for_server(args.config.as_deref(), cli_level, log_format)?;
+            hangup::watch(args.config.clone(), &settings);
             let served = serve::run(settings, args.listen, args.api_key).await;
             traces.shutdown().await;
             served?;
@@ -39,6 +41,7 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Stdio(args) => {
             let (settings, traces) =
                 load_for_server(args.config.as_deref(), cli_level, log_format)?;
+            hangup::watch(args.config.clone(), &settings);
             let served = stdio::run(settings).await;
             traces.shutdown().await;
             served?;
