@@ -22,7 +22,7 @@ pub(crate) struct AppState {
     /// The credential of `/metrics`, when one is set.
     pub(crate) metrics_token: Option<Arc<MetricsToken>>,
     /// The browsers signed in to the status page.
-    pub(crate) ui_sessions: Arc<crate::ui::UiSessions>,
+    pub(crate) ui_sessions: Arc<crate::ui::sessions::UiSessions>,
 }
 
 impl axum::extract::FromRef<AppState> for Gateway {

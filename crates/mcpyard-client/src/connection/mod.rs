@@ -184,21 +184,9 @@ impl Connection {
                 Ok(client)
             }
             Err(e) => {
-                // A server that went away during the handshake: say why it
-                // did (a child's exit status and last stderr lines), not
-                // only that the connection closed.
-                let reason = client
-                    .inner
-                    .shared
-                    .close_reason
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .clone();
+                let e = client.inner.shared.explain(e);
                 client.shutdown().await;
-                Err(match (e, reason) {
-                    (ClientError::Closed, Some(reason)) => ClientError::Transport(reason),
-                    (e, _) => e,
-                })
+                Err(e)
             }
         }
     }

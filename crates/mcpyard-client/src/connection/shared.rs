@@ -47,6 +47,21 @@ pub(super) struct Shared {
 }
 
 impl Shared {
+    /// `Closed` said with why the transport ended (a stdio child's exit
+    /// status and last stderr lines), when it told: for a server that went
+    /// away during the handshake.
+    pub(super) fn explain(&self, error: ClientError) -> ClientError {
+        let reason = self
+            .close_reason
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        match (error, reason) {
+            (ClientError::Closed, Some(reason)) => ClientError::Transport(reason),
+            (e, _) => e,
+        }
+    }
+
     pub(super) fn progress(&self) -> std::sync::MutexGuard<'_, HashMap<String, ProgressCallback>> {
         // A poisoned map is still a valid map: the panic was elsewhere.
         self.progress.lock().unwrap_or_else(|e| e.into_inner())

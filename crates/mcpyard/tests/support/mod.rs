@@ -458,11 +458,28 @@ pub async fn start_llama(dir: &Path) -> (Proc, u16) {
 
 /// The vision stand-in server of `vision_fixture.py`.
 pub async fn start_vision_fixture(dir: &Path) -> (Proc, u16) {
-    let port = free_port();
+    // The fixture binds port 0 and says which port it got: a port picked
+    // here and bound there could be taken by another test in between.
+    let port_file = dir.join("vision.port");
     let mut cmd = Command::new("python3");
     cmd.arg(support_file("vision_fixture.py"))
-        .arg(port.to_string());
+        .arg("0")
+        .arg(&port_file);
     let p = Proc::spawn("vision fixture", cmd, &dir.join("vision.log"));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let port = loop {
+        if let Some(port) = std::fs::read_to_string(&port_file)
+            .ok()
+            .and_then(|t| t.trim().parse::<u16>().ok())
+        {
+            break port;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the vision fixture did not start"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
     wait_port(port, Duration::from_secs(30)).await;
     (p, port)
 }

@@ -1,9 +1,11 @@
 """A faithful stand-in for an OpenAI-compatible vision server (no vision
 model can run here): /v1/models lists one vision model; /v1/chat/completions
 checks that the request carries images as data URLs and answers in the
-OpenAI shape, describing what it received. Serves 127.0.0.1:PORT (argv[1]).
+OpenAI shape, describing what it received. Serves 127.0.0.1:PORT (argv[1]);
+with a file as argv[2], PORT 0 picks a free port, written to that file.
 """
 import json
+import os
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -51,4 +53,11 @@ class Handler(BaseHTTPRequestHandler):
         })
 
 
-ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler)
+if len(sys.argv) > 2:
+    # Port 0 picks a free port; the one bound is written here (whole, by
+    # a rename), so no other process can take it in between.
+    with open(sys.argv[2] + ".tmp", "w") as f:
+        f.write(str(server.server_address[1]))
+    os.rename(sys.argv[2] + ".tmp", sys.argv[2])
+server.serve_forever()

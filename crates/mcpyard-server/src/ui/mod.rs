@@ -9,10 +9,8 @@
 //! it gets an opaque cookie (`HttpOnly`, `SameSite=Strict`, for `/ui` only)
 //! standing for the identity the key proved, for [`SESSION_TTL`].
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Redirect, Response};
@@ -21,11 +19,14 @@ use axum::{Form, Router};
 use http::header::{CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, COOKIE, SET_COOKIE};
 use http::{HeaderMap, HeaderValue, StatusCode};
 use mcpyard_gateway::{Gateway, Identity, Session};
+
 use mcpyard_proto::{Message, RequestId};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::state::AppState;
+
+pub(crate) mod sessions;
 
 /// Where the page is served.
 pub(crate) const PATH: &str = "/ui";
@@ -33,9 +34,7 @@ const LOGIN_PATH: &str = "/ui/login";
 const LOGOUT_PATH: &str = "/ui/logout";
 const COOKIE_NAME: &str = "mcpyard_ui";
 /// How long a browser stays signed in.
-const SESSION_TTL: Duration = Duration::from_secs(12 * 3600);
-/// Signed-in browsers remembered at once; the oldest goes first.
-const MAX_SESSIONS: usize = 1024;
+const SESSION_TTL: Duration = sessions::SESSION_TTL;
 /// Tools shown at most; the count says how many there are.
 const MAX_TOOLS_SHOWN: usize = 5000;
 /// Pages of `tools/list` read at most.
@@ -53,48 +52,6 @@ pub(crate) fn routes() -> Router<AppState> {
         .route(PATH, get(page))
         .route(LOGIN_PATH, post(login))
         .route(LOGOUT_PATH, post(logout))
-}
-
-/// The browsers signed in: cookie value → identity and expiry.
-#[derive(Debug, Default)]
-pub(crate) struct UiSessions(Mutex<HashMap<String, (Identity, Instant)>>);
-
-impl UiSessions {
-    fn open(&self, identity: Identity) -> String {
-        let token = format!(
-            "{}{}",
-            uuid::Uuid::new_v4().simple(),
-            uuid::Uuid::new_v4().simple()
-        );
-        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let now = Instant::now();
-        map.retain(|_, (_, expires)| *expires > now);
-        if map.len() >= MAX_SESSIONS {
-            if let Some(oldest) = map
-                .iter()
-                .min_by_key(|(_, (_, e))| *e)
-                .map(|(k, _)| k.clone())
-            {
-                map.remove(&oldest);
-            }
-        }
-        map.insert(token.clone(), (identity, now + SESSION_TTL));
-        token
-    }
-
-    fn identity(&self, token: &str) -> Option<Identity> {
-        let map = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        map.get(token)
-            .filter(|(_, expires)| *expires > Instant::now())
-            .map(|(identity, _)| identity.clone())
-    }
-
-    fn close(&self, token: &str) {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(token);
-    }
 }
 
 fn cookie(headers: &HeaderMap) -> Option<&str> {
@@ -442,15 +399,5 @@ mod tests {
         assert_eq!(cookie(&headers), Some("tok"));
         headers.insert(COOKIE, HeaderValue::from_static("mcpyard_uix=no"));
         assert_eq!(cookie(&headers), None);
-    }
-
-    #[test]
-    fn a_session_ends_when_closed() {
-        let sessions = UiSessions::default();
-        let token = sessions.open(Identity::anonymous());
-        assert!(sessions.identity(&token).is_some());
-        assert!(sessions.identity("forged").is_none());
-        sessions.close(&token);
-        assert!(sessions.identity(&token).is_none());
     }
 }
