@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""The catalogue benchmark: mcpyard in front of a stdio server with N
+generated tools (bench/catalog/many_tools.py, ~340 bytes of JSON each), for
+N = 0, 1,000 and 10,000 by default. For each N it reports the gateway's RSS
+once the tools are listed (and per tool, against N = 0), the time of one
+`tools/list` page and of the full paged listing, and the p50 of
+`mcpyard__search_tools`. Stdlib only; loopback only.
+
+    scripts/bench_catalog.py [--bin target/release/mcpyard] [--sizes 0,1000,10000] [--repeats 20]
+"""
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SERVER = os.path.join(ROOT, "bench", "catalog", "many_tools.py")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Client:
+    """A Streamable HTTP client of the handshake era, JSON answers only."""
+
+    def __init__(self, url):
+        self.url, self.session, self.next_id = url, None, 0
+
+    def call(self, method, params=None):
+        self.next_id += 1
+        body = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params or {}}
+        headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+        if self.session:
+            headers["mcp-session-id"] = self.session
+            headers["mcp-protocol-version"] = "2025-11-25"
+        request = urllib.request.Request(self.url, json.dumps(body).encode(), headers)
+        with urllib.request.urlopen(request, timeout=60) as response:
+            self.session = self.session or response.headers.get("mcp-session-id")
+            text = response.read().decode()
+        if text.startswith("event:") or text.startswith("data:"):
+            text = next(l[5:] for l in text.splitlines() if l.startswith("data:"))
+        message = json.loads(text)
+        if "error" in message:
+            raise RuntimeError(f"{method}: {message['error']}")
+        return message["result"]
+
+    def open(self):
+        self.call("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                 "clientInfo": {"name": "bench-catalog", "version": "1"}})
+        self.next_id += 1
+        body = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        headers = {"content-type": "application/json", "accept": "application/json, text/event-stream",
+                   "mcp-session-id": self.session, "mcp-protocol-version": "2025-11-25"}
+        urllib.request.urlopen(urllib.request.Request(self.url, json.dumps(body).encode(), headers), timeout=60).read()
+
+    def list_all(self):
+        tools, cursor, pages = [], None, 0
+        while True:
+            page = self.call("tools/list", {"cursor": cursor} if cursor else {})
+            tools += page["tools"]
+            pages += 1
+            cursor = page.get("nextCursor")
+            if not cursor:
+                return tools, pages
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise RuntimeError("no VmRSS")
+
+
+def ms(seconds):
+    return round(seconds * 1000, 2)
+
+
+def measure(binary, n, repeats, work):
+    port = free_port()
+    config = os.path.join(work, f"catalog-{n}.toml")
+    with open(config, "w") as f:
+        f.write(f'[inference]\nenabled = false\n\n[servers.many]\ncommand = "{sys.executable}"\n'
+                f'args = ["{SERVER}", "{n}"]\nlist_timeout = "60s"\n')
+    log = open(os.path.join(work, f"mcpyard-{n}.log"), "w")
+    proc = subprocess.Popen([binary, "serve", "--config", config, "--listen", f"127.0.0.1:{port}"],
+                            stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
+    try:
+        client = Client(f"http://127.0.0.1:{port}/mcp")
+        deadline = time.time() + 120
+        while True:
+            try:
+                client.open()
+                status = client.call("tools/call", {"name": "mcpyard__status", "arguments": {}})
+                many = [s for s in status["structuredContent"]["sources"] if s["name"] == "many"][0]
+                if many.get("healthy"):
+                    break
+            except (OSError, RuntimeError, KeyError, IndexError):
+                pass
+            if time.time() > deadline:
+                raise RuntimeError(f"the server of {n} tools did not come up")
+            time.sleep(0.2)
+        time.sleep(1.0)
+        rss = rss_kib(proc.pid)
+        tools, pages = client.list_all()
+        page_times, full_times, search_times = [], [], []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            client.call("tools/list", {})
+            page_times.append(time.perf_counter() - t)
+        for _ in range(max(3, repeats // 4)):
+            t = time.perf_counter()
+            client.list_all()
+            full_times.append(time.perf_counter() - t)
+        for i in range(repeats):
+            t = time.perf_counter()
+            client.call("tools/call", {"name": "mcpyard__search_tools",
+                                       "arguments": {"query": f"record tool {i * 37 % max(n, 1)}"}})
+            search_times.append(time.perf_counter() - t)
+        return {
+            "tools": n, "listed": len(tools), "pages": pages, "rss_mib": round(rss / 1024, 1),
+            "rss_after_listing_mib": round(rss_kib(proc.pid) / 1024, 1),
+            "page_ms_p50": ms(statistics.median(page_times)),
+            "full_listing_ms_p50": ms(statistics.median(full_times)),
+            "search_ms_p50": ms(statistics.median(search_times)),
+        }
+    finally:
+        os.killpg(proc.pid, 15)
+        proc.wait(timeout=30)
+        log.close()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bin", default=os.path.join(ROOT, "target/release/mcpyard"))
+    parser.add_argument("--sizes", default="0,1000,10000")
+    parser.add_argument("--repeats", type=int, default=20)
+    args = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as work:
+        for n in [int(s) for s in args.sizes.split(",")]:
+            rows.append(measure(args.bin, n, args.repeats, work))
+    base = next((r for r in rows if r["tools"] == 0), None)
+    print("| tools | listed | pages | RSS MiB | KiB per tool | one page ms (p50) | full listing ms (p50) | search ms (p50) |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        per_tool = "" if not base or r["tools"] == 0 else round((r["rss_mib"] - base["rss_mib"]) * 1024 / r["tools"], 2)
+        print(f"| {r['tools']} | {r['listed']} | {r['pages']} | {r['rss_mib']} | {per_tool} | "
+              f"{r['page_ms_p50']} | {r['full_listing_ms_p50']} | {r['search_ms_p50']} |")
+    print(json.dumps(rows))
+
+
+if __name__ == "__main__":
+    main()
