@@ -405,12 +405,18 @@ async fn a_new_kind_of_source_meets_every_layer_of_the_call_path() {
     );
     wait_until(|| h.ledger.stopped.load(Ordering::SeqCst) == 2).await;
 
-    // Audited: one line per call, the refusals included.
-    let lines: Vec<Value> = std::fs::read_to_string(&h.audit.path)
-        .expect("audit file")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect();
+    // Audited: one line per call, the refusals included. The trail's
+    // writer thread appends a call's line after its answer: wait for the
+    // five lines of the calls above (statement, forbidden, three waits).
+    let read_lines = || -> Vec<Value> {
+        std::fs::read_to_string(&h.audit.path)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a JSON line"))
+            .collect()
+    };
+    wait_until(|| read_lines().len() >= 5).await;
+    let lines = read_lines();
     let outcome = |tool: &str| -> Vec<String> {
         lines
             .iter()
