@@ -83,7 +83,7 @@ pub(crate) struct RawOAuth {
 
 /// Keys of the other tools' OAuth objects that mcpyard does without, with
 /// why: a warning about one of them says so.
-pub(crate) const DISCOVERED_KEYS: [&str; 4] = [
+const DISCOVERED_KEYS: [&str; 4] = [
     "authorizationUrl",
     "tokenUrl",
     "authServerMetadataUrl",
