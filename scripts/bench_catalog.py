@@ -4,7 +4,12 @@ generated tools (bench/catalog/many_tools.py, ~340 bytes of JSON each), for
 N = 0, 1,000 and 10,000 by default. For each N it reports the gateway's RSS
 once the tools are listed (and per tool, against N = 0), the time of one
 `tools/list` page and of the full paged listing, and the p50 of
-`mcpyard__search_tools`. Stdlib only; loopback only.
+`mcpyard__search_tools`. Each N runs twice: every tool listed, and every
+tool hidden (`expose = "none"`: the tools are searched, not listed). Times
+are the gateway's answer, from the request sent to its last byte read; the
+client's own JSON parsing is left out of them. The cost of a catalogue
+change (views and index) is measured in process by `search` (BENCHMARKS.md
+section 4). Stdlib only; loopback only.
 
     scripts/bench_catalog.py [--bin target/release/mcpyard] [--sizes 0,1000,10000] [--repeats 20]
 """
@@ -36,6 +41,10 @@ class Client:
         self.url, self.session, self.next_id = url, None, 0
 
     def call(self, method, params=None):
+        return self.timed_call(method, params)[1]
+
+    def timed_call(self, method, params=None):
+        """(seconds to the answer's last byte, result)."""
         self.next_id += 1
         body = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params or {}}
         headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
@@ -43,15 +52,18 @@ class Client:
             headers["mcp-session-id"] = self.session
             headers["mcp-protocol-version"] = "2025-11-25"
         request = urllib.request.Request(self.url, json.dumps(body).encode(), headers)
+        started = time.perf_counter()
         with urllib.request.urlopen(request, timeout=60) as response:
+            raw = response.read()
+            elapsed = time.perf_counter() - started
             self.session = self.session or response.headers.get("mcp-session-id")
-            text = response.read().decode()
+            text = raw.decode()
         if text.startswith("event:") or text.startswith("data:"):
             text = next(l[5:] for l in text.splitlines() if l.startswith("data:"))
         message = json.loads(text)
         if "error" in message:
             raise RuntimeError(f"{method}: {message['error']}")
-        return message["result"]
+        return elapsed, message["result"]
 
     def open(self):
         self.call("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
@@ -63,14 +75,16 @@ class Client:
         urllib.request.urlopen(urllib.request.Request(self.url, json.dumps(body).encode(), headers), timeout=60).read()
 
     def list_all(self):
-        tools, cursor, pages = [], None, 0
+        """(every tool, pages, seconds spent waiting for the pages)."""
+        tools, cursor, pages, waited = [], None, 0, 0.0
         while True:
-            page = self.call("tools/list", {"cursor": cursor} if cursor else {})
+            elapsed, page = self.timed_call("tools/list", {"cursor": cursor} if cursor else {})
+            waited += elapsed
             tools += page["tools"]
             pages += 1
             cursor = page.get("nextCursor")
             if not cursor:
-                return tools, pages
+                return tools, pages, waited
 
 
 def rss_kib(pid):
@@ -85,12 +99,13 @@ def ms(seconds):
     return round(seconds * 1000, 2)
 
 
-def measure(binary, n, repeats, work):
+def measure(binary, n, hidden, repeats, work):
     port = free_port()
-    config = os.path.join(work, f"catalog-{n}.toml")
+    config = os.path.join(work, f"catalog-{n}-{hidden}.toml")
+    expose = 'expose = "none"\n' if hidden else ""
     with open(config, "w") as f:
         f.write(f'[inference]\nenabled = false\n\n[servers.many]\ncommand = "{sys.executable}"\n'
-                f'args = ["{SERVER}", "{n}"]\nlist_timeout = "60s"\n')
+                f'args = ["{SERVER}", "{n}"]\nlist_timeout = "60s"\n{expose}')
     log = open(os.path.join(work, f"mcpyard-{n}.log"), "w")
     proc = subprocess.Popen([binary, "serve", "--config", config, "--listen", f"127.0.0.1:{port}"],
                             stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
@@ -111,23 +126,19 @@ def measure(binary, n, repeats, work):
             time.sleep(0.2)
         time.sleep(1.0)
         rss = rss_kib(proc.pid)
-        tools, pages = client.list_all()
+        tools, pages, _ = client.list_all()
         page_times, full_times, search_times = [], [], []
         for _ in range(repeats):
-            t = time.perf_counter()
-            client.call("tools/list", {})
-            page_times.append(time.perf_counter() - t)
+            page_times.append(client.timed_call("tools/list", {})[0])
         for _ in range(max(3, repeats // 4)):
-            t = time.perf_counter()
-            client.list_all()
-            full_times.append(time.perf_counter() - t)
+            full_times.append(client.list_all()[2])
         for i in range(repeats):
-            t = time.perf_counter()
-            client.call("tools/call", {"name": "mcpyard__search_tools",
-                                       "arguments": {"query": f"record tool {i * 37 % max(n, 1)}"}})
-            search_times.append(time.perf_counter() - t)
+            search_times.append(client.timed_call(
+                "tools/call", {"name": "mcpyard__search_tools",
+                               "arguments": {"query": f"record tool {i * 37 % max(n, 1)}"}})[0])
         return {
-            "tools": n, "listed": len(tools), "pages": pages, "rss_mib": round(rss / 1024, 1),
+            "tools": n, "hidden": hidden, "listed": len(tools), "pages": pages,
+            "rss_mib": round(rss / 1024, 1),
             "rss_after_listing_mib": round(rss_kib(proc.pid) / 1024, 1),
             "page_ms_p50": ms(statistics.median(page_times)),
             "full_listing_ms_p50": ms(statistics.median(full_times)),
@@ -147,14 +158,15 @@ def main():
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as work:
-        for n in [int(s) for s in args.sizes.split(",")]:
-            rows.append(measure(args.bin, n, args.repeats, work))
-    base = next((r for r in rows if r["tools"] == 0), None)
-    print("| tools | listed | pages | RSS MiB | KiB per tool | one page ms (p50) | full listing ms (p50) | search ms (p50) |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for hidden in (False, True):
+            for n in [int(s) for s in args.sizes.split(",")]:
+                rows.append(measure(args.bin, n, hidden, args.repeats, work))
+    print("| tools | hidden | listed | pages | RSS MiB | KiB per tool | one page ms (p50) | full listing ms (p50) | search ms (p50) |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
+        base = next((b for b in rows if b["tools"] == 0 and b["hidden"] == r["hidden"]), None)
         per_tool = "" if not base or r["tools"] == 0 else round((r["rss_mib"] - base["rss_mib"]) * 1024 / r["tools"], 2)
-        print(f"| {r['tools']} | {r['listed']} | {r['pages']} | {r['rss_mib']} | {per_tool} | "
+        print(f"| {r['tools']} | {'yes' if r['hidden'] else 'no'} | {r['listed']} | {r['pages']} | {r['rss_mib']} | {per_tool} | "
               f"{r['page_ms_p50']} | {r['full_listing_ms_p50']} | {r['search_ms_p50']} |")
     print(json.dumps(rows))
 

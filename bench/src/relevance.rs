@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use mcpyard_gateway::ToolIndex;
+use mcpyard_gateway::{ListItem, ToolIndex};
 use serde_json::{json, Value};
 
 /// One query and the names of the tools that answer it.
@@ -99,7 +99,11 @@ impl RelevanceSet {
             });
         }
         Ok(Self {
-            index: ToolIndex::new(tools),
+            index: ToolIndex::new(
+                tools
+                    .into_iter()
+                    .map(|(source, tool)| (source, ListItem::tool(&tool))),
+            ),
             queries: out,
         })
     }

@@ -13,8 +13,8 @@ use async_trait::async_trait;
 use clap::Parser;
 use mcpyard_bench::relevance::{workspace_root, RelevanceSet};
 use mcpyard_gateway::{
-    Gateway, GatewayConfig, Listing, RouteError, Session, Source, SourceEvents, SourceLists,
-    SourceRequest, SourceSpec, ToolIndex,
+    Gateway, GatewayConfig, ListItem, Listing, RouteError, Session, Source, SourceEvents,
+    SourceLists, SourceRequest, SourceSpec, ToolIndex,
 };
 use mcpyard_proto::RequestId;
 use serde_json::{json, Value};
@@ -60,7 +60,11 @@ async fn main() -> anyhow::Result<()> {
 
     let catalogue = generated(args.tools);
     let started = Instant::now();
-    let index = ToolIndex::new(catalogue.clone());
+    let index = ToolIndex::new(
+        catalogue
+            .iter()
+            .map(|(source, tool)| (source.clone(), ListItem::tool(tool))),
+    );
     let build = started.elapsed();
     let queries = generated_queries(args.searches);
     let mut times = Vec::with_capacity(queries.len());

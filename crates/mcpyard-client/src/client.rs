@@ -417,8 +417,19 @@ impl McpClient {
     /// when the server repeats a cursor, so a looping server cannot hold the
     /// caller forever. Each page is bounded by the default timeout.
     pub async fn list_all(&self, method: &str, key: &str) -> Result<Vec<Value>, ClientError> {
+        self.list_all_as(method, key, |item| item).await
+    }
+
+    /// [`McpClient::list_all`], each item made into a `T` as its page
+    /// arrives: a long list is never held whole as JSON values.
+    pub async fn list_all_as<T>(
+        &self,
+        method: &str,
+        key: &str,
+        each: impl FnMut(Value) -> T,
+    ) -> Result<Vec<T>, ClientError> {
         let options = self.with_default_timeout(RequestOptions::default());
-        self.ready()?.list_all(method, key, options).await
+        self.ready()?.list_all(method, key, options, each).await
     }
 
     /// Checks that the server still answers: `ping` in the handshake era,

@@ -36,8 +36,8 @@ mod source;
 mod tasks;
 
 pub use call::{
-    CallLimits, Identity, IdentityKind, ItemKind, ListKind, SizeLimits, SourceLists, ToolSizes,
-    EVERY_GROUP,
+    CallLimits, Identity, IdentityKind, ItemKind, ListItem, ListKind, SizeLimits, SourceLists,
+    ToolSizes, EVERY_GROUP,
 };
 pub use catalog::matches as glob_match;
 pub use catalog::{AppsConfig, Exposure, Hit, IndexedTool, Listing, ToolIndex};

@@ -692,19 +692,20 @@ impl Connection {
     /// (`tools/list` → `tools`). Stops after [`MAX_LIST_PAGES`] pages, or
     /// when the server repeats a cursor, so a looping server cannot hold the
     /// caller forever.
-    pub(crate) async fn list_all(
+    pub(crate) async fn list_all<T>(
         &self,
         method: &str,
         key: &str,
         options: RequestOptions,
-    ) -> Result<Vec<Value>, ClientError> {
+        mut each: impl FnMut(Value) -> T,
+    ) -> Result<Vec<T>, ClientError> {
         let mut items = Vec::new();
         let mut cursor: Option<String> = None;
         for _ in 0..MAX_LIST_PAGES {
             let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
             let mut page = self.request(method, params, options.clone()).await?;
             match page.get_mut(key).map(Value::take) {
-                Some(Value::Array(found)) => items.extend(found),
+                Some(Value::Array(found)) => items.extend(found.into_iter().map(&mut each)),
                 None | Some(Value::Null) => {}
                 Some(_) => {
                     return Err(ClientError::Protocol(format!(

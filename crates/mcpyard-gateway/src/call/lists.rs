@@ -1,6 +1,8 @@
 //! The lists a source offers, and the protocol era a client speaks, which
 //! decides the lists it sees.
 
+use std::sync::Arc;
+
 use mcpyard_proto::methods;
 use serde_json::Value;
 
@@ -40,6 +42,15 @@ impl ListKind {
         }
     }
 
+    /// The field an item of this list is known by.
+    pub(crate) fn item_key(self) -> &'static str {
+        match self {
+            ListKind::Tools | ListKind::Prompts => "name",
+            ListKind::Resources => "uri",
+            ListKind::ResourceTemplates => "uriTemplate",
+        }
+    }
+
     /// The notification that tells clients this list changed.
     pub(crate) fn changed_notification(self) -> &'static str {
         match self {
@@ -67,10 +78,67 @@ impl ListKind {
     }
 }
 
+/// One item of a list (a tool, resource, template or prompt) as the
+/// catalogue keeps it: its JSON text, shared by every view that lists it.
+/// A `Value` tree of the same item takes ten times the memory; a page
+/// parses the few items it serves.
+#[derive(Debug, Clone)]
+pub struct ListItem {
+    /// The field it is known by (`name`, `uri`, `uriTemplate`), if a string.
+    key: Option<Arc<str>>,
+    json: Arc<str>,
+}
+
+impl ListItem {
+    /// `item`, known by the field `kind`'s items are known by.
+    pub fn new(kind: ListKind, item: &Value) -> Self {
+        Self {
+            key: item
+                .get(kind.item_key())
+                .and_then(Value::as_str)
+                .map(Arc::from),
+            json: Arc::from(item.to_string()),
+        }
+    }
+
+    /// A tool (known by its `name`).
+    pub fn tool(item: &Value) -> Self {
+        Self::new(ListKind::Tools, item)
+    }
+
+    /// The name, URI or URI template the item is known by.
+    pub fn key(&self) -> Option<&str> {
+        self.key.as_deref()
+    }
+
+    /// The item's JSON text.
+    pub fn json(&self) -> &str {
+        &self.json
+    }
+
+    /// The item as a `Value`.
+    pub fn to_value(&self) -> Value {
+        // Written by `new` from a `Value`, so it parses.
+        serde_json::from_str(&self.json).unwrap_or_default()
+    }
+
+    /// One field of the item (e.g. `inputSchema`), parsed.
+    pub fn field(&self, name: &str) -> Option<Value> {
+        let mut item = self.to_value();
+        item.as_object_mut()?.remove(name)
+    }
+}
+
+impl PartialEq for ListItem {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.json, &other.json) || self.json == other.json
+    }
+}
+
 /// What one source offers, as it listed it (names unprefixed).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SourceLists {
-    pub(crate) items: [Vec<Value>; 4],
+    pub(crate) items: [Vec<ListItem>; 4],
     /// The source runs task-augmented `tools/call` itself; otherwise the
     /// gateway runs them, and says so on each tool.
     pub(crate) runs_tasks: bool,
@@ -90,11 +158,15 @@ impl SourceLists {
         lists
     }
 
-    pub fn get(&self, kind: ListKind) -> &[Value] {
+    pub fn get(&self, kind: ListKind) -> &[ListItem] {
         &self.items[kind.index()]
     }
 
     pub fn set(&mut self, kind: ListKind, items: Vec<Value>) {
+        self.set_items(kind, items.iter().map(|i| ListItem::new(kind, i)).collect());
+    }
+
+    pub(crate) fn set_items(&mut self, kind: ListKind, items: Vec<ListItem>) {
         self.items[kind.index()] = items;
     }
 

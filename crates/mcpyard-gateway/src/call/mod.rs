@@ -12,7 +12,7 @@ pub use items::{ItemKind, RATE_LIMITED};
 pub(crate) use limits::json_len;
 pub use limits::{CallLimits, SizeLimits, ToolSizes};
 pub(crate) use lists::Era;
-pub use lists::{ListKind, SourceLists};
+pub use lists::{ListItem, ListKind, SourceLists};
 
 /// The name of the gateway's own source (its `mcpyard__*` tools).
 pub(crate) const GATEWAY_SOURCE: &str = "mcpyard";

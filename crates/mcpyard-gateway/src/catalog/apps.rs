@@ -280,7 +280,7 @@ impl super::Catalog {
     pub(crate) fn upstream_ui_uri(&self, source: usize, uri: &str) -> Option<String> {
         let entries = self.entries.read().expect("catalog lock poisoned");
         let entry = entries.get(source)?;
-        if !super::rewrites_ui(&self.apps, entry) {
+        if !super::build::rewrites_ui(&self.apps, entry) {
             return None;
         }
         upstream_uri(&authority(&entry.name), uri)
@@ -354,7 +354,7 @@ impl super::Catalog {
             entries
                 .iter()
                 .enumerate()
-                .filter(|(_, e)| super::rewrites_ui(&self.apps, e))
+                .filter(|(_, e)| super::build::rewrites_ui(&self.apps, e))
                 .filter_map(|(i, e)| {
                     let exposed = exposed_uri(&authority(&e.name), uri)?;
                     (view.resource_source(&exposed) == Some(i)).then_some((exposed, i))

@@ -10,12 +10,13 @@
 //! (`search.rs`) with each new view.
 
 pub(crate) mod apps;
+mod build;
 mod exposure;
 mod names;
 pub(crate) mod resource_uri;
 mod search;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 
 use base64::Engine;
@@ -23,16 +24,14 @@ use serde_json::{json, Value};
 
 pub use apps::AppsConfig;
 pub use exposure::matches;
-use exposure::Decision;
 pub use exposure::{Exposure, Listing};
 pub(crate) use names::is_valid_tool_name;
-use names::{exposed_name, mirrored_arguments};
 pub use search::{Hit, IndexedTool, ToolIndex};
 
 use crate::governance::{Item, Policy, Verdict};
 
 use crate::call::ItemKind;
-use crate::call::{Era, Identity, ListKind, SourceLists};
+use crate::call::{Era, Identity, ListItem, ListKind, SourceLists};
 use crate::RouteError;
 
 /// Where a name leads: the source's index and the name it knows.
@@ -45,7 +44,7 @@ pub(crate) struct Route {
 /// The merged, renamed lists and the routes back.
 #[derive(Debug, Default)]
 pub(crate) struct View {
-    lists: [Arc<Vec<Value>>; 4],
+    lists: [Arc<Vec<ListItem>>; 4],
     tools: HashMap<String, Route>,
     prompts: HashMap<String, Route>,
     resources: HashMap<String, usize>,
@@ -137,7 +136,7 @@ impl View {
             || self.templates.iter().any(|(_, s)| *s == index)
     }
 
-    pub(crate) fn list(&self, kind: ListKind) -> &Arc<Vec<Value>> {
+    pub(crate) fn list(&self, kind: ListKind) -> &Arc<Vec<ListItem>> {
         &self.lists[kind.index()]
     }
 
@@ -172,12 +171,6 @@ impl View {
             let source = sources.get(source).map_or("", String::as_str);
             policy.lists(identity, Item { kind, name, source }) == Verdict::Allow
         };
-        let name_of = |item: &Value, key: &str| {
-            item.get(key)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
-        };
         let routed = |routes: &HashMap<String, Route>, kind: ItemKind| -> HashMap<String, Route> {
             routes
                 .iter()
@@ -198,35 +191,29 @@ impl View {
             .templates
             .iter()
             .zip(template_items.iter())
-            .filter(|((_, source), item)| {
-                allowed(ItemKind::Resource, &name_of(item, "uriTemplate"), *source)
-            })
+            .filter(|((template, source), _)| allowed(ItemKind::Resource, template, *source))
             .map(|(t, item)| (t.clone(), item.clone()))
             .unzip();
-        let keep = |kind: ListKind, key: &str, known: &dyn Fn(&str) -> bool| -> Arc<Vec<Value>> {
+        let keep = |kind: ListKind, known: &dyn Fn(&str) -> bool| -> Arc<Vec<ListItem>> {
             Arc::new(
                 self.list(kind)
                     .iter()
-                    .filter(|item| known(&name_of(item, key)))
+                    .filter(|item| known(item.key().unwrap_or_default()))
                     .cloned()
                     .collect(),
             )
         };
         let lists = [
-            keep(ListKind::Tools, "name", &|n| tools.contains_key(n)),
-            keep(ListKind::Resources, "uri", &|u| resources.contains_key(u)),
+            keep(ListKind::Tools, &|n| tools.contains_key(n)),
+            keep(ListKind::Resources, &|u| resources.contains_key(u)),
             Arc::new(template_list),
-            keep(ListKind::Prompts, "name", &|n| prompts.contains_key(n)),
+            keep(ListKind::Prompts, &|n| prompts.contains_key(n)),
         ];
         let source_index =
             |name: &str| sources.iter().position(|s| s == name).unwrap_or(usize::MAX);
         let hidden = self
             .hidden
-            .tools()
-            .iter()
-            .filter(|t| allowed(ItemKind::Tool, &t.name, source_index(&t.source)))
-            .map(|t| (t.source.clone(), t.tool.clone()))
-            .collect::<Vec<_>>();
+            .retain(|t| allowed(ItemKind::Tool, &t.name, source_index(&t.source)));
         // Each name by its own kind: a rule about tools says nothing of a
         // prompt, so a tool it denies must not slip through as one.
         let unavailable = self
@@ -243,7 +230,7 @@ impl View {
             templates,
             collisions: self.collisions.clone(),
             unavailable,
-            hidden: Arc::new(ToolIndex::new(hidden)),
+            hidden: Arc::new(hidden),
             param_headers: self.param_headers.clone(),
             exposure: self.exposure.clone(),
         }
@@ -276,6 +263,8 @@ struct Entry {
     /// The unmatched `expose` names last logged, so each is logged once.
     logged_unmatched: Vec<String>,
     pairing: Pairing,
+    /// Its lists as clients see them, made again when they change.
+    exposed: build::Exposed,
 }
 
 impl Entry {
@@ -345,6 +334,7 @@ impl Catalog {
                 up: false,
                 logged_unmatched: Vec::new(),
                 pairing: Pairing::Alone,
+                exposed: build::Exposed::default(),
             })
             .collect();
         Self {
@@ -514,12 +504,7 @@ impl Catalog {
 
     /// Replaces a source's lists (`None`: the source is down). Returns the
     /// kinds whose merged list changed, so clients can be told.
-    pub(crate) fn set_lists(&self, source: usize, mut lists: Option<SourceLists>) -> Vec<ListKind> {
-        if let Some(lists) = lists.as_mut().filter(|l| !l.runs_tasks) {
-            lists.items[ListKind::Tools.index()]
-                .iter_mut()
-                .for_each(crate::tasks::advertise);
-        }
+    pub(crate) fn set_lists(&self, source: usize, lists: Option<SourceLists>) -> Vec<ListKind> {
         let mut entries = self.entries.write().expect("catalog lock poisoned");
         let Some(entry) = entries.get_mut(source) else {
             return Vec::new();
@@ -532,7 +517,8 @@ impl Catalog {
         if lists.is_some() {
             entry.lists = lists;
         }
-        let views = [Era::Handshake, Era::Modern].map(|era| build_view(&entries, era, &self.apps));
+        entry.exposed = build::expose(entry, &self.apps);
+        let views = build::views(&entries);
         let view = &views[match entries[source].pairing {
             Pairing::Modern { .. } => Era::Modern as usize,
             _ => Era::Handshake as usize,
@@ -563,7 +549,7 @@ impl Catalog {
                 })
             })
             .collect();
-        *slots = views.map(Arc::new);
+        *slots = views;
         changed
     }
 
@@ -590,7 +576,8 @@ impl Catalog {
                 .ok_or_else(|| RouteError::invalid_params(format!("invalid cursor: {c:?}")))?,
         };
         let end = (start + self.page_size).min(all.len());
-        let mut result = json!({ kind.key(): &all[start..end] });
+        let items = all[start..end].iter().map(ListItem::to_value).collect();
+        let mut result = json!({ kind.key(): Value::Array(items) });
         if end < all.len() {
             result["nextCursor"] = Value::String(encode_cursor(end, kind));
         }
@@ -612,165 +599,9 @@ fn decode_cursor(cursor: &str, kind: ListKind) -> Option<usize> {
     offset.parse().ok()
 }
 
-fn build_view(entries: &[Entry], era: Era, apps_config: &AppsConfig) -> View {
-    let mut view = View::default();
-    let mut param_headers = HashMap::new();
-    let mut lists: [Vec<Value>; 4] = Default::default();
-    let mut hidden = Vec::new();
-    // The search tools, and where they go in the list if anything is hidden.
-    let mut when_hiding: Vec<Value> = Vec::new();
-    let mut when_hiding_at = 0;
-    view.exposure = vec![SourceExposure::default(); entries.len()];
-    for (source, entry) in entries.iter().enumerate() {
-        if !entry.serves(era, entries) {
-            continue;
-        }
-        let Some(src) = &entry.lists else { continue };
-        let names = src
-            .get(ListKind::Tools)
-            .iter()
-            .filter_map(|i| i.get("name")?.as_str());
-        view.exposure[source].unmatched = entry.exposure.unmatched(names);
-        let listing = entry.exposure.listing_rule(src.default_listing.as_deref());
-        let when_hiding_names: HashSet<&str> =
-            src.listed_when_hiding.iter().map(String::as_str).collect();
-        // Its `ui://` URIs under its own authority, and those its tools name.
-        let ui_authority = rewrites_ui(apps_config, entry).then(|| apps::authority(&entry.name));
-        let mut named_ui = Vec::new();
-        if !entry.up {
-            for kind in [ListKind::Tools, ListKind::Prompts] {
-                for name in src.get(kind).iter().filter_map(|i| i.get("name")?.as_str()) {
-                    let exposed = match entry.exposure.decide(name) {
-                        Decision::Denied => continue,
-                        Decision::Listed(exposed) | Decision::Hidden(exposed) => exposed,
-                    };
-                    let item_kind = match kind {
-                        ListKind::Prompts => ItemKind::Prompt,
-                        _ => ItemKind::Tool,
-                    };
-                    view.unavailable.insert(
-                        exposed_name(kind, &entry.prefix, &exposed),
-                        (source, item_kind),
-                    );
-                }
-            }
-            continue;
-        }
-        for (kind, routes) in [
-            (ListKind::Tools, &mut view.tools),
-            (ListKind::Prompts, &mut view.prompts),
-        ] {
-            for item in src.get(kind) {
-                let Some(name) = item.get("name").and_then(Value::as_str) else {
-                    continue;
-                };
-                let (exposed, listed) = match entry.exposure.decide(name) {
-                    Decision::Denied => continue,
-                    Decision::Listed(exposed) => {
-                        let listed = kind != ListKind::Tools || listing.lists(name);
-                        (exposed, listed)
-                    }
-                    Decision::Hidden(exposed) => (exposed, false),
-                };
-                let exposed = exposed_name(kind, &entry.prefix, &exposed);
-                if routes.contains_key(&exposed) {
-                    view.collisions
-                        .push(format!("{exposed} (also offered by {})", entry.name));
-                    continue;
-                }
-                routes.insert(
-                    exposed.clone(),
-                    Route {
-                        source,
-                        name: name.to_owned(),
-                    },
-                );
-                let mut item = item.clone();
-                if kind == ListKind::Tools {
-                    let mirrored = mirrored_arguments(&item);
-                    if !mirrored.is_empty() {
-                        param_headers.insert(exposed.clone(), mirrored);
-                    }
-                }
-                item["name"] = Value::String(exposed);
-                if let (ListKind::Tools, Some(authority)) = (kind, &ui_authority) {
-                    named_ui.extend(apps::rewrite_tool(&mut item, authority));
-                }
-                if kind == ListKind::Tools && when_hiding_names.contains(name) {
-                    when_hiding_at = lists[kind.index()].len();
-                    when_hiding.push(item);
-                    continue;
-                }
-                if kind == ListKind::Tools {
-                    let counts = &mut view.exposure[source];
-                    if listed {
-                        counts.listed += 1;
-                    } else {
-                        counts.hidden += 1;
-                    }
-                }
-                if !listed {
-                    if kind == ListKind::Tools {
-                        hidden.push((entry.name.clone(), item));
-                    }
-                    continue;
-                }
-                lists[kind.index()].push(item);
-            }
-        }
-        for item in src.get(ListKind::Resources) {
-            let mut item = item.clone();
-            if let Some(authority) = &ui_authority {
-                apps::rewrite_resource(&mut item, "uri", authority);
-            }
-            let Some(uri) = item.get("uri").and_then(Value::as_str) else {
-                continue;
-            };
-            if view.resources.contains_key(uri) {
-                view.collisions
-                    .push(format!("resource {uri} (also offered by {})", entry.name));
-                continue;
-            }
-            view.resources.insert(uri.to_owned(), source);
-            lists[ListKind::Resources.index()].push(item);
-        }
-        // A UI resource its tools name routes even when it is not listed
-        // (the extension lets servers leave them out of `resources/list`).
-        for uri in named_ui {
-            view.resources.entry(uri).or_insert(source);
-        }
-        for item in src.get(ListKind::ResourceTemplates) {
-            let mut item = item.clone();
-            if let Some(authority) = &ui_authority {
-                apps::rewrite_resource(&mut item, "uriTemplate", authority);
-            }
-            let Some(template) = item.get("uriTemplate").and_then(Value::as_str) else {
-                continue;
-            };
-            view.templates.push((template.to_owned(), source));
-            lists[ListKind::ResourceTemplates.index()].push(item);
-        }
-    }
-    if !hidden.is_empty() {
-        let tools = &mut lists[ListKind::Tools.index()];
-        let at = when_hiding_at.min(tools.len());
-        tools.splice(at..at, when_hiding);
-    }
-    view.hidden = Arc::new(ToolIndex::new(hidden));
-    view.param_headers = Arc::new(param_headers);
-    view.lists = lists.map(Arc::new);
-    view
-}
-
-/// Whether a source's `ui://` URIs are put under its own authority: with
-/// apps on, for every source whose names are prefixed (one whose names are
-/// not keeps its URIs as they are, like its names).
-fn rewrites_ui(apps: &AppsConfig, entry: &Entry) -> bool {
-    apps.enabled && !entry.prefix.is_empty() && entry.name != crate::call::GATEWAY_SOURCE
-}
-
 #[cfg(test)]
 mod tests {
+    use super::names::exposed_name;
     use super::*;
 
     fn lists(tools: &[&str]) -> SourceLists {
@@ -820,7 +651,7 @@ mod tests {
         let names: Vec<_> = view
             .list(ListKind::Tools)
             .iter()
-            .map(|t| t["name"].clone())
+            .map(|t| t.to_value()["name"].clone())
             .collect();
         assert_eq!(names, vec![json!("a__echo"), json!("time")]);
     }
@@ -858,7 +689,7 @@ mod tests {
             let mut t: Vec<_> = view
                 .list(ListKind::Tools)
                 .iter()
-                .map(|t| t["name"].as_str().unwrap().to_owned())
+                .map(|t| t.to_value()["name"].as_str().unwrap().to_owned())
                 .map(|n| {
                     let source = view.tool(&n).unwrap().source;
                     (n, source)
@@ -913,7 +744,7 @@ mod tests {
         let names: Vec<String> = view
             .list(ListKind::Tools)
             .iter()
-            .map(|t| t["name"].as_str().unwrap_or_default().to_owned())
+            .map(|t| t.to_value()["name"].as_str().unwrap_or_default().to_owned())
             .collect();
         assert_eq!(names[0], "a__has_space");
         assert_eq!(names[1], "a__caf_");
@@ -1043,7 +874,7 @@ mod tests {
         let names: Vec<_> = view
             .list(ListKind::Tools)
             .iter()
-            .map(|t| t["name"].clone())
+            .map(|t| t.to_value()["name"].clone())
             .collect();
         assert_eq!(names, vec![json!("a__say")]);
         assert_eq!(view.tool("a__say").map(|r| r.name.as_str()), Some("echo"));
@@ -1080,7 +911,7 @@ mod tests {
         c.view()
             .list(ListKind::Tools)
             .iter()
-            .map(|t| t["name"].as_str().unwrap_or_default().to_owned())
+            .map(|t| t.to_value()["name"].as_str().unwrap_or_default().to_owned())
             .collect()
     }
 
@@ -1178,7 +1009,7 @@ mod tests {
         let names = |v: &View| -> Vec<String> {
             v.list(ListKind::Tools)
                 .iter()
-                .map(|t| t["name"].as_str().unwrap_or_default().to_owned())
+                .map(|t| t.to_value()["name"].as_str().unwrap_or_default().to_owned())
                 .collect()
         };
         let first = c.view_for(&bob, Era::Handshake);

@@ -7,26 +7,28 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+use crate::call::ListItem;
+
 /// One tool in the index: its listed name, its source and its
 /// `tools/list` item.
 #[derive(Debug, Clone)]
 pub struct IndexedTool {
     pub name: String,
     pub source: String,
-    pub tool: Value,
+    pub tool: ListItem,
 }
 
 impl IndexedTool {
     /// The first line of the description (or the title), for compact lists.
-    pub fn summary(&self) -> &str {
-        let text = self
-            .tool
+    pub fn summary(&self) -> String {
+        let tool = self.tool.to_value();
+        let text = tool
             .get("description")
             .and_then(Value::as_str)
             .filter(|d| !d.trim().is_empty())
-            .or_else(|| self.tool.get("title").and_then(Value::as_str))
+            .or_else(|| tool.get("title").and_then(Value::as_str))
             .unwrap_or("");
-        text.trim().lines().next().unwrap_or("").trim()
+        text.trim().lines().next().unwrap_or("").trim().to_owned()
     }
 }
 
@@ -60,12 +62,13 @@ pub struct ToolIndex {
 
 impl ToolIndex {
     /// Indexes `(source, tool)` pairs; a tool's name is its `name` field.
-    pub fn new(tools: impl IntoIterator<Item = (String, Value)>) -> Self {
+    pub fn new(tools: impl IntoIterator<Item = (String, ListItem)>) -> Self {
         let mut index = Self::default();
-        for (source, tool) in tools {
-            let Some(name) = tool.get("name").and_then(Value::as_str).map(str::to_owned) else {
+        for (source, item) in tools {
+            let Some(name) = item.key().map(str::to_owned) else {
                 continue;
             };
+            let tool = item.to_value();
             if index.by_name.contains_key(&name) {
                 continue;
             }
@@ -106,14 +109,52 @@ impl ToolIndex {
             }
             index.lengths.push(length);
             index.by_name.insert(name.clone(), id);
-            index.tools.push(IndexedTool { name, source, tool });
+            index.tools.push(IndexedTool {
+                name,
+                source,
+                tool: item,
+            });
         }
-        let total: f32 = index.lengths.iter().sum();
-        index.average_length = if index.tools.is_empty() {
+        index.average_length = index.average_length();
+        index
+    }
+
+    fn average_length(&self) -> f32 {
+        let total: f32 = self.lengths.iter().sum();
+        if self.tools.is_empty() {
             1.0
         } else {
-            (total / index.tools.len() as f32).max(1.0)
-        };
+            (total / self.tools.len() as f32).max(1.0)
+        }
+    }
+
+    /// This index with only the tools `keep` keeps: the words of each are
+    /// not read again.
+    pub fn retain(&self, keep: impl Fn(&IndexedTool) -> bool) -> Self {
+        let mut index = Self::default();
+        // Old position → new one, for the tools kept.
+        let mut moved = vec![u32::MAX; self.tools.len()];
+        for (old, tool) in self.tools.iter().enumerate() {
+            if keep(tool) {
+                moved[old] = index.tools.len() as u32;
+                index.by_name.insert(tool.name.clone(), index.tools.len());
+                index.tools.push(tool.clone());
+                index.lengths.push(self.lengths[old]);
+            }
+        }
+        for (term, postings) in &self.postings {
+            let kept: Vec<(u32, f32)> = postings
+                .iter()
+                .filter_map(|&(id, weight)| {
+                    let id = moved[id as usize];
+                    (id != u32::MAX).then_some((id, weight))
+                })
+                .collect();
+            if !kept.is_empty() {
+                index.postings.insert(term.clone(), kept);
+            }
+        }
+        index.average_length = index.average_length();
         index
     }
 
@@ -409,17 +450,23 @@ mod tests {
         ToolIndex::new([
             (
                 "files".into(),
-                json!({"name": "files__read_text_file", "description": "Read a file as text",
+                ListItem::tool(
+                    &json!({"name": "files__read_text_file", "description": "Read a file as text",
                        "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}}}),
+                ),
             ),
             (
                 "clock".into(),
-                json!({"name": "clock__get_current_time", "description": "Current time in a timezone",
+                ListItem::tool(
+                    &json!({"name": "clock__get_current_time", "description": "Current time in a timezone",
                        "inputSchema": {"type": "object", "properties": {"timezone": {"type": "string", "description": "IANA name"}}}}),
+                ),
             ),
             (
                 "api".into(),
-                json!({"name": "api__createImageGeneration", "description": "Makes pictures from a prompt"}),
+                ListItem::tool(
+                    &json!({"name": "api__createImageGeneration", "description": "Makes pictures from a prompt"}),
+                ),
             ),
         ])
     }

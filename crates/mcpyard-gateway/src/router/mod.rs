@@ -20,7 +20,7 @@ use crate::catalog::{resource_uri, Catalog, Route};
 
 use crate::call::Identity;
 use crate::call::ItemKind;
-use crate::call::{Era, ListKind};
+use crate::call::{Era, ListItem, ListKind};
 use crate::source::{
     CallContext, ClientHandle, InnerCalls, Progress, RouterHandle, Source, SourceRequest,
 };
@@ -98,8 +98,9 @@ impl Router {
         self.catalog
             .view_for(identity, era)
             .list(ListKind::Tools)
-            .as_ref()
-            .clone()
+            .iter()
+            .map(ListItem::to_value)
+            .collect()
     }
 
     /// The context of a call made by `client`.

@@ -1,47 +1,71 @@
 //! Secret detectors: the built-in ones for common credentials, and the
 //! configured patterns. A match is replaced by `[REDACTED:<name>]`.
 
+use aho_corasick::AhoCorasick;
 use regex::{Regex, RegexSet};
 use serde_json::Value;
 
+/// A built-in detector: its name, its pattern, and text that every match
+/// contains (compared without case), which rules a string out at once.
+struct Builtin {
+    name: &'static str,
+    pattern: &'static str,
+    contains: &'static [&'static str],
+}
+
 /// The built-in detectors, in the order they are applied: spans that may
 /// contain other matches (a PEM block) first, the loosest (bearer) last.
-const BUILTIN: &[(&str, &str)] = &[
-    (
-        "private_key",
-        r"(?s)-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|\z)",
-    ),
-    (
-        "aws_access_key",
-        r"\b(?:AKIA|ASIA|ABIA|ACCA|AROA|AIDA)[0-9A-Z]{16}\b",
-    ),
-    (
-        "aws_secret_key",
-        r#"(?i)aws_?secret_?access_?key["']?\s*[:=]\s*["']?[A-Za-z0-9/+=]{40}"#,
-    ),
-    (
-        "github_token",
-        r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b",
-    ),
-    ("slack_token", r"\bxox[abposre]-[A-Za-z0-9-]{10,}"),
-    (
-        "slack_webhook",
-        r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_-]+",
-    ),
-    (
-        "openai_key",
-        r"\bsk-(?:proj-|svcacct-|admin-|ant-)?[A-Za-z0-9_-]{20,}",
-    ),
-    (
-        "jwt",
-        r"\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*",
-    ),
-    ("bearer", r"(?i)\bbearer\s+[A-Za-z0-9._~+/-]{16,}=*"),
+const BUILTIN: &[Builtin] = &[
+    Builtin {
+        name: "private_key",
+        pattern: r"(?s)-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|\z)",
+        contains: &["-----BEGIN "],
+    },
+    Builtin {
+        name: "aws_access_key",
+        pattern: r"\b(?:AKIA|ASIA|ABIA|ACCA|AROA|AIDA)[0-9A-Z]{16}\b",
+        contains: &["AKIA", "ASIA", "ABIA", "ACCA", "AROA", "AIDA"],
+    },
+    Builtin {
+        name: "aws_secret_key",
+        pattern: r#"(?i)aws_?secret_?access_?key["']?\s*[:=]\s*["']?[A-Za-z0-9/+=]{40}"#,
+        contains: &["secret"],
+    },
+    Builtin {
+        name: "github_token",
+        pattern: r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b",
+        contains: &["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
+    },
+    Builtin {
+        name: "slack_token",
+        pattern: r"\bxox[abposre]-[A-Za-z0-9-]{10,}",
+        contains: &["xox"],
+    },
+    Builtin {
+        name: "slack_webhook",
+        pattern: r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_-]+",
+        contains: &["hooks.slack.com"],
+    },
+    Builtin {
+        name: "openai_key",
+        pattern: r"\bsk-(?:proj-|svcacct-|admin-|ant-)?[A-Za-z0-9_-]{20,}",
+        contains: &["sk-"],
+    },
+    Builtin {
+        name: "jwt",
+        pattern: r"\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*",
+        contains: &["eyJ"],
+    },
+    Builtin {
+        name: "bearer",
+        pattern: r"(?i)\bbearer\s+[A-Za-z0-9._~+/-]{16,}=*",
+        contains: &["bearer"],
+    },
 ];
 
 /// The names of the built-in detectors, for the documentation and `check`.
 pub fn builtin_detectors() -> impl Iterator<Item = &'static str> {
-    BUILTIN.iter().map(|(name, _)| *name)
+    BUILTIN.iter().map(|d| d.name)
 }
 
 /// A pattern that is not a valid regular expression.
@@ -58,6 +82,10 @@ pub(crate) struct Redactor {
     /// Tells at once which detectors match a string: most strings match
     /// none and cost one pass.
     any: RegexSet,
+    /// With the built-in detectors alone, the text one of them needs: a
+    /// single pass of plain string search rules out nearly every string
+    /// before the regular expressions run.
+    needed: Option<AhoCorasick>,
     detectors: Vec<(String, Regex)>,
 }
 
@@ -68,10 +96,16 @@ impl Redactor {
         builtin: bool,
         patterns: &[(String, String)],
     ) -> Result<Option<Self>, PatternError> {
+        let needed = (builtin && patterns.is_empty()).then(|| {
+            AhoCorasick::builder()
+                .ascii_case_insensitive(true)
+                .build(BUILTIN.iter().flat_map(|d| d.contains))
+                .expect("the built-in detectors' literals build an automaton")
+        });
         let builtin = BUILTIN
             .iter()
             .filter(|_| builtin)
-            .map(|(n, p)| ((*n).to_owned(), (*p).to_owned()));
+            .map(|d| (d.name.to_owned(), d.pattern.to_owned()));
         let mut detectors = Vec::new();
         for (name, pattern) in builtin.chain(patterns.iter().cloned()) {
             let regex = Regex::new(&pattern).map_err(|e| PatternError {
@@ -88,11 +122,27 @@ impl Redactor {
                 name: "(all patterns)".into(),
                 reason: e.to_string(),
             })?;
-        Ok(Some(Self { any, detectors }))
+        Ok(Some(Self {
+            any,
+            needed,
+            detectors,
+        }))
+    }
+
+    /// Whether `text` may hold a secret: false only when no detector can
+    /// match it.
+    fn may_hold(&self, text: &str) -> bool {
+        match &self.needed {
+            Some(needed) => needed.is_match(text) && self.any.is_match(text),
+            None => self.any.is_match(text),
+        }
     }
 
     /// The text with every secret replaced; `None` when it has none.
     pub(crate) fn redact_str(&self, text: &str) -> Option<String> {
+        if self.needed.as_ref().is_some_and(|n| !n.is_match(text)) {
+            return None;
+        }
         let hits = self.any.matches(text);
         if !hits.matched_any() {
             return None;
@@ -175,7 +225,7 @@ impl Redactor {
 
     /// Keys are rewritten only when one holds a secret, keeping the order.
     fn redact_keys(&self, map: &mut serde_json::Map<String, Value>) -> usize {
-        if !map.keys().any(|k| self.any.is_match(k)) {
+        if !map.keys().any(|k| self.may_hold(k)) {
             return 0;
         }
         let mut changed = 0;

@@ -126,9 +126,9 @@ impl Builtin {
             }
             return Ok(refusal);
         };
-        if let Some(schema) = tool.tool.get("inputSchema") {
+        if let Some(schema) = tool.tool.field("inputSchema") {
             if let Some(spread) =
-                search::spread_wrapped_arguments(&tool_arguments, search::REQUEST_WRAPPER, schema)
+                search::spread_wrapped_arguments(&tool_arguments, search::REQUEST_WRAPPER, &schema)
             {
                 tool_arguments = spread;
             }

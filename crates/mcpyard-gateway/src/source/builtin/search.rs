@@ -97,10 +97,10 @@ pub(crate) fn list_tools(index: &ToolIndex, page_size: usize, arguments: &Value)
             lines.push(format!("[{}]", tool.source));
             current = Some(&tool.source);
         }
-        lines.push(format!("{}: {}", tool.name, one_line(tool.summary())));
+        lines.push(format!("{}: {}", tool.name, one_line(&tool.summary())));
     }
     let mut structured = json!({
-        "tools": page.iter().map(|t| json!({"name": t.name, "source": t.source, "description": one_line(t.summary())})).collect::<Vec<_>>(),
+        "tools": page.iter().map(|t| json!({"name": t.name, "source": t.source, "description": one_line(&t.summary())})).collect::<Vec<_>>(),
         "total": index.len(),
     });
     if end < index.len() {
@@ -145,11 +145,12 @@ pub(crate) fn search_tools(index: &ToolIndex, arguments: &Value) -> Value {
 }
 
 fn hit(tool: &IndexedTool) -> Value {
+    let item = tool.tool.to_value();
     json!({
         "name": tool.name,
         "source": tool.source,
-        "description": tool.tool.get("description").cloned().unwrap_or(Value::Null),
-        "inputSchema": tool.tool.get("inputSchema").cloned().unwrap_or_else(|| json!({"type": "object"})),
+        "description": item.get("description").cloned().unwrap_or(Value::Null),
+        "inputSchema": item.get("inputSchema").cloned().unwrap_or_else(|| json!({"type": "object"})),
     })
 }
 
@@ -214,8 +215,7 @@ pub fn spread_wrapped_arguments(arguments: &Value, wrapper: &str, schema: &Value
 pub(crate) fn invalid_arguments(tool: &IndexedTool, arguments: &Value) -> Option<Value> {
     let schema = tool
         .tool
-        .get("inputSchema")
-        .cloned()
+        .field("inputSchema")
         .unwrap_or_else(|| json!({"type": "object"}));
     let validator = match jsonschema::validator_for(&schema) {
         Ok(v) => v,
@@ -279,13 +279,14 @@ fn decode_cursor(cursor: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::call::ListItem;
 
     fn index(n: usize) -> ToolIndex {
         ToolIndex::new((0..n).map(|i| {
             (
                 format!("s{}", i / 60),
-                json!({"name": format!("s__tool_{i}"), "description": format!("Does thing {i}.\nMore."),
-                       "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}}),
+                ListItem::tool(&json!({"name": format!("s__tool_{i}"), "description": format!("Does thing {i}.\nMore."),
+                       "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}})),
             )
         }))
     }

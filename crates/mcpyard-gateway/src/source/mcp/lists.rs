@@ -4,8 +4,9 @@
 use std::time::Duration;
 
 use mcpyard_client::{ClientError, McpClient, RequestOptions};
+use serde_json::Value;
 
-use crate::call::{ListKind, SourceLists};
+use crate::call::{ListItem, ListKind, SourceLists};
 
 /// How long a health check's ping may take.
 const HEALTH_CHECK_TIMEOUT: Duration = Duration::from_secs(20);
@@ -45,7 +46,11 @@ pub(super) async fn fetch_lists(
             ListKind::Prompts => "prompts",
         };
         let items = if caps.get(capability).is_some() {
-            match client.list_all(kind.list_method(), kind.key()).await {
+            let item = |value: Value| ListItem::new(kind, &value);
+            match client
+                .list_all_as(kind.list_method(), kind.key(), item)
+                .await
+            {
                 Ok(items) => items,
                 Err(e @ ClientError::Rpc(_)) => {
                     tracing::warn!(method = kind.list_method(), error = %e, "listing refused");
@@ -59,7 +64,7 @@ pub(super) async fn fetch_lists(
         } else {
             Vec::new()
         };
-        lists.set(kind, items);
+        lists.set_items(kind, items);
     }
     // Otherwise the gateway runs task-augmented calls itself for this server.
     lists.runs_tasks = caps.pointer("/tasks/requests/tools/call").is_some();

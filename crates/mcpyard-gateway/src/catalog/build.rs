@@ -1,0 +1,254 @@
+//! How the merged views are made, in two stages: each source's items are
+//! exposed (renamed, marked, rewritten) once, when that source's lists
+//! change; the views of both eras are then merged from every source's
+//! exposed items, which only clones shared items and fills the routes.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::exposure::Decision;
+use super::names::{exposed_name, mirrored_arguments};
+use super::{apps, AppsConfig, Entry, Pairing, Route, SourceExposure, ToolIndex, View};
+use crate::call::{Era, ItemKind, ListItem, ListKind, GATEWAY_SOURCE};
+
+/// One source's items as its clients see them, before they are merged
+/// with the other sources'.
+#[derive(Debug, Default)]
+pub(super) struct Exposed {
+    /// Tools, then prompts, under their exposed names.
+    named: [Vec<Named>; 2],
+    /// Resources, then templates: (exposed URI or template, item).
+    addressed: [Vec<(String, ListItem)>; 2],
+    /// Names and patterns of its `expose` list that match none of its tools.
+    unmatched: Vec<String>,
+    /// While the source is down: the names its tools and prompts had.
+    unavailable: Vec<(String, ItemKind)>,
+}
+
+/// A tool or prompt, exposed.
+#[derive(Debug)]
+struct Named {
+    exposed: String,
+    /// The name the source knows it by.
+    name: String,
+    item: ListItem,
+    listed: bool,
+    /// One of the search tools, listed only while some tool is hidden.
+    when_hiding: bool,
+    /// Arguments mirrored in `Mcp-Param-*` headers (tools).
+    param_headers: Vec<(String, String)>,
+    /// `ui://` URIs the tool names (MCP Apps), routed with it.
+    named_ui: Vec<String>,
+}
+
+/// What `entry`'s current lists expose.
+pub(super) fn expose(entry: &Entry, apps_config: &AppsConfig) -> Exposed {
+    let mut exposed = Exposed::default();
+    let Some(src) = &entry.lists else {
+        return exposed;
+    };
+    if !entry.up {
+        for (kind, item_kind) in [
+            (ListKind::Tools, ItemKind::Tool),
+            (ListKind::Prompts, ItemKind::Prompt),
+        ] {
+            for name in src.get(kind).iter().filter_map(ListItem::key) {
+                if let Decision::Listed(name) | Decision::Hidden(name) = entry.exposure.decide(name)
+                {
+                    let name = exposed_name(kind, &entry.prefix, &name);
+                    exposed.unavailable.push((name, item_kind));
+                }
+            }
+        }
+        return exposed;
+    }
+    let names = src.get(ListKind::Tools).iter().filter_map(ListItem::key);
+    exposed.unmatched = entry.exposure.unmatched(names);
+    let listing = entry.exposure.listing_rule(src.default_listing.as_deref());
+    let when_hiding: HashSet<&str> = src.listed_when_hiding.iter().map(String::as_str).collect();
+    // Its `ui://` URIs under its own authority, and those its tools name.
+    let ui_authority = rewrites_ui(apps_config, entry).then(|| apps::authority(&entry.name));
+    for (slot, kind) in [ListKind::Tools, ListKind::Prompts].into_iter().enumerate() {
+        for item in src.get(kind) {
+            let Some(name) = item.key() else { continue };
+            let (exposed_as, listed) = match entry.exposure.decide(name) {
+                Decision::Denied => continue,
+                Decision::Listed(exposed) => {
+                    (exposed, kind != ListKind::Tools || listing.lists(name))
+                }
+                Decision::Hidden(exposed) => (exposed, false),
+            };
+            let exposed_as = exposed_name(kind, &entry.prefix, &exposed_as);
+            let mut value = item.to_value();
+            let mut named = Named {
+                exposed: exposed_as.clone(),
+                name: name.to_owned(),
+                item: item.clone(),
+                listed,
+                when_hiding: kind == ListKind::Tools && when_hiding.contains(name),
+                param_headers: Vec::new(),
+                named_ui: Vec::new(),
+            };
+            if kind == ListKind::Tools {
+                if !src.runs_tasks {
+                    crate::tasks::advertise(&mut value);
+                }
+                named.param_headers = mirrored_arguments(&value);
+                if let Some(authority) = &ui_authority {
+                    named.named_ui = apps::rewrite_tool(&mut value, authority);
+                }
+            }
+            value["name"] = Value::String(exposed_as);
+            named.item = ListItem::new(kind, &value);
+            exposed.named[slot].push(named);
+        }
+    }
+    for (slot, kind) in [ListKind::Resources, ListKind::ResourceTemplates]
+        .into_iter()
+        .enumerate()
+    {
+        for item in src.get(kind) {
+            let item = match &ui_authority {
+                Some(authority) => {
+                    let mut value = item.to_value();
+                    apps::rewrite_resource(&mut value, kind.item_key(), authority);
+                    ListItem::new(kind, &value)
+                }
+                None => item.clone(),
+            };
+            let Some(address) = item.key().map(str::to_owned) else {
+                continue;
+            };
+            exposed.addressed[slot].push((address, item));
+        }
+    }
+    exposed
+}
+
+/// Whether a source's `ui://` URIs are put under its own authority: with
+/// apps on, for every source whose names are prefixed (one whose names are
+/// not keeps its URIs as they are, like its names).
+pub(super) fn rewrites_ui(apps: &AppsConfig, entry: &Entry) -> bool {
+    apps.enabled && !entry.prefix.is_empty() && entry.name != GATEWAY_SOURCE
+}
+
+/// The view a client of `era` sees, merged from every entry's exposed
+/// items; the tools it leaves unlisted come back as `(source, item)`
+/// pairs for the search index, which the caller builds (once for both
+/// eras when they hide the same tools).
+pub(super) fn merge(entries: &[Entry], era: Era) -> (View, Vec<(String, ListItem)>) {
+    let mut view = View::default();
+    let mut param_headers = HashMap::new();
+    let mut lists: [Vec<ListItem>; 4] = Default::default();
+    let mut hidden = Vec::new();
+    // The search tools, and where they go in the list if anything is hidden.
+    let mut when_hiding: Vec<ListItem> = Vec::new();
+    let mut when_hiding_at = 0;
+    view.exposure = vec![SourceExposure::default(); entries.len()];
+    for (source, entry) in entries.iter().enumerate() {
+        if !entry.serves(era, entries) || entry.lists.is_none() {
+            continue;
+        }
+        let exposed = &entry.exposed;
+        if !entry.up {
+            for (name, kind) in &exposed.unavailable {
+                view.unavailable.insert(name.clone(), (source, *kind));
+            }
+            continue;
+        }
+        view.exposure[source].unmatched = exposed.unmatched.clone();
+        let mut named_ui = Vec::new();
+        for (kind, named) in [ListKind::Tools, ListKind::Prompts]
+            .into_iter()
+            .zip(&exposed.named)
+        {
+            let routes = match kind {
+                ListKind::Tools => &mut view.tools,
+                _ => &mut view.prompts,
+            };
+            for n in named {
+                if routes.contains_key(&n.exposed) {
+                    view.collisions
+                        .push(format!("{} (also offered by {})", n.exposed, entry.name));
+                    continue;
+                }
+                let route = Route {
+                    source,
+                    name: n.name.clone(),
+                };
+                routes.insert(n.exposed.clone(), route);
+                if !n.param_headers.is_empty() {
+                    param_headers.insert(n.exposed.clone(), n.param_headers.clone());
+                }
+                named_ui.extend(&n.named_ui);
+                if n.when_hiding {
+                    when_hiding_at = lists[kind.index()].len();
+                    when_hiding.push(n.item.clone());
+                    continue;
+                }
+                if kind == ListKind::Tools {
+                    let counts = &mut view.exposure[source];
+                    if n.listed {
+                        counts.listed += 1;
+                    } else {
+                        counts.hidden += 1;
+                    }
+                }
+                if n.listed {
+                    lists[kind.index()].push(n.item.clone());
+                } else if kind == ListKind::Tools {
+                    hidden.push((entry.name.clone(), n.item.clone()));
+                }
+            }
+        }
+        let [resources, templates] = &exposed.addressed;
+        for (uri, item) in resources {
+            if view.resources.contains_key(uri) {
+                view.collisions
+                    .push(format!("resource {uri} (also offered by {})", entry.name));
+                continue;
+            }
+            view.resources.insert(uri.clone(), source);
+            lists[ListKind::Resources.index()].push(item.clone());
+        }
+        // A UI resource its tools name routes even when it is not listed
+        // (the extension lets servers leave them out of `resources/list`).
+        for uri in named_ui {
+            view.resources.entry(uri.clone()).or_insert(source);
+        }
+        for (template, item) in templates {
+            view.templates.push((template.clone(), source));
+            lists[ListKind::ResourceTemplates.index()].push(item.clone());
+        }
+    }
+    if !hidden.is_empty() {
+        let tools = &mut lists[ListKind::Tools.index()];
+        let at = when_hiding_at.min(tools.len());
+        tools.splice(at..at, when_hiding);
+    }
+    view.param_headers = Arc::new(param_headers);
+    view.lists = lists.map(Arc::new);
+    (view, hidden)
+}
+
+/// The views of both eras (handshake, then 2026-07-28), each with its
+/// search index. One view serves both when no server has a connection per
+/// era; otherwise they share the index when they hide the same tools.
+pub(super) fn views(entries: &[Entry]) -> [Arc<View>; 2] {
+    let (mut handshake, hidden) = merge(entries, Era::Handshake);
+    let index = Arc::new(ToolIndex::new(hidden.clone()));
+    handshake.hidden = index.clone();
+    if entries.iter().all(|e| e.pairing == Pairing::Alone) {
+        let view = Arc::new(handshake);
+        return [view.clone(), view];
+    }
+    let (mut modern, modern_hidden) = merge(entries, Era::Modern);
+    modern.hidden = if modern_hidden == hidden {
+        index
+    } else {
+        Arc::new(ToolIndex::new(modern_hidden))
+    };
+    [Arc::new(handshake), Arc::new(modern)]
+}
