@@ -8,10 +8,56 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::apps::{self, AppsConfig};
 use super::exposure::Decision;
+use super::exposure::Exposure;
 use super::names::{exposed_name, mirrored_arguments};
-use super::{apps, AppsConfig, Entry, Pairing, Route, SourceExposure, ToolIndex, View};
-use crate::call::{Era, ItemKind, ListItem, ListKind, GATEWAY_SOURCE};
+use super::search::ToolIndex;
+use super::view::{Route, SourceExposure, View};
+use crate::call::{Era, ItemKind, ListItem, ListKind, SourceLists, GATEWAY_SOURCE};
+
+/// How an entry stands to the other era's connection of the same server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Pairing {
+    /// One connection serves every era.
+    Alone,
+    /// The handshake connection of a server whose 2026-07-28 connection is
+    /// the entry at this index.
+    Handshake { modern: usize },
+    /// The 2026-07-28 connection of the server at this index: clients of
+    /// that era see it in place of that entry once it is up.
+    Modern { handshake: usize },
+}
+
+/// One source as the catalog knows it.
+#[derive(Debug)]
+pub(super) struct Entry {
+    pub(super) name: String,
+    pub(super) prefix: String,
+    pub(super) exposure: Exposure,
+    /// What the source last listed; `None` before it first connected.
+    pub(super) lists: Option<SourceLists>,
+    /// A source that is down is left out of the lists.
+    pub(super) up: bool,
+    /// The unmatched `expose` names last logged, so each is logged once.
+    pub(super) logged_unmatched: Vec<String>,
+    pub(super) pairing: Pairing,
+    /// Its lists as clients see them, made again when they change.
+    pub(super) exposed: Exposed,
+}
+
+impl Entry {
+    /// Whether a client of `era` sees this entry (`entries` for its pair).
+    pub(super) fn serves(&self, era: Era, entries: &[Entry]) -> bool {
+        match (self.pairing, era) {
+            (Pairing::Alone, _) => true,
+            (Pairing::Modern { .. }, Era::Handshake) => false,
+            (Pairing::Modern { .. }, Era::Modern) => self.up,
+            (Pairing::Handshake { .. }, Era::Handshake) => true,
+            (Pairing::Handshake { modern }, Era::Modern) => !entries[modern].up,
+        }
+    }
+}
 
 /// One source's items as its clients see them, before they are merged
 /// with the other sources'.
