@@ -12,6 +12,10 @@
 #
 # ARGS go to the benchmark binary (see its `--help`), for example
 #   scripts/bench.sh --duration 20 --connections 64 --rate 2000
+#   scripts/bench.sh --targets direct,passthrough,mcpyard,mcpyard-governed,mcpyard-stdio,mcpyard-stdio-governed --rounds 3
+#                                      the full comparison: mcpyard by default and with every
+#                                      governance layer on, before an HTTP and a stdio upstream,
+#                                      against the relay, measured in turn three times
 #   scripts/bench.sh inference --phases image --image-repeats 5
 # Results: Markdown tables on stdout, JSON in target/bench/results.json
 # (target/bench/inference.json for `inference`) unless --out is given.

@@ -136,10 +136,40 @@ impl Http1Conn {
     }
 }
 
+/// Where sessions are opened, and the credential they present.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    pub addr: SocketAddr,
+    /// `Authorization` sent on every request, when the server wants a key.
+    pub authorization: Option<HeaderValue>,
+}
+
+impl Endpoint {
+    /// An endpoint without authentication.
+    pub fn open(addr: SocketAddr) -> Self {
+        Endpoint {
+            addr,
+            authorization: None,
+        }
+    }
+
+    /// An endpoint that sends `Authorization: Bearer <key>`.
+    pub fn with_bearer(addr: SocketAddr, key: &str) -> anyhow::Result<Self> {
+        let mut v = HeaderValue::from_str(&format!("Bearer {key}"))
+            .map_err(|_| anyhow::anyhow!("the key is not a valid header value"))?;
+        v.set_sensitive(true);
+        Ok(Endpoint {
+            addr,
+            authorization: Some(v),
+        })
+    }
+}
+
 /// A connected, initialised MCP session.
 #[derive(Debug)]
 pub struct McpConn {
     http: Http1Conn,
+    authorization: Option<HeaderValue>,
     session: Option<HeaderValue>,
     next_id: u64,
 }
@@ -189,8 +219,14 @@ impl McpConn {
     /// Connects and runs the MCP handshake: `initialize`, then
     /// `notifications/initialized`, keeping the session id.
     pub async fn open(addr: SocketAddr, timeout: Duration) -> Result<Self, CallError> {
+        Self::open_at(&Endpoint::open(addr), timeout).await
+    }
+
+    /// [`McpConn::open`] presenting the endpoint's credential, if any.
+    pub async fn open_at(endpoint: &Endpoint, timeout: Duration) -> Result<Self, CallError> {
         let mut c = McpConn {
-            http: Http1Conn::open(addr, timeout).await?,
+            http: Http1Conn::open(endpoint.addr, timeout).await?,
+            authorization: endpoint.authorization.clone(),
             session: None,
             next_id: 0,
         };
@@ -306,6 +342,9 @@ impl McpConn {
             .post_json("/mcp")
             .header(header::ACCEPT, ACCEPT_BOTH)
             .header("mcp-protocol-version", PROTOCOL_VERSION);
+        if let Some(a) = &self.authorization {
+            req = req.header(header::AUTHORIZATION, a.clone());
+        }
         if let Some(s) = &self.session {
             req = req.header("mcp-session-id", s.clone());
         }

@@ -4,14 +4,13 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context as _};
 use serde::Serialize;
 use tokio::task::JoinSet;
 
-use crate::conn::McpConn;
+use crate::conn::{Endpoint, McpConn};
 use crate::stats::Percentiles;
 
 /// The longest any single request may take before it counts as failed.
@@ -58,10 +57,11 @@ pub struct FixedRate {
 }
 
 /// Opens `n` sessions concurrently.
-pub async fn open_sessions(addr: SocketAddr, n: usize) -> anyhow::Result<Vec<McpConn>> {
+pub async fn open_sessions(endpoint: &Endpoint, n: usize) -> anyhow::Result<Vec<McpConn>> {
     let mut set = JoinSet::new();
     for _ in 0..n {
-        set.spawn(McpConn::open(addr, CALL_TIMEOUT));
+        let endpoint = endpoint.clone();
+        set.spawn(async move { McpConn::open_at(&endpoint, CALL_TIMEOUT).await });
     }
     let mut conns = Vec::with_capacity(n);
     while let Some(r) = set.join_next().await {
@@ -101,19 +101,19 @@ impl WorkerOut {
 /// `at_window` is called once when the measured window opens and once when
 /// it closes (to read CPU time and the like).
 pub async fn saturate(
-    addr: SocketAddr,
+    endpoint: &Endpoint,
     conns: usize,
     warmup: Duration,
     duration: Duration,
     mut at_window: impl FnMut(),
 ) -> anyhow::Result<Saturation> {
-    let sessions = open_sessions(addr, conns).await?;
+    let sessions = open_sessions(endpoint, conns).await?;
     let start = Instant::now();
     let warm_end = start + warmup;
     let end = warm_end + duration;
     let mut set = JoinSet::new();
     for (k, conn) in sessions.into_iter().enumerate() {
-        set.spawn(saturation_worker(conn, k, addr, warm_end, end));
+        set.spawn(saturation_worker(conn, k, endpoint.clone(), warm_end, end));
     }
     tokio::time::sleep_until(warm_end.into()).await;
     at_window();
@@ -136,7 +136,7 @@ pub async fn saturate(
 async fn saturation_worker(
     mut conn: McpConn,
     k: usize,
-    addr: SocketAddr,
+    endpoint: Endpoint,
     warm_end: Instant,
     end: Instant,
 ) -> WorkerOut {
@@ -160,7 +160,7 @@ async fn saturation_worker(
             Err(e) => {
                 *out.errors.entry(e.label()).or_default() += 1;
                 if e.is_fatal() {
-                    match reconnect(addr, end).await {
+                    match reconnect(&endpoint, end).await {
                         Some(c) => {
                             conn = c;
                             out.reconnects += 1;
@@ -180,7 +180,7 @@ async fn saturation_worker(
 /// time is timed from that scheduled time, so a slow answer shows in the
 /// latency of the requests queued behind it.
 pub async fn fixed_rate(
-    addr: SocketAddr,
+    endpoint: &Endpoint,
     conns: usize,
     rate: f64,
     warmup: Duration,
@@ -189,7 +189,7 @@ pub async fn fixed_rate(
     if rate <= 0.0 || !rate.is_finite() {
         bail!("the rate must be a positive number");
     }
-    let sessions = open_sessions(addr, conns).await?;
+    let sessions = open_sessions(endpoint, conns).await?;
     let start = Instant::now() + Duration::from_millis(20);
     let planned = warmup + duration;
     let plan = Plan {
@@ -202,7 +202,7 @@ pub async fn fixed_rate(
     };
     let mut set = JoinSet::new();
     for (k, conn) in sessions.into_iter().enumerate() {
-        set.spawn(rate_worker(conn, k as u64, addr, plan));
+        set.spawn(rate_worker(conn, k as u64, endpoint.clone(), plan));
     }
     let out = join_workers(set, plan.give_up + CALL_TIMEOUT).await?;
     let measured = duration.as_secs_f64();
@@ -230,7 +230,7 @@ struct Plan {
     give_up: Instant,
 }
 
-async fn rate_worker(mut conn: McpConn, k: u64, addr: SocketAddr, plan: Plan) -> WorkerOut {
+async fn rate_worker(mut conn: McpConn, k: u64, endpoint: Endpoint, plan: Plan) -> WorkerOut {
     let mut out = WorkerOut::default();
     let mut message = String::with_capacity(32);
     let mut prev_done = plan.start;
@@ -268,7 +268,7 @@ async fn rate_worker(mut conn: McpConn, k: u64, addr: SocketAddr, plan: Plan) ->
             Err(e) => {
                 *out.errors.entry(e.label()).or_default() += 1;
                 if e.is_fatal() {
-                    match reconnect(addr, plan.give_up).await {
+                    match reconnect(&endpoint, plan.give_up).await {
                         Some(c) => {
                             conn = c;
                             out.reconnects += 1;
@@ -287,9 +287,9 @@ async fn rate_worker(mut conn: McpConn, k: u64, addr: SocketAddr, plan: Plan) ->
 }
 
 /// A fresh session after a transport failure, retried until `until`.
-async fn reconnect(addr: SocketAddr, until: Instant) -> Option<McpConn> {
+async fn reconnect(endpoint: &Endpoint, until: Instant) -> Option<McpConn> {
     while Instant::now() < until {
-        if let Ok(c) = McpConn::open(addr, CALL_TIMEOUT).await {
+        if let Ok(c) = McpConn::open_at(endpoint, CALL_TIMEOUT).await {
             return Some(c);
         }
         tokio::time::sleep(Duration::from_millis(100)).await;

@@ -59,6 +59,31 @@ fn cpu_seconds_of(stat: &str, ticks: f64) -> Option<f64> {
     Some((utime + stime) / ticks)
 }
 
+/// The processes whose parent is `pid`, with their command names.
+pub fn children(pid: u32) -> Vec<(u32, String)> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| {
+        let child: u32 = e.ok()?.file_name().to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).ok()?;
+        let (ppid, comm) = parent_of(&stat)?;
+        (ppid == pid).then(|| (child, comm.to_owned()))
+    })
+    .collect()
+}
+
+/// The parent pid (field 4) and command name (field 2) of a stat line.
+fn parent_of(stat: &str) -> Option<(u32, &str)> {
+    let comm = &stat[stat.find('(')? + 1..stat.rfind(')')?];
+    let ppid = stat[stat.rfind(')')? + 1..]
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some((ppid, comm))
+}
+
 /// The 1-minute load average.
 pub fn loadavg_1m() -> Option<f64> {
     std::fs::read_to_string("/proc/loadavg")
@@ -112,6 +137,12 @@ mod tests {
     fn cpu_time_is_read_after_a_command_name_with_spaces() {
         let stat = "42 (a b) S 1 42 42 0 -1 4194304 100 0 0 0 250 50 0 0 20 0 1 0 1 1 1";
         assert_eq!(cpu_seconds_of(stat, 100.0), Some(3.0));
+    }
+
+    #[test]
+    fn the_parent_is_read_after_a_command_name_with_spaces() {
+        let stat = "42 (a) b) S 7 42 42 0 -1 4194304 100 0 0 0 250 50 0 0 20 0 1 0 1 1 1";
+        assert_eq!(parent_of(stat), Some((7, "a) b")));
     }
 
     #[test]

@@ -19,23 +19,37 @@ pub struct Run {
     pub generator_threads: usize,
     pub loadavg_1m_before: Option<f64>,
     pub loadavg_1m_after: Option<f64>,
+    /// How many times the target list was measured, in turn.
+    pub rounds: usize,
     pub targets: Vec<TargetRun>,
+    /// Each proxied target of each round against the same round's relay
+    /// and direct path.
+    pub summary: Vec<SummaryRow>,
     pub memory: Memory,
-    /// mcpyard against the direct path.
+    /// mcpyard against the direct path (first round).
     pub comparison: Option<Comparison>,
-    /// The byte-for-byte proxy against the direct path.
+    /// The byte-for-byte proxy against the direct path (first round).
     pub passthrough_comparison: Option<Comparison>,
+    /// Lines in each governed target's audit trail at the end (the file and
+    /// its rotated ones): the layer did write. Rotation deletes the oldest
+    /// files past `keep`, so a long run keeps fewer lines than calls.
+    pub audit_records: BTreeMap<String, u64>,
 }
 
 /// One path to the upstream, measured.
 #[derive(Debug, Clone, Serialize)]
 pub struct TargetRun {
-    /// `direct` or `mcpyard`.
+    /// The target's name, with `#N` after it in round N > 1.
     pub name: String,
+    /// `direct`, `passthrough`, `mcpyard`, `mcpyard-governed`, ...
+    pub target: String,
+    /// From 1.
+    pub round: usize,
     pub saturation: Saturation,
     pub fixed_rate: FixedRate,
     /// CPU microseconds per counted call during the saturation window, by
-    /// process (`generator`, `upstream`, and `proxy`: the target's proxy).
+    /// process (`generator`, `upstream`, and `proxy`: the target's proxy
+    /// process alone; a stdio upstream, the gateway's child, is `upstream`).
     pub cpu_us_per_call: BTreeMap<String, f64>,
 }
 
@@ -75,6 +89,52 @@ impl Comparison {
             added_p99_us: g.p99_us - d.p99_us,
         }
     }
+}
+
+/// One proxied target in one round, against the relay and the direct path
+/// of the same round (measured minutes apart at most, so the host's drift
+/// falls on both).
+#[derive(Debug, Clone, Serialize)]
+pub struct SummaryRow {
+    pub name: String,
+    pub target: String,
+    pub round: usize,
+    /// The proxy's own CPU µs per call at saturation.
+    pub proxy_cpu_us_per_call: Option<f64>,
+    /// That over the relay's (`passthrough`) of the same round.
+    pub cpu_vs_relay: Option<f64>,
+    /// Latency added at the fixed rate over `direct` of the same round.
+    pub added_p50_us: Option<f64>,
+    pub added_p99_us: Option<f64>,
+}
+
+/// The summary rows of every target run but the direct ones.
+pub fn summarize(targets: &[TargetRun]) -> Vec<SummaryRow> {
+    let in_round = |target: &str, round: usize| {
+        targets
+            .iter()
+            .find(|t| t.target == target && t.round == round)
+    };
+    targets
+        .iter()
+        .filter(|t| t.target != "direct")
+        .map(|t| {
+            let cpu = t.cpu_us_per_call.get("proxy").copied();
+            let relay = in_round("passthrough", t.round)
+                .and_then(|p| p.cpu_us_per_call.get("proxy").copied())
+                .filter(|r| *r > 0.0);
+            let added = in_round("direct", t.round).map(|d| Comparison::of(d, t));
+            SummaryRow {
+                name: t.name.clone(),
+                target: t.target.clone(),
+                round: t.round,
+                proxy_cpu_us_per_call: cpu,
+                cpu_vs_relay: cpu.zip(relay).map(|(c, r)| c / r),
+                added_p50_us: added.as_ref().map(|c| c.added_p50_us),
+                added_p99_us: added.as_ref().map(|c| c.added_p99_us),
+            }
+        })
+        .collect()
 }
 
 impl Run {
@@ -151,21 +211,29 @@ impl Run {
                 );
             }
         }
+        self.summary_table(&mut s);
         let m = &self.memory;
-        if let Some(idle) = m.idle_kib.get("mcpyard") {
+        // Each gateway's own process, at its peak over its own rounds.
+        for (gateway, idle) in m
+            .idle_kib
+            .iter()
+            .filter(|(n, _)| n.starts_with("mcpyard") && !n.contains('/'))
+        {
             let peak = |phases: &BTreeMap<String, BTreeMap<String, u64>>| {
-                phases
-                    .get("mcpyard")
-                    .and_then(|p| p.get("mcpyard"))
-                    .map_or_else(|| "–".to_owned(), |k| mib(*k))
+                self.targets
+                    .iter()
+                    .filter(|t| t.target == *gateway)
+                    .filter_map(|t| phases.get(&t.name)?.get(gateway).copied())
+                    .max()
+                    .map_or_else(|| "–".to_owned(), mib)
             };
             let after = m
                 .after_kib
-                .get("mcpyard")
+                .get(gateway)
                 .map_or_else(|| "–".to_owned(), |k| mib(*k));
             let _ = writeln!(
                 s,
-                "\nmcpyard resident memory (VmRSS): idle {}, peak under saturation {}, \
+                "\n{gateway} resident memory (VmRSS): idle {}, peak under saturation {}, \
                  peak at the fixed rate {}, after the run {} (sampled every {} ms)",
                 mib(*idle),
                 peak(&m.saturation_peak_kib),
@@ -175,6 +243,58 @@ impl Run {
             );
         }
         s
+    }
+
+    /// One row per proxied target, each cell its rounds in order.
+    fn summary_table(&self, s: &mut String) {
+        if self.summary.is_empty() {
+            return;
+        }
+        let mut order: Vec<&str> = Vec::new();
+        for r in &self.summary {
+            if !order.contains(&r.target.as_str()) {
+                order.push(&r.target);
+            }
+        }
+        let rate = self
+            .targets
+            .first()
+            .map_or(0.0, |t| t.fixed_rate.target_rate);
+        let rounds = if self.rounds > 1 {
+            let n: Vec<String> = (1..=self.rounds).map(|r| r.to_string()).collect();
+            format!(", rounds {}", n.join(" / "))
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            s,
+            "\nPer target{rounds}: the proxy's own CPU per call at saturation; ×relay, \
+             that over passthrough's in the same round; latency added at {rate:.0} calls/s \
+             over direct in the same round.\n"
+        );
+        let _ = writeln!(
+            s,
+            "| | CPU µs per call: proxy | ×relay | added p50 (µs) | added p99 (µs) |"
+        );
+        let _ = writeln!(s, "|---|---:|---:|---:|---:|");
+        for target in order {
+            let rows: Vec<&SummaryRow> =
+                self.summary.iter().filter(|r| r.target == target).collect();
+            let cell = |f: &dyn Fn(&SummaryRow) -> Option<String>| {
+                rows.iter()
+                    .map(|r| f(r).unwrap_or_else(|| "–".to_owned()))
+                    .collect::<Vec<_>>()
+                    .join(" / ")
+            };
+            let _ = writeln!(
+                s,
+                "| {target} | {} | {} | {} | {} |",
+                cell(&|r| r.proxy_cpu_us_per_call.map(|v| format!("{v:.1}"))),
+                cell(&|r| r.cpu_vs_relay.map(|v| format!("{v:.2}×"))),
+                cell(&|r| r.added_p50_us.map(|v| format!("{v:+.0}"))),
+                cell(&|r| r.added_p99_us.map(|v| format!("{v:+.0}"))),
+            );
+        }
     }
 }
 

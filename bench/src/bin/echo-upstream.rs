@@ -1,15 +1,17 @@
-//! `echo-upstream`: a small, fast Streamable HTTP MCP server with one tool,
-//! `echo`. It is the upstream both benchmark paths hit (directly, and
-//! through mcpyard), so it does as little as a correct server can: hyper
-//! HTTP/1.1 with keep-alive and `TCP_NODELAY`, sessions in a set, answers
-//! as `application/json`.
+//! `echo-upstream`: a small, fast MCP server with one tool, `echo`. It is
+//! the upstream every benchmark path hits (directly, and through the
+//! proxies), so it does as little as a correct server can: over Streamable
+//! HTTP, hyper HTTP/1.1 with keep-alive and `TCP_NODELAY`, sessions in a
+//! set, answers as `application/json`; over stdio, one line per message.
 //!
 //! Usage: `echo-upstream [--listen 127.0.0.1:0] [--threads N]`. It prints
 //! `echo-upstream listening on http://ADDR/mcp` on stdout once bound.
+//! `echo-upstream --stdio` serves stdin and stdout instead, prints nothing
+//! else there, and exits when stdin closes.
 
 use std::collections::HashSet;
 use std::convert::Infallible;
-use std::io::Write as _;
+use std::io::{BufRead as _, Write as _};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
@@ -41,6 +43,10 @@ struct Args {
     /// Tokio worker threads (default: one per core).
     #[arg(long)]
     threads: Option<usize>,
+    /// Serve newline-delimited JSON-RPC on stdin and stdout instead of
+    /// HTTP (no sessions, no banner); exits when stdin closes.
+    #[arg(long)]
+    stdio: bool,
 }
 
 /// Sessions issued by `initialize` and not yet ended by DELETE.
@@ -90,6 +96,9 @@ struct EchoArgs {
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    if args.stdio {
+        return serve_stdio();
+    }
     let mut rt = tokio::runtime::Builder::new_multi_thread();
     rt.enable_all();
     if let Some(n) = args.threads {
@@ -175,58 +184,110 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> 
         Ok(b) => b.to_bytes(),
         Err(_) => return plain(StatusCode::PAYLOAD_TOO_LARGE, "body too large"),
     };
-    let env: Envelope<'_> = match serde_json::from_slice(&body) {
+    let env = match parse(&body) {
         Ok(e) => e,
-        Err(e) if e.is_syntax() || e.is_eof() => {
-            return rpc_error("null", -32700, "parse error");
-        }
-        Err(_) => return rpc_error("null", -32600, "not a JSON-RPC request"),
+        Err(error) => return json(error),
     };
     let (Some(method), Some(id)) = (env.method.as_deref(), env.id) else {
         // A notification, or a response to a request we never send.
         return plain(StatusCode::ACCEPTED, "");
     };
-    let id = id.get();
     if method == "initialize" {
-        let asked = env
-            .params
-            .and_then(|p| serde_json::from_str::<InitParams>(p.get()).ok())
-            .and_then(|p| p.protocol_version);
-        let version = asked
-            .as_deref()
-            .filter(|v| SUPPORTED_VERSIONS.contains(v))
-            .unwrap_or(DEFAULT_VERSION);
         let sid = uuid::Uuid::new_v4().simple().to_string();
         state
             .sessions
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(sid.clone());
-        let result = format!(
-            r#"{{"protocolVersion":"{version}","capabilities":{{"tools":{{}}}},"serverInfo":{{"name":"echo-upstream","version":"{}"}}}}"#,
-            env!("CARGO_PKG_VERSION")
-        );
-        let mut r = rpc_result(id, &result);
+        let mut r = json(answer(method, id.get(), env.params));
         if let Ok(v) = HeaderValue::from_str(&sid) {
             r.headers_mut().insert(SESSION_HEADER, v);
         }
         return r;
     }
     match session {
-        None => return plain(StatusCode::BAD_REQUEST, "missing Mcp-Session-Id"),
-        Some(s) if !state.knows(&s) => return plain(StatusCode::NOT_FOUND, "unknown session"),
-        Some(_) => {}
+        None => plain(StatusCode::BAD_REQUEST, "missing Mcp-Session-Id"),
+        Some(s) if !state.knows(&s) => plain(StatusCode::NOT_FOUND, "unknown session"),
+        Some(_) => json(answer(method, id.get(), env.params)),
     }
+}
+
+/// Serves newline-delimited JSON-RPC on stdin and stdout until stdin
+/// closes. Blocking I/O on one thread: answers are written in order, one
+/// line each, flushed at once so a pipelining client never waits on a
+/// buffer.
+fn serve_stdio() -> anyhow::Result<()> {
+    let mut input = std::io::stdin().lock();
+    let mut output = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut line = Vec::with_capacity(4096);
+    loop {
+        line.clear();
+        if input
+            .read_until(b'\n', &mut line)
+            .context("cannot read stdin")?
+            == 0
+        {
+            return Ok(());
+        }
+        let message = line.trim_ascii();
+        if message.is_empty() {
+            continue;
+        }
+        let reply = match parse(message) {
+            Ok(Envelope {
+                method: Some(method),
+                id: Some(id),
+                params,
+            }) => answer(&method, id.get(), params),
+            // A notification, or a response to a request we never send.
+            Ok(_) => continue,
+            Err(error) => error,
+        };
+        output.write_all(reply.as_bytes())?;
+        output.write_all(b"\n")?;
+        output.flush()?;
+    }
+}
+
+/// One message's envelope, or the JSON-RPC error answering a body that is
+/// none.
+fn parse(body: &[u8]) -> Result<Envelope<'_>, String> {
+    serde_json::from_slice(body).map_err(|e| {
+        if e.is_syntax() || e.is_eof() {
+            rpc_error("null", -32700, "parse error")
+        } else {
+            rpc_error("null", -32600, "not a JSON-RPC request")
+        }
+    })
+}
+
+/// The answer to request `id` calling `method`, the same over both
+/// transports (sessions are the HTTP side's business).
+fn answer(method: &str, id: &str, params: Option<&RawValue>) -> String {
     match method {
+        "initialize" => {
+            let asked = params
+                .and_then(|p| serde_json::from_str::<InitParams>(p.get()).ok())
+                .and_then(|p| p.protocol_version);
+            let version = asked
+                .as_deref()
+                .filter(|v| SUPPORTED_VERSIONS.contains(v))
+                .unwrap_or(DEFAULT_VERSION);
+            rpc_result(
+                id,
+                &format!(
+                    r#"{{"protocolVersion":"{version}","capabilities":{{"tools":{{}}}},"serverInfo":{{"name":"echo-upstream","version":"{}"}}}}"#,
+                    env!("CARGO_PKG_VERSION")
+                ),
+            )
+        }
         "ping" => rpc_result(id, "{}"),
         "tools/list" => rpc_result(
             id,
             r#"{"tools":[{"name":"echo","description":"Returns its message unchanged.","inputSchema":{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]}}]}"#,
         ),
         "tools/call" => {
-            let params = env
-                .params
-                .and_then(|p| serde_json::from_str::<CallParams>(p.get()).ok());
+            let params = params.and_then(|p| serde_json::from_str::<CallParams>(p.get()).ok());
             let Some(params) = params else {
                 return rpc_error(id, -32602, "params must name a tool");
             };
@@ -251,16 +312,12 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<Full<Bytes>> 
     }
 }
 
-fn rpc_result(id: &str, result: &str) -> Response<Full<Bytes>> {
-    json(format!(
-        r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#
-    ))
+fn rpc_result(id: &str, result: &str) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#)
 }
 
-fn rpc_error(id: &str, code: i64, message: &str) -> Response<Full<Bytes>> {
-    json(format!(
-        r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":{code},"message":"{message}"}}}}"#
-    ))
+fn rpc_error(id: &str, code: i64, message: &str) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":{code},"message":"{message}"}}}}"#)
 }
 
 fn json(body: String) -> Response<Full<Bytes>> {

@@ -1,8 +1,12 @@
-//! `mcpyard-bench`: starts `echo-upstream` and mcpyard in front of it, then
-//! measures the same MCP workload directly against the upstream and
-//! through mcpyard, in one run: throughput at saturation, latency at a
-//! fixed rate, CPU per call and mcpyard's resident memory. Prints a
-//! Markdown table; `--out FILE` also writes the results as JSON.
+//! `mcpyard-bench`: starts `echo-upstream` and the proxies in front of it,
+//! then measures the same MCP workload directly against the upstream and
+//! through each proxy, in one run: throughput at saturation, latency at a
+//! fixed rate, CPU per call and the gateways' resident memory. Every
+//! mcpyard target is a `mcpyard serve` of its own, with the default
+//! configuration or with every governance layer on, in front of an HTTP
+//! or a stdio `echo-upstream`. With `--rounds N` the targets are measured
+//! in turn N times, so drift of the host falls on all of them alike.
+//! Prints Markdown tables; `--out FILE` also writes the results as JSON.
 //!
 //! Everything is bounded: each phase has a deadline, every request a
 //! timeout, and the child processes are stopped and reaped when the run
@@ -17,7 +21,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{bail, Context as _};
 use clap::Parser;
 use mcpyard_bench::children::ChildGuard;
-use mcpyard_bench::conn::McpConn;
+use mcpyard_bench::conn::{CallError, Endpoint, McpConn};
 use mcpyard_bench::load::{self, CALL_TIMEOUT};
 use mcpyard_bench::procfs::{self, Machine};
 use mcpyard_bench::report::{self, Comparison, Memory, Run, TargetRun};
@@ -28,6 +32,63 @@ const START_WAIT: Duration = Duration::from_secs(20);
 /// How long mcpyard gets to list the upstream's `echo` tool.
 const READY_WAIT: Duration = Duration::from_secs(20);
 const SAMPLE_PERIOD: Duration = Duration::from_millis(100);
+/// The variable the governed gateways read their API key from.
+const KEY_ENV: &str = "MCPYARD_BENCH_KEY";
+
+/// A path to the upstream that the load can be sent on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Direct,
+    Passthrough,
+    Mcpyard { stdio: bool, governed: bool },
+}
+
+const TARGETS: [(&str, Kind); 6] = [
+    ("direct", Kind::Direct),
+    ("passthrough", Kind::Passthrough),
+    (
+        "mcpyard",
+        Kind::Mcpyard {
+            stdio: false,
+            governed: false,
+        },
+    ),
+    (
+        "mcpyard-governed",
+        Kind::Mcpyard {
+            stdio: false,
+            governed: true,
+        },
+    ),
+    (
+        "mcpyard-stdio",
+        Kind::Mcpyard {
+            stdio: true,
+            governed: false,
+        },
+    ),
+    (
+        "mcpyard-stdio-governed",
+        Kind::Mcpyard {
+            stdio: true,
+            governed: true,
+        },
+    ),
+];
+
+fn kind_of(name: &str) -> Option<Kind> {
+    TARGETS.iter().find(|(n, _)| *n == name).map(|(_, k)| *k)
+}
+
+/// A proxy under test: its process and how to reach it.
+struct Proxy {
+    name: String,
+    guard: ChildGuard,
+    endpoint: Endpoint,
+    governed: bool,
+    /// The governed gateway's audit trail (rotated files beside it).
+    audit: Option<PathBuf>,
+}
 
 #[derive(Debug, Parser)]
 #[command(about = "Benchmark an MCP upstream directly and through mcpyard")]
@@ -55,13 +116,21 @@ struct Args {
     upstream: Option<PathBuf>,
     /// Which paths to measure, in order: `direct` (to the upstream),
     /// `passthrough` (through a byte-for-byte HTTP proxy: the floor any
-    /// proxy pays here), `mcpyard`.
+    /// proxy pays here), `mcpyard` (default configuration, HTTP upstream),
+    /// `mcpyard-governed` (API key, policy, rate limit, guardrails, size
+    /// limits, audit and metrics all on), `mcpyard-stdio` and
+    /// `mcpyard-stdio-governed` (the same with `echo-upstream --stdio` as a
+    /// `command` server).
     #[arg(
         long,
         value_delimiter = ',',
         default_value = "direct,passthrough,mcpyard"
     )]
     targets: Vec<String>,
+    /// How many times the target list is measured, in turn (a,b,a,b);
+    /// later rounds are named `NAME#2`, `NAME#3`, ...
+    #[arg(long, default_value_t = 1)]
+    rounds: usize,
     /// Worker threads of the load generator (default: one per core).
     #[arg(long)]
     threads: Option<usize>,
@@ -71,7 +140,8 @@ struct Args {
     /// A label stored in the JSON (a commit, a note).
     #[arg(long)]
     label: Option<String>,
-    /// TOML appended to mcpyard's configuration, to measure what a setting
+    /// TOML appended to every mcpyard target's configuration (after the
+    /// governance tables of the governed ones), to measure what a setting
     /// costs (e.g. `--mcpyard-config $'[metrics]\nenabled = true'`).
     #[arg(long)]
     mcpyard_config: Option<String>,
@@ -84,9 +154,19 @@ fn main() -> anyhow::Result<()> {
     {
         bail!("--connections and --duration must be positive, --warmup not negative");
     }
-    for t in &args.targets {
-        if !["direct", "passthrough", "mcpyard"].contains(&t.as_str()) {
-            bail!("unknown target `{t}` (expected direct, passthrough or mcpyard)");
+    if args.rounds == 0 {
+        bail!("--rounds must be at least 1");
+    }
+    for (i, t) in args.targets.iter().enumerate() {
+        if kind_of(t).is_none() {
+            let known: Vec<&str> = TARGETS.iter().map(|(n, _)| *n).collect();
+            bail!(
+                "unknown target `{t}` (expected one of {})",
+                known.join(", ")
+            );
+        }
+        if args.targets[..i].contains(t) {
+            bail!("target `{t}` is listed twice (use --rounds to measure it again)");
         }
     }
     let here = std::env::current_exe()
@@ -111,34 +191,79 @@ fn main() -> anyhow::Result<()> {
     let upstream = ChildGuard::start("echo-upstream", cmd, "listening on", START_WAIT)
         .with_context(|| format!("starting {}", upstream_bin.display()))?;
     let dir = tempfile::tempdir().context("cannot make a temporary directory")?;
-    let config = dir.path().join("mcpyard.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[servers.echo]\nurl = \"http://{}/mcp\"\nprefix = \"\"\n\n{}\n",
-            upstream.addr(),
-            args.mcpyard_config.as_deref().unwrap_or_default()
-        ),
-    )
-    .context("cannot write the mcpyard config")?;
-    let mut cmd = Command::new(&mcpyard_bin);
-    cmd.arg("serve")
-        .arg("--config")
-        .arg(&config)
-        .args(["--listen", "127.0.0.1:0"]);
-    let gateway = ChildGuard::start("mcpyard", cmd, "listening on", START_WAIT)
-        .with_context(|| format!("starting {}", mcpyard_bin.display()))?;
-    let passthrough = if args.targets.iter().any(|t| t == "passthrough") {
-        let mut cmd = Command::new(&passthrough_bin);
-        cmd.args(["--listen", "127.0.0.1:0", "--upstream"])
-            .arg(upstream.addr().to_string());
-        Some(
-            ChildGuard::start("passthrough-proxy", cmd, "listening on", START_WAIT)
-                .with_context(|| format!("starting {}", passthrough_bin.display()))?,
-        )
-    } else {
-        None
-    };
+    let key = format!("bench-{}", uuid::Uuid::new_v4().simple());
+    let mut proxies = Vec::new();
+    for name in &args.targets {
+        let proxy = match kind_of(name) {
+            Some(Kind::Passthrough) => {
+                let mut cmd = Command::new(&passthrough_bin);
+                cmd.args(["--listen", "127.0.0.1:0", "--upstream"])
+                    .arg(upstream.addr().to_string());
+                let guard = ChildGuard::start("passthrough-proxy", cmd, "listening on", START_WAIT)
+                    .with_context(|| format!("starting {}", passthrough_bin.display()))?;
+                Proxy {
+                    name: name.clone(),
+                    endpoint: Endpoint::open(guard.addr()),
+                    guard,
+                    governed: false,
+                    audit: None,
+                }
+            }
+            Some(Kind::Mcpyard { stdio, governed }) => {
+                let server = if stdio {
+                    let bin = std::path::absolute(&upstream_bin)
+                        .context("cannot resolve the upstream binary's path")?;
+                    format!(
+                        "command = {}\nargs = [\"--stdio\"]",
+                        toml_string(&bin.to_string_lossy())
+                    )
+                } else {
+                    format!("url = \"http://{}/mcp\"", upstream.addr())
+                };
+                let audit = governed.then(|| dir.path().join(format!("{name}.audit.jsonl")));
+                let governance = audit
+                    .as_deref()
+                    .map(|a| governance_config(&a.to_string_lossy()))
+                    .unwrap_or_default();
+                let config = dir.path().join(format!("{name}.toml"));
+                std::fs::write(
+                    &config,
+                    format!(
+                        "[servers.echo]\n{server}\nprefix = \"\"\n\n{governance}{}\n",
+                        args.mcpyard_config.as_deref().unwrap_or_default()
+                    ),
+                )
+                .context("cannot write the mcpyard config")?;
+                let mut cmd = Command::new(&mcpyard_bin);
+                cmd.arg("serve")
+                    .arg("--config")
+                    .arg(&config)
+                    .args(["--listen", "127.0.0.1:0"])
+                    // The shorthand key from the environment would turn
+                    // authentication on for the default targets too.
+                    .env_remove("MCPYARD_API_KEY");
+                if governed {
+                    cmd.env(KEY_ENV, &key);
+                }
+                let guard = ChildGuard::start(name, cmd, "listening on", START_WAIT)
+                    .with_context(|| format!("starting {}", mcpyard_bin.display()))?;
+                let endpoint = if governed {
+                    Endpoint::with_bearer(guard.addr(), &key)?
+                } else {
+                    Endpoint::open(guard.addr())
+                };
+                Proxy {
+                    name: name.clone(),
+                    guard,
+                    endpoint,
+                    governed,
+                    audit,
+                }
+            }
+            _ => continue,
+        };
+        proxies.push(proxy);
+    }
 
     let mut rt = tokio::runtime::Builder::new_multi_thread();
     rt.enable_all();
@@ -146,14 +271,14 @@ fn main() -> anyhow::Result<()> {
         rt.worker_threads(n.max(1));
     }
     let rt = rt.build().context("cannot start the runtime")?;
-    let result = rt.block_on(run(&args, &upstream, &gateway, passthrough.as_ref()));
+    let result = rt.block_on(run(&args, &upstream, &proxies));
     // Stop the load before the servers, so nothing is left talking to them.
     drop(rt);
     let run = match result {
         Ok(r) => r,
         Err(e) => {
-            let mut children = vec![gateway, upstream];
-            children.extend(passthrough);
+            let mut children: Vec<ChildGuard> = proxies.into_iter().map(|p| p.guard).collect();
+            children.push(upstream);
             for c in &mut children {
                 if let Err(dead) = c.check_alive() {
                     eprintln!("{dead:#}");
@@ -162,8 +287,7 @@ fn main() -> anyhow::Result<()> {
             return Err(e);
         }
     };
-    drop(passthrough);
-    drop(gateway);
+    drop(proxies);
     drop(upstream);
     drop(dir);
 
@@ -174,21 +298,74 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn run(
-    args: &Args,
-    upstream: &ChildGuard,
-    gateway: &ChildGuard,
-    passthrough: Option<&ChildGuard>,
-) -> anyhow::Result<Run> {
-    wait_for_echo("echo-upstream", upstream.addr()).await?;
-    wait_for_echo("mcpyard", gateway.addr()).await?;
-    let mut pids = vec![
-        ("upstream".to_owned(), upstream.pid()),
-        ("mcpyard".to_owned(), gateway.pid()),
-    ];
-    if let Some(p) = passthrough {
-        wait_for_echo("passthrough-proxy", p.addr()).await?;
-        pids.push(("passthrough".to_owned(), p.pid()));
+/// The governed targets' tables: every layer on, none of them refusing a
+/// call of the bench (its messages are a few letters and digits).
+fn governance_config(audit_file: &str) -> String {
+    format!(
+        r#"[[auth.keys]]
+name = "bench"
+groups = ["bench"]
+key_env = "{KEY_ENV}"
+
+[policy]
+default = "deny"
+
+[[policy.rules]]
+action = "allow"
+tools = ["echo"]
+when = "type(arguments.message) == string && size(arguments.message) < 1000"
+
+[[limits.rate]]
+name = "bench"
+rate = "10000000/min"
+per = ["identity"]
+
+[guardrails]
+redact = true
+
+[[guardrails.deny]]
+name = "never"
+pattern = 'never-matches-[0-9]{{40}}'
+
+[sizes]
+max_arguments = "64KiB"
+max_result = "1MiB"
+
+[audit]
+file = {}
+
+[metrics]
+enabled = true
+
+"#,
+        toml_string(audit_file)
+    )
+}
+
+/// `s` as a TOML basic string (JSON's escapes are TOML's).
+fn toml_string(s: &str) -> String {
+    serde_json::Value::from(s).to_string()
+}
+
+async fn run(args: &Args, upstream: &ChildGuard, proxies: &[Proxy]) -> anyhow::Result<Run> {
+    let direct = Endpoint::open(upstream.addr());
+    wait_for_echo("echo-upstream", &direct).await?;
+    let mut pids = vec![("upstream".to_owned(), upstream.pid())];
+    for p in proxies {
+        wait_for_echo(&p.name, &p.endpoint).await?;
+        if p.governed {
+            refuses_without_key(&p.name, p.endpoint.addr).await?;
+        }
+        pids.push((p.name.clone(), p.guard.pid()));
+        if matches!(kind_of(&p.name), Some(Kind::Mcpyard { stdio: true, .. })) {
+            match procfs::children(p.guard.pid())
+                .into_iter()
+                .find(|(_, comm)| comm == "echo-upstream")
+            {
+                Some((pid, _)) => pids.push((format!("{}/upstream", p.name), pid)),
+                None => eprintln!("{}: no echo-upstream child found", p.name),
+            }
+        }
     }
     let rss = |pids: &[(String, u32)]| -> BTreeMap<String, u64> {
         pids.iter()
@@ -205,74 +382,100 @@ async fn run(
     let duration = Duration::from_secs_f64(args.duration);
 
     let mut targets = Vec::new();
-    for name in &args.targets {
-        let addr = match (name.as_str(), passthrough) {
-            ("direct", _) => upstream.addr(),
-            ("passthrough", Some(p)) => p.addr(),
-            _ => gateway.addr(),
-        };
-        eprintln!(
-            "{name}: saturation, {} connections, {:.0} s + {:.0} s warm-up",
-            args.connections, args.duration, args.warmup
-        );
-        let sampler = Sampler::start(pids.clone(), SAMPLE_PERIOD);
-        let mut cpu_marks: Vec<BTreeMap<String, f64>> = Vec::new();
-        let saturation = load::saturate(addr, args.connections, warmup, duration, || {
-            let mut m: BTreeMap<String, f64> = pids
+    for round in 1..=args.rounds {
+        for target in &args.targets {
+            let name = if round == 1 {
+                target.clone()
+            } else {
+                format!("{target}#{round}")
+            };
+            let endpoint = proxies
                 .iter()
-                .filter_map(|(n, p)| procfs::cpu_seconds(*p).map(|s| (n.clone(), s)))
-                .collect();
-            if let Some(s) = procfs::own_cpu_seconds() {
-                m.insert("generator".to_owned(), s);
-            }
-            cpu_marks.push(m);
-        })
-        .await
-        .with_context(|| format!("{name}: saturation phase"))?;
-        memory
-            .saturation_peak_kib
-            .insert(name.clone(), sampler.stop().await);
-        let cpu_us_per_call = match cpu_marks.as_slice() {
-            [a, b] if saturation.ok > 0 => a
-                .iter()
-                // A proxy's CPU is only part of the calls that go through it.
-                .filter(|(n, _)| ["generator", "upstream"].contains(&n.as_str()) || *n == name)
-                .filter_map(|(n, s0)| {
-                    let s1 = b.get(n)?;
-                    let key = if n == name { "proxy" } else { n.as_str() };
-                    Some((key.to_owned(), (s1 - s0) * 1e6 / saturation.ok as f64))
+                .find(|p| p.name == *target)
+                .map_or(&direct, |p| &p.endpoint);
+            // A stdio upstream is the gateway's child: its CPU is the
+            // upstream's, and never the proxy's.
+            let stdio_upstream = format!("{target}/upstream");
+            let upstream_proc = if pids.iter().any(|(n, _)| *n == stdio_upstream) {
+                stdio_upstream.as_str()
+            } else {
+                "upstream"
+            };
+            eprintln!(
+                "{name}: saturation, {} connections, {:.0} s + {:.0} s warm-up",
+                args.connections, args.duration, args.warmup
+            );
+            let sampler = Sampler::start(pids.clone(), SAMPLE_PERIOD);
+            let mut cpu_marks: Vec<BTreeMap<String, f64>> = Vec::new();
+            let saturation = load::saturate(endpoint, args.connections, warmup, duration, || {
+                let mut m: BTreeMap<String, f64> = pids
+                    .iter()
+                    .filter_map(|(n, p)| procfs::cpu_seconds(*p).map(|s| (n.clone(), s)))
+                    .collect();
+                if let Some(s) = procfs::own_cpu_seconds() {
+                    m.insert("generator".to_owned(), s);
+                }
+                cpu_marks.push(m);
+            })
+            .await
+            .with_context(|| format!("{name}: saturation phase"))?;
+            memory
+                .saturation_peak_kib
+                .insert(name.clone(), sampler.stop().await);
+            let cpu_us_per_call = match cpu_marks.as_slice() {
+                [a, b] if saturation.ok > 0 => [
+                    ("generator", "generator"),
+                    ("upstream", upstream_proc),
+                    // A proxy's CPU is only part of the calls that go through it.
+                    ("proxy", target.as_str()),
+                ]
+                .into_iter()
+                .filter_map(|(role, proc)| {
+                    let (s0, s1) = (a.get(proc)?, b.get(proc)?);
+                    Some((role.to_owned(), (s1 - s0) * 1e6 / saturation.ok as f64))
                 })
                 .collect(),
-            _ => BTreeMap::new(),
-        };
-        eprintln!(
-            "{name}: {:.0} calls/s, errors {:?}",
-            saturation.requests_per_s, saturation.errors
-        );
+                _ => BTreeMap::new(),
+            };
+            eprintln!(
+                "{name}: {:.0} calls/s, errors {:?}",
+                saturation.requests_per_s, saturation.errors
+            );
 
-        eprintln!(
-            "{name}: fixed rate {:.0} calls/s, {:.0} s + {:.0} s warm-up",
-            args.rate, args.duration, args.warmup
-        );
-        let sampler = Sampler::start(pids.clone(), SAMPLE_PERIOD);
-        let fixed_rate = load::fixed_rate(addr, args.connections, args.rate, warmup, duration)
-            .await
-            .with_context(|| format!("{name}: fixed-rate phase"))?;
-        memory
-            .fixed_rate_peak_kib
-            .insert(name.clone(), sampler.stop().await);
-        eprintln!(
-            "{name}: p50 {:.0} µs, p99 {:.0} µs",
-            fixed_rate.latency.p50_us, fixed_rate.latency.p99_us
-        );
-        targets.push(TargetRun {
-            name: name.clone(),
-            saturation,
-            fixed_rate,
-            cpu_us_per_call,
-        });
+            eprintln!(
+                "{name}: fixed rate {:.0} calls/s, {:.0} s + {:.0} s warm-up",
+                args.rate, args.duration, args.warmup
+            );
+            let sampler = Sampler::start(pids.clone(), SAMPLE_PERIOD);
+            let fixed_rate =
+                load::fixed_rate(endpoint, args.connections, args.rate, warmup, duration)
+                    .await
+                    .with_context(|| format!("{name}: fixed-rate phase"))?;
+            memory
+                .fixed_rate_peak_kib
+                .insert(name.clone(), sampler.stop().await);
+            eprintln!(
+                "{name}: p50 {:.0} µs, p99 {:.0} µs",
+                fixed_rate.latency.p50_us, fixed_rate.latency.p99_us
+            );
+            targets.push(TargetRun {
+                name,
+                target: target.clone(),
+                round,
+                saturation,
+                fixed_rate,
+                cpu_us_per_call,
+            });
+        }
     }
     memory.after_kib = rss(&pids);
+    let audit_records: BTreeMap<String, u64> = proxies
+        .iter()
+        .filter_map(|p| Some((p.name.clone(), audit_lines(p.audit.as_deref()?))))
+        .collect();
+    for (name, n) in &audit_records {
+        eprintln!("{name}: {n} audit records");
+    }
     let find = |n: &str| targets.iter().find(|t| t.name == n);
     let comparison = match (find("direct"), find("mcpyard")) {
         (Some(d), Some(g)) => Some(Comparison::of(d, g)),
@@ -282,6 +485,7 @@ async fn run(
         (Some(d), Some(p)) => Some(Comparison::of(d, p)),
         _ => None,
     };
+    let summary = report::summarize(&targets);
     Ok(Run {
         label: args.label.clone(),
         unix_time: SystemTime::now()
@@ -293,20 +497,39 @@ async fn run(
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
         loadavg_1m_before,
         loadavg_1m_after: procfs::loadavg_1m(),
+        rounds: args.rounds,
         targets,
+        summary,
         memory,
         comparison,
         passthrough_comparison,
+        audit_records,
     })
 }
 
-/// Waits until `addr` answers an MCP session whose `tools/list` has `echo`
-/// (mcpyard connects to its upstream in the background).
-async fn wait_for_echo(name: &str, addr: SocketAddr) -> anyhow::Result<()> {
+/// Lines of an audit trail and its rotated files (`FILE.1`, ...).
+fn audit_lines(file: &Path) -> u64 {
+    let count =
+        |p: &Path| std::fs::read(p).map_or(0, |b| b.iter().filter(|&&c| c == b'\n').count() as u64);
+    let mut n = count(file);
+    for i in 1.. {
+        let rotated = PathBuf::from(format!("{}.{i}", file.display()));
+        if !rotated.exists() {
+            break;
+        }
+        n += count(&rotated);
+    }
+    n
+}
+
+/// Waits until `endpoint` answers an MCP session whose `tools/list` has
+/// `echo` (mcpyard connects to its upstream in the background).
+async fn wait_for_echo(name: &str, endpoint: &Endpoint) -> anyhow::Result<()> {
+    let addr = endpoint.addr;
     let deadline = Instant::now() + READY_WAIT;
     let mut last = String::from("no answer");
     while Instant::now() < deadline {
-        match McpConn::open(addr, CALL_TIMEOUT).await {
+        match McpConn::open_at(endpoint, CALL_TIMEOUT).await {
             Ok(mut c) => match c.list_tools().await {
                 Ok(tools) if tools.iter().any(|t| t == "echo") => {
                     eprintln!("{name} ready on {addr}: tools {}", tools.join(", "));
@@ -323,4 +546,17 @@ async fn wait_for_echo(name: &str, addr: SocketAddr) -> anyhow::Result<()> {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     bail!("{name} on {addr} not ready within {READY_WAIT:?}: {last}")
+}
+
+/// A governed gateway must turn away a session without its key: else the
+/// run would measure a gateway with authentication off.
+async fn refuses_without_key(name: &str, addr: SocketAddr) -> anyhow::Result<()> {
+    match McpConn::open(addr, CALL_TIMEOUT).await {
+        Err(CallError::Status(401)) => Ok(()),
+        Err(e) => bail!(
+            "{name}: a session without the key got {}, not HTTP 401",
+            e.label()
+        ),
+        Ok(_) => bail!("{name}: a session without the key was accepted"),
+    }
 }
