@@ -12,9 +12,12 @@ use super::apps::{self, AppsConfig};
 use super::exposure::Decision;
 use super::exposure::Exposure;
 use super::names::{exposed_name, mirrored_arguments};
-use super::search::ToolIndex;
+use super::search::{ToolIndex, ToolTerms};
 use super::view::{Route, SourceExposure, View};
 use crate::call::{Era, ItemKind, ListItem, ListKind, SourceLists, GATEWAY_SOURCE};
+
+/// A hidden tool for the search index: its source, the item, its words.
+pub(super) type Hidden = (String, ListItem, ToolTerms);
 
 /// How an entry stands to the other era's connection of the same server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,6 +74,10 @@ pub(super) struct Exposed {
     unmatched: Vec<String>,
     /// While the source is down: the names its tools and prompts had.
     unavailable: Vec<(String, ItemKind)>,
+    /// What the items were exposed with besides themselves: an item is
+    /// exposed again only if it or these changed.
+    runs_tasks: bool,
+    ui_authority: Option<String>,
 }
 
 /// A tool or prompt, exposed.
@@ -79,6 +86,8 @@ struct Named {
     exposed: String,
     /// The name the source knows it by.
     name: String,
+    /// The item as the source listed it, and as clients see it.
+    from: ListItem,
     item: ListItem,
     listed: bool,
     /// One of the search tools, listed only while some tool is hidden.
@@ -87,10 +96,15 @@ struct Named {
     param_headers: Vec<(String, String)>,
     /// `ui://` URIs the tool names (MCP Apps), routed with it.
     named_ui: Vec<String>,
+    /// The words of a hidden tool, for the search index.
+    terms: Option<ToolTerms>,
 }
 
-/// What `entry`'s current lists expose.
-pub(super) fn expose(entry: &Entry, apps_config: &AppsConfig) -> Exposed {
+/// What `entry`'s current lists expose. An item whose text is the same as
+/// in `previous` (and exposed under the same name) keeps what was made of
+/// it there, its words for the search index among them: a change of one
+/// tool among thousands reads one tool.
+pub(super) fn expose(entry: &Entry, mut previous: Exposed, apps_config: &AppsConfig) -> Exposed {
     let mut exposed = Exposed::default();
     let Some(src) = &entry.lists else {
         return exposed;
@@ -115,8 +129,19 @@ pub(super) fn expose(entry: &Entry, apps_config: &AppsConfig) -> Exposed {
     let listing = entry.exposure.listing_rule(src.default_listing.as_deref());
     let when_hiding: HashSet<&str> = src.listed_when_hiding.iter().map(String::as_str).collect();
     // Its `ui://` URIs under its own authority, and those its tools name.
-    let ui_authority = rewrites_ui(apps_config, entry).then(|| apps::authority(&entry.name));
+    exposed.ui_authority = rewrites_ui(apps_config, entry).then(|| apps::authority(&entry.name));
+    exposed.runs_tasks = src.runs_tasks;
+    let reusable =
+        previous.runs_tasks == exposed.runs_tasks && previous.ui_authority == exposed.ui_authority;
     for (slot, kind) in [ListKind::Tools, ListKind::Prompts].into_iter().enumerate() {
+        let mut before: HashMap<String, Named> = if reusable {
+            std::mem::take(&mut previous.named[slot])
+                .into_iter()
+                .map(|n| (n.name.clone(), n))
+                .collect()
+        } else {
+            HashMap::new()
+        };
         for item in src.get(kind) {
             let Some(name) = item.key() else { continue };
             let (exposed_as, listed) = match entry.exposure.decide(name) {
@@ -127,27 +152,21 @@ pub(super) fn expose(entry: &Entry, apps_config: &AppsConfig) -> Exposed {
                 Decision::Hidden(exposed) => (exposed, false),
             };
             let exposed_as = exposed_name(kind, &entry.prefix, &exposed_as);
-            let mut value = item.to_value();
-            let mut named = Named {
-                exposed: exposed_as.clone(),
-                name: name.to_owned(),
-                item: item.clone(),
-                listed,
-                when_hiding: kind == ListKind::Tools && when_hiding.contains(name),
-                param_headers: Vec::new(),
-                named_ui: Vec::new(),
+            let mut named = match before.remove(name) {
+                Some(old) if old.from == *item && old.exposed == exposed_as => old,
+                _ => expose_named(
+                    kind,
+                    item,
+                    exposed_as,
+                    src.runs_tasks,
+                    &exposed.ui_authority,
+                ),
             };
-            if kind == ListKind::Tools {
-                if !src.runs_tasks {
-                    crate::tasks::advertise(&mut value);
-                }
-                named.param_headers = mirrored_arguments(&value);
-                if let Some(authority) = &ui_authority {
-                    named.named_ui = apps::rewrite_tool(&mut value, authority);
-                }
+            named.listed = listed;
+            named.when_hiding = kind == ListKind::Tools && when_hiding.contains(name);
+            if kind == ListKind::Tools && !listed && !named.when_hiding && named.terms.is_none() {
+                named.terms = Some(ToolTerms::read(&named.exposed, &entry.name, &named.item));
             }
-            value["name"] = Value::String(exposed_as);
-            named.item = ListItem::new(kind, &value);
             exposed.named[slot].push(named);
         }
     }
@@ -156,7 +175,7 @@ pub(super) fn expose(entry: &Entry, apps_config: &AppsConfig) -> Exposed {
         .enumerate()
     {
         for item in src.get(kind) {
-            let item = match &ui_authority {
+            let item = match &exposed.ui_authority {
                 Some(authority) => {
                     let mut value = item.to_value();
                     apps::rewrite_resource(&mut value, kind.item_key(), authority);
@@ -173,6 +192,41 @@ pub(super) fn expose(entry: &Entry, apps_config: &AppsConfig) -> Exposed {
     exposed
 }
 
+/// A tool or prompt as clients see it: renamed, a tool marked with the
+/// gateway's task support and its `ui://` URIs rewritten.
+fn expose_named(
+    kind: ListKind,
+    item: &ListItem,
+    exposed_as: String,
+    runs_tasks: bool,
+    ui_authority: &Option<String>,
+) -> Named {
+    let mut value = item.to_value();
+    let mut named = Named {
+        exposed: exposed_as.clone(),
+        name: item.key().unwrap_or_default().to_owned(),
+        from: item.clone(),
+        item: item.clone(),
+        listed: false,
+        when_hiding: false,
+        param_headers: Vec::new(),
+        named_ui: Vec::new(),
+        terms: None,
+    };
+    if kind == ListKind::Tools {
+        if !runs_tasks {
+            crate::tasks::advertise(&mut value);
+        }
+        named.param_headers = mirrored_arguments(&value);
+        if let Some(authority) = ui_authority {
+            named.named_ui = apps::rewrite_tool(&mut value, authority);
+        }
+    }
+    value["name"] = Value::String(exposed_as);
+    named.item = ListItem::new(kind, &value);
+    named
+}
+
 /// Whether a source's `ui://` URIs are put under its own authority: with
 /// apps on, for every source whose names are prefixed (one whose names are
 /// not keeps its URIs as they are, like its names).
@@ -184,7 +238,7 @@ pub(super) fn rewrites_ui(apps: &AppsConfig, entry: &Entry) -> bool {
 /// items; the tools it leaves unlisted come back as `(source, item)`
 /// pairs for the search index, which the caller builds (once for both
 /// eras when they hide the same tools).
-pub(super) fn merge(entries: &[Entry], era: Era) -> (View, Vec<(String, ListItem)>) {
+pub(super) fn merge(entries: &[Entry], era: Era) -> (View, Vec<Hidden>) {
     let mut view = View::default();
     let mut param_headers = HashMap::new();
     let mut lists: [Vec<ListItem>; 4] = Default::default();
@@ -245,7 +299,11 @@ pub(super) fn merge(entries: &[Entry], era: Era) -> (View, Vec<(String, ListItem
                 if n.listed {
                     lists[kind.index()].push(n.item.clone());
                 } else if kind == ListKind::Tools {
-                    hidden.push((entry.name.clone(), n.item.clone()));
+                    let terms = n
+                        .terms
+                        .clone()
+                        .unwrap_or_else(|| ToolTerms::read(&n.exposed, &entry.name, &n.item));
+                    hidden.push((entry.name.clone(), n.item.clone(), terms));
                 }
             }
         }
@@ -284,17 +342,84 @@ pub(super) fn merge(entries: &[Entry], era: Era) -> (View, Vec<(String, ListItem
 /// era; otherwise they share the index when they hide the same tools.
 pub(super) fn views(entries: &[Entry]) -> [Arc<View>; 2] {
     let (mut handshake, hidden) = merge(entries, Era::Handshake);
-    let index = Arc::new(ToolIndex::new(hidden.clone()));
-    handshake.hidden = index.clone();
     if entries.iter().all(|e| e.pairing == Pairing::Alone) {
+        handshake.hidden = Arc::new(ToolIndex::with_terms(hidden));
         let view = Arc::new(handshake);
         return [view.clone(), view];
     }
     let (mut modern, modern_hidden) = merge(entries, Era::Modern);
-    modern.hidden = if modern_hidden == hidden {
+    let key = |(source, item, _): &Hidden| (source.clone(), item.clone());
+    let same = hidden.iter().map(key).eq(modern_hidden.iter().map(key));
+    let index = Arc::new(ToolIndex::with_terms(hidden));
+    handshake.hidden = index.clone();
+    modern.hidden = if same {
         index
     } else {
-        Arc::new(ToolIndex::new(modern_hidden))
+        Arc::new(ToolIndex::with_terms(modern_hidden))
     };
     [Arc::new(handshake), Arc::new(modern)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn lists(beta: &str) -> SourceLists {
+        SourceLists::tools(vec![
+            json!({"name": "a", "description": "alpha tool", "inputSchema": {"type": "object"}}),
+            json!({"name": "b", "description": beta, "inputSchema": {"type": "object"}}),
+        ])
+    }
+
+    fn terms_of(exposed: &Exposed, name: &str) -> ToolTerms {
+        let named = exposed.named[0].iter().find(|n| n.name == name);
+        named
+            .and_then(|n| n.terms.clone())
+            .expect("hidden tool read")
+    }
+
+    #[test]
+    fn a_change_reads_only_the_items_that_changed() {
+        let mut entry = Entry {
+            name: "src".into(),
+            prefix: "src__".into(),
+            exposure: Exposure {
+                hidden: vec!["*".into()],
+                ..Exposure::default()
+            },
+            lists: Some(lists("beta tool")),
+            up: true,
+            logged_unmatched: Vec::new(),
+            pairing: Pairing::Alone,
+            exposed: Exposed::default(),
+        };
+        let apps = AppsConfig::default();
+        entry.exposed = expose(&entry, Exposed::default(), &apps);
+        let (a, b) = (terms_of(&entry.exposed, "a"), terms_of(&entry.exposed, "b"));
+
+        entry.lists = Some(lists("gamma tool"));
+        let previous = std::mem::take(&mut entry.exposed);
+        entry.exposed = expose(&entry, previous, &apps);
+        assert!(terms_of(&entry.exposed, "a").is(&a), "a was read again");
+        assert!(
+            !terms_of(&entry.exposed, "b").is(&b),
+            "b kept its old words"
+        );
+
+        let [view, _] = views(std::slice::from_ref(&entry));
+        let index = view.hidden();
+        let found = |q: &str| -> Vec<String> {
+            let hits = index.search(q, 5);
+            hits.iter()
+                .map(|h| index.tools()[h.index].name.clone())
+                .collect()
+        };
+        assert_eq!(found("gamma"), ["src__b"]);
+        assert!(found("beta").is_empty());
+        assert_eq!(found("alpha"), ["src__a"]);
+        let item = entry.exposed.named[0][1].item.to_value();
+        assert_eq!(item["name"], "src__b");
+        assert_eq!(item["description"], "gamma tool");
+    }
 }

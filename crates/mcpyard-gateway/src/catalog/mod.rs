@@ -274,7 +274,8 @@ impl Catalog {
         if lists.is_some() {
             entry.lists = lists;
         }
-        entry.exposed = build::expose(entry, &self.apps);
+        let previous = std::mem::take(&mut entry.exposed);
+        entry.exposed = build::expose(entry, previous, &self.apps);
         let views = build::views(&entries);
         let view = &views[match entries[source].pairing {
             Pairing::Modern { .. } => Era::Modern as usize,

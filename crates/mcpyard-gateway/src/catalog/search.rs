@@ -4,6 +4,7 @@
 //! benchmark or a recall test can drive it without a gateway.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -29,6 +30,79 @@ impl IndexedTool {
             .or_else(|| tool.get("title").and_then(Value::as_str))
             .unwrap_or("");
         text.trim().lines().next().unwrap_or("").trim().to_owned()
+    }
+}
+
+/// A tool's words as the index weighs them, read once per item and kept
+/// with it: an index is rebuilt at each catalogue change without reading
+/// every tool again.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ToolTerms(Arc<Terms>);
+
+#[derive(Debug, Default)]
+struct Terms {
+    /// Each term followed by a NUL (which no term contains).
+    text: String,
+    /// The weighted count of each term, in the same order.
+    weights: Vec<f32>,
+    /// The sum of the weights: the tool's length for BM25.
+    length: f32,
+}
+
+impl ToolTerms {
+    /// The words of the tool listed as `name` from `source`: its name and
+    /// title, its source, its description, its parameters' names and
+    /// descriptions, each weighted by where it occurs.
+    pub(crate) fn read(name: &str, source: &str, item: &ListItem) -> Self {
+        let tool = item.to_value();
+        let mut weights: HashMap<String, f32> = HashMap::new();
+        let mut add = |text: &str, weight: f32| {
+            for term in terms(text) {
+                *weights.entry(term).or_default() += weight;
+            }
+        };
+        add(name, NAME_WEIGHT);
+        if let Some(title) = tool.get("title").and_then(Value::as_str) {
+            add(title, NAME_WEIGHT);
+        }
+        add(source, SOURCE_WEIGHT);
+        if let Some(d) = tool.get("description").and_then(Value::as_str) {
+            add(d, DESCRIPTION_WEIGHT);
+        }
+        if let Some(props) = tool
+            .pointer("/inputSchema/properties")
+            .and_then(Value::as_object)
+        {
+            for (param, schema) in props {
+                add(param, PARAM_NAME_WEIGHT);
+                if let Some(d) = schema.get("description").and_then(Value::as_str) {
+                    add(d, PARAM_DESCRIPTION_WEIGHT);
+                }
+            }
+        }
+        let mut read = Terms::default();
+        for (term, weight) in weights {
+            read.text.push_str(&term);
+            read.text.push('\0');
+            read.weights.push(weight);
+            read.length += weight;
+        }
+        read.text.shrink_to_fit();
+        read.weights.shrink_to_fit();
+        Self(Arc::new(read))
+    }
+
+    /// Whether both are the same reading (not read twice).
+    #[cfg(test)]
+    pub(super) fn is(&self, other: &ToolTerms) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&str, f32)> {
+        self.0
+            .text
+            .split_terminator('\0')
+            .zip(self.0.weights.iter().copied())
     }
 }
 
@@ -63,54 +137,36 @@ pub struct ToolIndex {
 impl ToolIndex {
     /// Indexes `(source, tool)` pairs; a tool's name is its `name` field.
     pub fn new(tools: impl IntoIterator<Item = (String, ListItem)>) -> Self {
+        Self::with_terms(tools.into_iter().filter_map(|(source, item)| {
+            let terms = ToolTerms::read(item.key()?, &source, &item);
+            Some((source, item, terms))
+        }))
+    }
+
+    /// Indexes tools whose words were read before ([`ToolTerms::read`]),
+    /// so that a catalogue change reads only the tools that changed.
+    pub(crate) fn with_terms(
+        tools: impl IntoIterator<Item = (String, ListItem, ToolTerms)>,
+    ) -> Self {
         let mut index = Self::default();
-        for (source, item) in tools {
-            let Some(name) = item.key().map(str::to_owned) else {
-                continue;
-            };
-            let tool = item.to_value();
-            if index.by_name.contains_key(&name) {
+        for (source, item, terms) in tools {
+            let Some(name) = item.key() else { continue };
+            if index.by_name.contains_key(name) {
                 continue;
             }
-            let id = index.tools.len();
-            let mut weights: HashMap<String, f32> = HashMap::new();
-            let mut length = 0.0;
-            let mut add = |text: &str, weight: f32| {
-                for term in terms(text) {
-                    *weights.entry(term).or_default() += weight;
-                    length += weight;
-                }
-            };
-            add(&name, NAME_WEIGHT);
-            if let Some(title) = tool.get("title").and_then(Value::as_str) {
-                add(title, NAME_WEIGHT);
-            }
-            add(&source, SOURCE_WEIGHT);
-            if let Some(d) = tool.get("description").and_then(Value::as_str) {
-                add(d, DESCRIPTION_WEIGHT);
-            }
-            if let Some(props) = tool
-                .pointer("/inputSchema/properties")
-                .and_then(Value::as_object)
-            {
-                for (param, schema) in props {
-                    add(param, PARAM_NAME_WEIGHT);
-                    if let Some(d) = schema.get("description").and_then(Value::as_str) {
-                        add(d, PARAM_DESCRIPTION_WEIGHT);
+            let id = index.tools.len() as u32;
+            for (term, weight) in terms.iter() {
+                match index.postings.get_mut(term) {
+                    Some(postings) => postings.push((id, weight)),
+                    None => {
+                        index.postings.insert(term.to_owned(), vec![(id, weight)]);
                     }
                 }
             }
-            for (term, weight) in weights {
-                index
-                    .postings
-                    .entry(term)
-                    .or_default()
-                    .push((id as u32, weight));
-            }
-            index.lengths.push(length);
-            index.by_name.insert(name.clone(), id);
+            index.lengths.push(terms.0.length);
+            index.by_name.insert(name.to_owned(), id as usize);
             index.tools.push(IndexedTool {
-                name,
+                name: name.to_owned(),
                 source,
                 tool: item,
             });
