@@ -45,7 +45,7 @@ pub use config::{ConfigError, GatewayConfig};
 pub use downstream::{Negotiated, Outbound, Session};
 pub use error::{Fault, RouteError};
 pub use files::{FileError, Sandbox, SandboxKeys};
-pub use gateway::{Answer, Gateway};
+pub use gateway::{Answer, Gateway, Governance, Reconfiguration, Reloaded};
 pub use governance::audit::{AuditFile, AuditRecord, AuditTrail, Outcome};
 pub use governance::guard::{
     builtin_detectors, DenyRule, Guard, GuardConfig, GuardError, PatternError, WebhookConfig,

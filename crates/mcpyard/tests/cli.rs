@@ -832,7 +832,7 @@ fn logs_can_be_json_lines_and_completions_are_printed() {
 }
 
 #[test]
-fn sighup_reads_the_config_again_and_says_what_changed_without_stopping() {
+fn sighup_reloads_the_config_and_refuses_a_bad_one_without_stopping() {
     let dir = tempfile::tempdir().unwrap();
     let path = write(dir.path(), "mcpyard.toml", "[inference]\nenabled = false\n");
     let mut served = Served::start(Some(&path), &[]);
@@ -859,7 +859,9 @@ fn sighup_reads_the_config_again_and_says_what_changed_without_stopping() {
         "[inference]\nenabled = false\n[servers.extra]\ncommand = \"sleep\"\nargs = [\"600\"]\nenabled = false\n",
     );
     hangup(&served);
-    wait_for(&served, "servers added: extra");
+    // A disabled server is no source: nothing the gateway serves changed.
+    wait_for(&served, "SIGHUP: ");
+    wait_for(&served, "reloaded: nothing the gateway serves changed");
     write(dir.path(), "mcpyard.toml", "lisen = 1\n");
     hangup(&served);
     wait_for(&served, "has an error; the running configuration stays");

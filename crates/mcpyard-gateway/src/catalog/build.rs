@@ -50,6 +50,20 @@ pub(super) struct Entry {
 }
 
 impl Entry {
+    /// A source's entry before its first report.
+    pub(super) fn new(name: String, prefix: String, exposure: Exposure) -> Self {
+        Self {
+            name,
+            prefix,
+            exposure,
+            lists: None,
+            up: false,
+            logged_unmatched: Vec::new(),
+            pairing: Pairing::Alone,
+            exposed: Exposed::default(),
+        }
+    }
+
     /// Whether a client of `era` sees this entry (`entries` for its pair).
     pub(super) fn serves(&self, era: Era, entries: &[Entry]) -> bool {
         match (self.pairing, era) {

@@ -13,6 +13,7 @@ pub(crate) mod apps;
 mod build;
 mod exposure;
 mod names;
+mod reload;
 pub(crate) mod resource_uri;
 mod search;
 mod view;
@@ -43,8 +44,9 @@ pub(crate) struct Catalog {
     /// The merged view of each era: handshake, then 2026-07-28.
     views_by_era: RwLock<[Arc<View>; 2]>,
     page_size: usize,
-    /// Who may see what; `None`: everyone sees the whole view.
-    policy: Option<Arc<Policy>>,
+    /// Who may see what; `None`: everyone sees the whole view. Replaced by
+    /// a reload.
+    policy: RwLock<Option<Arc<Policy>>>,
     views: Mutex<IdentityViews>,
     /// MCP Apps: `ui://` URIs per source, calls by a server's own names.
     apps: AppsConfig,
@@ -83,22 +85,13 @@ impl Catalog {
     ) -> Self {
         let entries = sources
             .into_iter()
-            .map(|(name, prefix, exposure)| Entry {
-                name,
-                prefix,
-                exposure,
-                lists: None,
-                up: false,
-                logged_unmatched: Vec::new(),
-                pairing: Pairing::Alone,
-                exposed: build::Exposed::default(),
-            })
+            .map(|(name, prefix, exposure)| Entry::new(name, prefix, exposure))
             .collect();
         Self {
             entries: RwLock::new(entries),
             views_by_era: RwLock::default(),
             page_size: page_size.max(1),
-            policy: policy.filter(|p| !p.allows_all()),
+            policy: RwLock::new(policy.filter(|p| !p.allows_all())),
             views: Mutex::default(),
             apps: AppsConfig::default(),
             served: apps::Served::default(),
@@ -157,7 +150,7 @@ impl Catalog {
             .expect("catalog lock poisoned")
             .clone();
         let base = bases[era as usize].clone();
-        let Some(policy) = &self.policy else {
+        let Some(policy) = self.policy() else {
             return base;
         };
         let key = (identity.clone(), era);
@@ -183,14 +176,16 @@ impl Catalog {
             .iter()
             .map(|e| e.name.clone())
             .collect();
-        let view = Arc::new(base.visible_to(identity, policy, &names));
+        let view = Arc::new(base.visible_to(identity, &policy, &names));
         let mut views = self.views.lock().expect("catalog lock poisoned");
-        // Kept only if the catalogue did not change meanwhile.
-        if views
-            .base
-            .iter()
-            .zip(&bases)
-            .all(|(a, b)| Arc::ptr_eq(a, b))
+        // Kept only if neither the catalogue nor the policy changed meanwhile.
+        let same_policy = self.policy().is_some_and(|p| Arc::ptr_eq(&p, &policy));
+        if same_policy
+            && views
+                .base
+                .iter()
+                .zip(&bases)
+                .all(|(a, b)| Arc::ptr_eq(a, b))
         {
             if views.by_identity.len() >= MAX_CACHED_VIEWS {
                 views.by_identity.clear();
@@ -237,7 +232,7 @@ impl Catalog {
         kind: ItemKind,
         name: &str,
     ) -> Option<(Route, Option<usize>)> {
-        let policy = self.policy.as_ref()?;
+        let policy = self.policy()?;
         let view = self.era_view(era);
         let route = match kind {
             ItemKind::Tool => view.tool(name).cloned(),
@@ -274,9 +269,17 @@ impl Catalog {
         if lists.is_some() {
             entry.lists = lists;
         }
+        self.rebuild(&mut entries, source)
+    }
+
+    /// Exposes entry `source`'s lists again and makes the views anew from
+    /// every entry. Returns the kinds whose merged list changed.
+    fn rebuild(&self, entries: &mut [Entry], source: usize) -> Vec<ListKind> {
+        let entry = &mut entries[source];
         let previous = std::mem::take(&mut entry.exposed);
         entry.exposed = build::expose(entry, previous, &self.apps);
-        let views = build::views(&entries);
+        let up = entry.up;
+        let views = build::views(entries);
         let view = &views[match entries[source].pairing {
             Pairing::Modern { .. } => Era::Modern as usize,
             _ => Era::Handshake as usize,

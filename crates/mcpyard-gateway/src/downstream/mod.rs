@@ -135,7 +135,7 @@ impl Downstream {
             return;
         };
         for (source, uri) in orphaned {
-            let Some(source) = self.router.source(source).cloned() else {
+            let Some(source) = self.router.source(source) else {
                 continue;
             };
             runtime.spawn(async move {
@@ -219,7 +219,7 @@ impl Downstream {
             .resource_source(uri)
             .or_else(|| view.resource_owner(uri))
             .or_else(|| self.router.only_source_with("/resources/subscribe"));
-        let target = owner.and_then(|s| Some((s, self.router.source(s)?.clone())));
+        let target = owner.and_then(|s| Some((s, self.router.source(s)?)));
         match target {
             // A source without resources of its own (the gateway's) owns none.
             Some((index, source)) if source.offers("/resources") => (vec![(index, source)], true),

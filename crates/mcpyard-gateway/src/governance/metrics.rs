@@ -64,6 +64,11 @@ struct SourceLabel {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReloadLabel {
+    outcome: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct MethodLabel {
     method: &'static str,
 }
@@ -105,6 +110,7 @@ pub struct Metrics {
     upstream_restarts: Family<SourceLabel, Counter>,
     sessions_live: Family<EraLabel, Gauge>,
     sessions_started: Family<EraLabel, Counter>,
+    reloads: Family<ReloadLabel, Counter>,
 }
 
 impl Default for Metrics {
@@ -171,8 +177,15 @@ impl Metrics {
             "Client sessions begun, by protocol version; every request of the stateless era (2026-07-28) is a session of its own",
             sessions_started.clone(),
         );
+        let reloads = Family::<ReloadLabel, Counter>::default();
+        registry.register(
+            "config_reloads",
+            "Reloads of the configuration file, by outcome: applied, or refused (the file did not validate; the running configuration stayed)",
+            reloads.clone(),
+        );
         Self {
             registry,
+            reloads,
             calls,
             latency,
             in_flight,
@@ -183,6 +196,11 @@ impl Metrics {
             sessions_live,
             sessions_started,
         }
+    }
+
+    /// Counts a reload of the configuration: `applied` or `refused`.
+    pub fn config_reloaded(&self, outcome: &'static str) {
+        self.reloads.get_or_create(&ReloadLabel { outcome }).inc();
     }
 
     /// Counts a session begun in protocol version `era`.
@@ -231,7 +249,7 @@ impl Metrics {
 
     fn observe(&self, router: &Router, sessions: &Sessions) {
         // A server's second connection is in its status.
-        for source in router.sources().filter(|s| !s.is_second_era()) {
+        for source in router.sources().into_iter().filter(|s| !s.is_second_era()) {
             let Some(health) = source.health() else {
                 continue;
             };

@@ -26,6 +26,9 @@ pub(crate) struct Slot {
     pub(crate) source: Arc<dyn Source>,
     pub(crate) limits: CallLimits,
     pub(crate) in_flight: Arc<Semaphore>,
+    /// What the source was made from ([`SourceSpec::fingerprint`](crate::SourceSpec::fingerprint)):
+    /// a reload keeps the source when it is the same.
+    pub(crate) fingerprint: Option<u64>,
 }
 
 impl Slot {
@@ -36,6 +39,7 @@ impl Slot {
             source,
             limits,
             in_flight,
+            fingerprint: None,
         }
     }
 
@@ -47,6 +51,7 @@ impl Slot {
             source,
             limits: self.limits.clone(),
             in_flight: self.in_flight.clone(),
+            fingerprint: self.fingerprint,
         }
     }
 }

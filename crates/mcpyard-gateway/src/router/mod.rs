@@ -7,7 +7,7 @@ mod layers;
 pub(crate) mod stack;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use mcpyard_proto::methods;
 use serde_json::Value;
@@ -46,10 +46,12 @@ const SOURCE_TASK_TTL_MAX: std::time::Duration = std::time::Duration::from_secs(
 #[derive(Debug)]
 pub(crate) struct Router {
     pub(crate) catalog: Arc<Catalog>,
-    /// Slot `i` is catalog source `i`.
-    slots: Vec<Arc<Slot>>,
-    /// Outermost first (see `stack.rs`).
-    layers: Vec<Arc<dyn Layer>>,
+    /// Slot `i` is catalog source `i`. Appended to at a reload, never
+    /// shortened: a removed source's slot holds a [`Removed`] placeholder,
+    /// so that every index stays.
+    slots: RwLock<Vec<Arc<Slot>>>,
+    /// Outermost first (see `stack.rs`); replaced whole by a reload.
+    layers: RwLock<Arc<[Arc<dyn Layer>]>>,
     /// Tasks the gateway runs itself (tools/call with `task`).
     pub(crate) own_tasks: TaskStore,
     /// The tasks upstreams created and ran themselves, by id: tasks/* are
@@ -69,8 +71,8 @@ impl Router {
     ) -> Arc<Self> {
         Arc::new_cyclic(|me| Self {
             catalog,
-            slots: slots.into_iter().map(Arc::new).collect(),
-            layers,
+            slots: RwLock::new(slots.into_iter().map(Arc::new).collect()),
+            layers: RwLock::new(layers.into()),
             own_tasks,
             source_tasks: Mutex::default(),
             stop,
@@ -78,18 +80,59 @@ impl Router {
         })
     }
 
-    pub(crate) fn slots(&self) -> &[Arc<Slot>] {
-        &self.slots
+    /// Every slot, in catalogue order, removed ones included.
+    pub(crate) fn slots(&self) -> Vec<Arc<Slot>> {
+        self.slots.read().expect("router lock poisoned").clone()
     }
 
-    /// Every source, in catalogue order.
-    pub(crate) fn sources(&self) -> impl Iterator<Item = &Arc<dyn Source>> {
-        self.slots.iter().map(|s| &s.source)
+    /// The slot at catalogue `index`.
+    pub(crate) fn slot(&self, index: usize) -> Option<Arc<Slot>> {
+        self.slots
+            .read()
+            .expect("router lock poisoned")
+            .get(index)
+            .cloned()
+    }
+
+    /// The slot a route leads to. Slots are never taken away, so a route
+    /// of any view finds one.
+    fn routed_slot(&self, index: usize) -> Result<Arc<Slot>, RouteError> {
+        self.slot(index)
+            .ok_or_else(|| RouteError::internal(format!("no source at index {index}")))
+    }
+
+    /// Every source that is still configured, in catalogue order.
+    pub(crate) fn sources(&self) -> Vec<Arc<dyn Source>> {
+        let slots = self.slots.read().expect("router lock poisoned");
+        slots
+            .iter()
+            .filter(|s| !s.source.is_removed())
+            .map(|s| s.source.clone())
+            .collect()
     }
 
     /// The source at catalogue `index`.
-    pub(crate) fn source(&self, index: usize) -> Option<&Arc<dyn Source>> {
-        self.slots.get(index).map(|s| &s.source)
+    pub(crate) fn source(&self, index: usize) -> Option<Arc<dyn Source>> {
+        self.slot(index).map(|s| s.source.clone())
+    }
+
+    /// Sends every call from now on through `layers` (outermost first);
+    /// calls already on their way finish in the stack they started in.
+    pub(crate) fn set_layers(&self, layers: Vec<Arc<dyn Layer>>) {
+        *self.layers.write().expect("router lock poisoned") = layers.into();
+    }
+
+    /// Adds a slot at the end; its catalogue index.
+    pub(crate) fn push_slot(&self, slot: Slot) -> usize {
+        let mut slots = self.slots.write().expect("router lock poisoned");
+        slots.push(Arc::new(slot));
+        slots.len() - 1
+    }
+
+    /// Puts `slot` at `index` in place of the one there; the one replaced.
+    pub(crate) fn replace_slot(&self, index: usize, slot: Slot) -> Arc<Slot> {
+        let mut slots = self.slots.write().expect("router lock poisoned");
+        std::mem::replace(&mut slots[index], Arc::new(slot))
     }
 
     /// Every tool of the catalogue `identity` may use, as its `tools/list`
@@ -173,7 +216,7 @@ impl Router {
         };
         let (route, refused) =
             self.resolve(&context.identity, context.era(), ItemKind::Tool, name)?;
-        let slot = self.slots[route.source].clone();
+        let slot = self.routed_slot(route.source)?;
         let target = name.to_owned();
         params["name"] = Value::String(route.name);
         if refused {
@@ -241,7 +284,7 @@ impl Router {
                 if !listed {
                     // Nothing lists it: however its owner fails, it is not
                     // found, word for word what a refused URI gets.
-                    let slot = self.slots[source].clone();
+                    let slot = self.routed_slot(source)?;
                     return self
                         .run(slot, uri.clone(), method, params, context)
                         .await
@@ -294,7 +337,7 @@ impl Router {
             other => return Err(RouteError::internal(format!("{other} is not routed"))),
         };
         drop(view);
-        let slot = self.slots[source].clone();
+        let slot = self.routed_slot(source)?;
         self.run(slot, target, method, params, context).await
     }
 
@@ -311,7 +354,7 @@ impl Router {
     ) -> Result<Value, RouteError> {
         params["uri"] = Value::String(upstream_uri.clone());
         let session = app_session(&context).map(str::to_owned);
-        let slot = self.slots[source].clone();
+        let slot = self.routed_slot(source)?;
         let mut result = self
             .run(slot, uri.clone(), methods::RESOURCES_READ, params, context)
             .await?;
@@ -357,8 +400,8 @@ impl Router {
     /// The index of the one source that offers `capability` (a JSON
     /// pointer, see [`Source::offers`]); `None` when none or several do.
     pub(crate) fn only_source_with(&self, capability: &str) -> Option<usize> {
-        let mut offering = self
-            .slots
+        let slots = self.slots.read().expect("router lock poisoned");
+        let mut offering = slots
             .iter()
             .enumerate()
             .filter(|(_, s)| !s.source.is_second_era() && s.source.offers(capability))
@@ -386,7 +429,8 @@ impl Router {
             },
             place: None,
         };
-        Next::new(&self.layers).run(call).await
+        let layers = self.layers.read().expect("router lock poisoned").clone();
+        Next::new(&layers).run(call).await
     }
 
     /// Answers a task-augmented `tools/call` at once with a task and runs
@@ -450,7 +494,11 @@ impl Router {
             .and_then(Value::as_u64)
             .map_or(SOURCE_TASK_TTL, std::time::Duration::from_millis)
             .min(SOURCE_TASK_TTL_MAX);
-        if let Some(index) = self.slots.iter().position(|s| std::ptr::eq(&**s, slot)) {
+        let index = {
+            let slots = self.slots.read().expect("router lock poisoned");
+            slots.iter().position(|s| std::ptr::eq(&**s, slot))
+        };
+        if let Some(index) = index {
             let now = std::time::Instant::now();
             let mut tasks = self.source_tasks.lock().expect("tasks lock poisoned");
             tasks.retain(|_, task| task.expires > now);
@@ -471,7 +519,7 @@ impl Router {
         &self,
         task_id: &str,
         owner: Option<&str>,
-    ) -> Option<&Arc<dyn Source>> {
+    ) -> Option<Arc<dyn Source>> {
         let index = {
             let tasks = self.source_tasks.lock().expect("tasks lock poisoned");
             let task = tasks.get(task_id)?;
@@ -487,7 +535,7 @@ impl Router {
 
     /// The upstreams that created tasks for `owner`, each with the ids of
     /// those tasks: what its `tasks/list` may show of theirs.
-    pub(crate) fn task_sources(&self, owner: Option<&str>) -> Vec<(&Arc<dyn Source>, Vec<String>)> {
+    pub(crate) fn task_sources(&self, owner: Option<&str>) -> Vec<(Arc<dyn Source>, Vec<String>)> {
         let Some(owner) = owner else {
             return Vec::new();
         };

@@ -36,7 +36,7 @@ pub(crate) const ORDER: [&str; 12] = [
 
 /// What the configuration gives the stack; the built-in layers are always
 /// there.
-#[derive(Default)]
+#[derive(Default, Clone, Debug)]
 pub(crate) struct StackParts {
     pub(crate) audit: Option<AuditTrail>,
     pub(crate) metrics: Option<Arc<Metrics>>,

@@ -133,6 +133,57 @@ pub trait Source: Send + Sync + std::fmt::Debug + 'static {
     fn serves_both_eras(&self) -> bool {
         false
     }
+
+    /// Whether this holds the place of a source the configuration no
+    /// longer has (see [`Removed`]).
+    fn is_removed(&self) -> bool {
+        false
+    }
+}
+
+/// What takes the place of a source a reload removed: its catalogue index
+/// stays taken, so every other index stays valid, and anything that still
+/// reaches it (a task it ran, a page a client fetched before) fails naming
+/// it.
+#[derive(Debug)]
+pub(crate) struct Removed {
+    name: String,
+}
+
+impl Removed {
+    pub(crate) fn new(name: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+        }
+    }
+}
+
+#[async_trait]
+impl Source for Removed {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn start(&self, _events: SourceEvents) {}
+
+    async fn call(&self, _request: SourceRequest) -> Result<Value, RouteError> {
+        Err(self.unavailable())
+    }
+
+    async fn status(&self) -> Value {
+        json!({ "name": self.name, "healthy": false, "removed": true })
+    }
+
+    fn unavailable(&self) -> RouteError {
+        RouteError::Unavailable {
+            server: self.name.clone(),
+            reason: ": it was removed from the configuration".to_owned(),
+        }
+    }
+
+    fn is_removed(&self) -> bool {
+        true
+    }
 }
 
 /// A source's connection health, for the metrics.

@@ -1,5 +1,6 @@
 //! How a source is registered with the gateway.
 
+use std::hash::{Hash as _, Hasher as _};
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
@@ -20,6 +21,8 @@ pub struct SourceSpec {
     pub limits: CallLimits,
     /// What of its lists clients see, and under which names.
     pub exposure: Exposure,
+    /// A hash of what the source is made from (see [`SourceSpec::fingerprint`]).
+    fingerprint: Option<u64>,
 }
 
 #[derive(Debug, Clone)]
@@ -54,11 +57,22 @@ impl SourceSpec {
             max_in_flight: spec.max_in_flight,
             ..CallLimits::default()
         };
+        // Its credentials are left out: what they are made from is the
+        // configuration's to add (`with_fingerprint`).
+        let fingerprint = hash(&(
+            &spec.name,
+            &spec.transport,
+            spec.timeout,
+            spec.list_timeout,
+            spec.max_in_flight,
+            &spec.sampling,
+        ));
         Self {
             prefix: spec.prefix.clone(),
             kind: SourceKind::Mcp(Box::new(spec)),
             limits,
             exposure: Exposure::default(),
+            fingerprint: Some(fingerprint),
         }
     }
 
@@ -69,7 +83,30 @@ impl SourceSpec {
             prefix: None,
             limits: CallLimits::default(),
             exposure: Exposure::default(),
+            fingerprint: None,
         }
+    }
+
+    /// Adds what the source is made from to its fingerprint: settings it
+    /// was built from that the spec does not show (an upstream's OAuth
+    /// settings, an API's or the local models' configuration).
+    pub fn with_fingerprint(mut self, made_from: &impl std::fmt::Debug) -> Self {
+        let made_from = hash(made_from);
+        self.fingerprint = Some(match self.fingerprint {
+            Some(own) => hash(&(own, made_from)),
+            None => made_from,
+        });
+        self
+    }
+
+    /// What tells whether a reload changed this source: two specs with
+    /// the same fingerprint make the same source (with its prefix and
+    /// limits), so a reload keeps it running and only gives it the new
+    /// exposure. `None` (a source handed over ready-made, with nothing it
+    /// was made from): a reload replaces it.
+    pub fn fingerprint(&self) -> Option<u64> {
+        let own = self.fingerprint?;
+        Some(hash(&(own, &self.prefix, &self.limits)))
     }
 
     pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
@@ -104,4 +141,13 @@ impl SourceSpec {
             None => format!("{}__", self.name()),
         }
     }
+}
+
+/// A hash of `value`'s debug form: the settings hashed hold types that are
+/// neither `Hash` nor `Eq` (durations inside enums, JSON values), and the
+/// text itself, which may hold secrets, is never kept.
+fn hash(value: &impl std::fmt::Debug) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    format!("{value:?}").hash(&mut hasher);
+    hasher.finish()
 }

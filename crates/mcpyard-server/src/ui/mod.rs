@@ -291,6 +291,7 @@ fn render(seen: &Seen, identity: &Identity, signed_in: bool) -> String {
         let _ = write!(out, "<p class=\"down\">{}</p>", escape(problem));
     }
     sources_table(&mut out, seen.status.as_ref());
+    configuration(&mut out, seen.status.as_ref());
     catalogue(&mut out, &seen.tools);
     out.push_str(FILTER_SCRIPT);
     out.push_str("</body></html>");
@@ -342,6 +343,33 @@ fn sources_table(out: &mut String, status: Option<&Value>) {
         );
     }
     out.push_str("</table>");
+}
+
+/// Which configuration file is served, since when, and the last reload.
+fn configuration(out: &mut String, status: Option<&Value>) {
+    let Some(config) = status.and_then(|s| s.get("config")) else {
+        return;
+    };
+    let text = |v: &Value| v.as_str().map(escape).unwrap_or_default();
+    let _ = write!(
+        out,
+        "<h2>Configuration</h2><p id=\"config\"><code>{}</code>, loaded {}; reloads: {} applied, {} refused</p>",
+        text(&config["file"]),
+        text(&config["loadedAt"]),
+        config["reloads"]["applied"].as_u64().unwrap_or(0),
+        config["reloads"]["refused"].as_u64().unwrap_or(0),
+    );
+    if let Some(last) = config.get("lastReload") {
+        let refused = last["outcome"] == "refused";
+        let _ = write!(
+            out,
+            "<p id=\"last-reload\" class=\"{}\">Last reload, {}: {}: {}</p>",
+            if refused { "down" } else { "up" },
+            text(&last["at"]),
+            text(&last["outcome"]),
+            text(&last["detail"]),
+        );
+    }
 }
 
 fn catalogue(out: &mut String, tools: &[Value]) {

@@ -5,9 +5,9 @@ mod audit;
 mod call;
 mod check;
 mod elicit;
-mod hangup;
 mod list;
 mod login;
+mod reload;
 mod serve;
 mod shutdown;
 mod stdio;
@@ -32,8 +32,8 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Serve(args) => {
             let (settings, traces) =
                 load_for_server(args.config.as_deref(), cli_level, log_format)?;
-            hangup::watch(args.config.clone(), &settings);
-            let served = serve::run(settings, args.listen, args.api_key).await;
+            let reload = reload::Reload::new(args.config.clone(), &settings);
+            let served = serve::run(settings, args.listen, args.api_key, reload).await;
             traces.shutdown().await;
             served?;
             Ok(ExitCode::SUCCESS)
@@ -41,8 +41,8 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Stdio(args) => {
             let (settings, traces) =
                 load_for_server(args.config.as_deref(), cli_level, log_format)?;
-            hangup::watch(args.config.clone(), &settings);
-            let served = stdio::run(settings).await;
+            let reload = reload::Reload::new(args.config.clone(), &settings);
+            let served = stdio::run(settings, reload).await;
             traces.shutdown().await;
             served?;
             Ok(ExitCode::SUCCESS)

@@ -8,6 +8,7 @@ use mcpyard_server::{serve_http_on, AuthOptions, SessionMode};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use super::reload::Reload;
 use super::shutdown;
 use crate::compose::{self, Purpose};
 use crate::config::{ApiKey, Settings, API_KEY_VAR};
@@ -16,6 +17,7 @@ pub(super) async fn run(
     mut settings: Settings,
     listen: Option<SocketAddr>,
     api_key_flag: Option<String>,
+    reload: Reload,
 ) -> anyhow::Result<()> {
     let listen = listen.unwrap_or(settings.http.listen);
     let api_key = ApiKey::with_flag(api_key_flag, settings.api_key.take());
@@ -36,6 +38,7 @@ pub(super) async fn run(
         .context("cannot start the gateway")?;
     let token = CancellationToken::new();
     shutdown::cancel_on_signal(token.clone());
+    reload.start(&gateway);
     if let Some(listener) = metrics_listener {
         compose::spawn_metrics(listener, &gateway, options.metrics_token.clone(), &token);
     }

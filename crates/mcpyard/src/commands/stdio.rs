@@ -6,17 +6,19 @@ use mcpyard_gateway::Gateway;
 use mcpyard_server::serve_stdio_with;
 use tokio_util::sync::CancellationToken;
 
+use super::reload::Reload;
 use super::shutdown;
 use crate::compose::{self, Purpose};
 use crate::config::Settings;
 
-pub(super) async fn run(mut settings: Settings) -> anyhow::Result<()> {
+pub(super) async fn run(mut settings: Settings, reload: Reload) -> anyhow::Result<()> {
     let metrics_listener = compose::bind_metrics(&settings, false).await?;
     let gateway = Gateway::start(compose::gateway(&mut settings, Purpose::Serve)?)
         .await
         .context("cannot start the gateway")?;
     let token = CancellationToken::new();
     shutdown::cancel_on_signal(token.clone());
+    reload.start(&gateway);
     if let Some(listener) = metrics_listener {
         compose::spawn_metrics(
             listener,

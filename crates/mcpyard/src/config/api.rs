@@ -79,6 +79,8 @@ pub(crate) fn build(
     files: &Files,
 ) -> Result<(Option<SourceSpec>, ApiSummary), ConfigError> {
     check_name(ctx, key, name)?;
+    // What a reload compares: the section as written and the document.
+    let written = format!("{raw:?}");
     let field = |f: &str| format!("{key}.{f}");
     let written_spec = if is_url(&raw.spec) {
         redact::url(&raw.spec)
@@ -180,11 +182,12 @@ pub(crate) fn build(
         Some(document)
     };
 
+    let made_from = (written, format!("{document:?}"));
     let source = match document {
         Some(document) => mcpyard_openapi::OpenApiSource::with_document(config, document),
         None => mcpyard_openapi::OpenApiSource::new(config),
     };
-    let mut source = source.into_source_spec();
+    let mut source = source.into_source_spec().with_fingerprint(&made_from);
     source.exposure.listing = listing;
     Ok((Some(source), summary))
 }

@@ -383,7 +383,10 @@ fn from_text(
                     built.upstream.http_auth = Some(auth);
                     oauth_settings.push((name.clone(), o));
                 }
-                let mut spec = SourceSpec::mcp(built.upstream);
+                // The OAuth settings are what its credentials are made
+                // from: a reload restarts the server when they change.
+                let oauth = oauth_settings.iter().find(|(n, _)| *n == name);
+                let mut spec = SourceSpec::mcp(built.upstream).with_fingerprint(&oauth);
                 spec.exposure.listing = listing;
                 Some(spec)
             }
@@ -574,9 +577,10 @@ fn from_text(
                 )
             })?;
         let listing = expose::listing(&ctx, "inference.expose", raw_expose.as_ref())?;
+        let made_from = format!("{inference:?}");
         let source = mcpyard_inference::InferenceSource::new(inference)
             .map_err(|e| ctx.error("inference", e.to_string()))?;
-        let mut spec = source.clone().into_source_spec();
+        let mut spec = source.clone().into_source_spec().with_fingerprint(&made_from);
         spec.exposure.listing = listing;
         gateway.sources.push(spec);
         Some(source)

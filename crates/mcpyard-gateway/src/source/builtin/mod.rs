@@ -2,6 +2,7 @@
 //! health), `docs` (the bundled reference pages), and while some tool is
 //! hidden, the search tools (`search.rs`).
 
+mod configured;
 mod reply;
 mod search;
 
@@ -19,6 +20,7 @@ use crate::downstream::Sessions;
 use crate::router::Router;
 use crate::source::{Source, SourceEvents, SourceRequest};
 use crate::RouteError;
+pub(crate) use configured::Configured;
 pub(crate) use reply::PREFIX;
 use reply::{result, tool_error};
 
@@ -52,6 +54,8 @@ pub(crate) struct Builtin {
     sessions: Arc<Sessions>,
     /// Whether the search tools are offered (the gateway-wide setting).
     search_tools: bool,
+    /// The configuration served and its reloads.
+    pub(crate) configured: Arc<Configured>,
 }
 
 impl Builtin {
@@ -60,6 +64,7 @@ impl Builtin {
             router: OnceLock::new(),
             sessions,
             search_tools,
+            configured: Arc::default(),
         }
     }
 
@@ -163,7 +168,10 @@ impl Builtin {
         let mut sources = Vec::new();
         for (index, slot) in router.slots().iter().enumerate() {
             // A second connection is shown in its server's status.
-            if slot.name == GATEWAY_SOURCE || slot.source.is_second_era() {
+            if slot.name == GATEWAY_SOURCE
+                || slot.source.is_second_era()
+                || slot.source.is_removed()
+            {
                 continue;
             }
             let mut status = slot.source.status().await;
@@ -175,7 +183,15 @@ impl Builtin {
             }
             sources.push(status);
         }
-        status(sources, counts, &view.collisions, self.sessions.len())
+        let mut status = status(sources, counts, &view.collisions, self.sessions.len());
+        if let Some(config) = self.configured.status() {
+            if let Some(text) = status["content"][0]["text"].as_str() {
+                let text = format!("{text}\n{}", configured::line(&config));
+                status["content"][0]["text"] = Value::String(text);
+            }
+            status["structuredContent"]["config"] = config;
+        }
+        status
     }
 }
 

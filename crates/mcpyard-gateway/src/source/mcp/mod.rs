@@ -742,6 +742,9 @@ impl Source for Upstream {
     }
 
     async fn stop(&self) {
+        // Its own token (a child of the gateway's): a reload stops one
+        // upstream, the shutdown every one.
+        self.stop.cancel();
         if self.started.load(std::sync::atomic::Ordering::Acquire) {
             self.done.cancelled().await
         }

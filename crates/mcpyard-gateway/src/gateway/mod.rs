@@ -1,5 +1,10 @@
 //! The gateway: composes sources, catalog, router and downstream at start,
-//! and dispatches each client message by method.
+//! and dispatches each client message by method; `reload.rs` changes what
+//! it serves while it runs.
+
+mod reload;
+
+pub use reload::{Governance, Reconfiguration, Reloaded};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -48,6 +53,15 @@ struct Inner {
     modern: ModernEra,
     stop: CancellationToken,
     metrics: Option<Arc<Metrics>>,
+    /// What a source added by a reload is made with.
+    relaying: Relaying,
+    /// The stack's parts, of which a reload replaces the policy, the rate
+    /// limits and the guardrails.
+    stack: StackParts,
+    /// Held by a reload: one at a time.
+    reloading: tokio::sync::Mutex<()>,
+    /// The configuration served and its reloads, for the status.
+    configured: Arc<crate::source::builtin::Configured>,
 }
 
 /// What a client's request gets.
@@ -93,12 +107,24 @@ const STARTUP_GRACE: Duration = Duration::from_secs(15);
 /// clients are served through the first connection.
 #[derive(Debug, Default)]
 struct ModernEra {
-    /// (second instance's slot, the first one, cancelled at its first report)
-    twins: Vec<(usize, Arc<dyn Source>, CancellationToken)>,
+    /// (second instance's slot, the first one, cancelled at its first
+    /// report); a reload adds and takes out some.
+    twins: std::sync::Mutex<Vec<Twin>>,
     /// Set when the twins were started, with the deadline their first
     /// reports are waited for.
     started: std::sync::OnceLock<tokio::time::Instant>,
 }
+
+impl ModernEra {
+    /// The second connections now.
+    fn twins(&self) -> Vec<Twin> {
+        self.twins.lock().expect("twins lock poisoned").clone()
+    }
+}
+
+/// A second connection: its slot, the first one's source, and the token
+/// cancelled at its first report.
+type Twin = (usize, Arc<dyn Source>, CancellationToken);
 
 /// What serving a request gives: its result, or why not in the one
 /// currency of the gateway (made wire form at the edge, in its era).
@@ -125,6 +151,7 @@ impl Gateway {
             apps: config.apps,
         };
         let builtin = Arc::new(Builtin::new(sessions.clone(), config.search_tools));
+        let configured = builtin.configured.clone();
         let mut entries = vec![(
             crate::call::GATEWAY_SOURCE.to_owned(),
             builtin::PREFIX.to_owned(),
@@ -143,8 +170,11 @@ impl Gateway {
                 spec.exposure.clone(),
             ));
             let name = spec.name().to_owned();
+            let fingerprint = spec.fingerprint();
             let source = spec.kind.into_source(index, &sessions, &relaying, &stop);
-            slots.push(Slot::new(name, source, spec.limits));
+            let mut slot = Slot::new(name, source, spec.limits);
+            slot.fingerprint = fingerprint;
+            slots.push(slot);
         }
         // The 2026-07-28 twins, after every source so that indexes stay.
         let mut twins = Vec::new();
@@ -165,7 +195,7 @@ impl Gateway {
         for &(main, twin) in &twins {
             catalog.pair_eras(main, twin);
         }
-        let layers = stack::build(StackParts {
+        let kept_stack = StackParts {
             audit: config.audit,
             metrics: metrics.clone(),
             outer: config.outer_layers,
@@ -173,7 +203,8 @@ impl Gateway {
             rate_limiter: config.rate_limiter,
             inner: config.layers,
             guard: config.guard,
-        });
+        };
+        let layers = stack::build(kept_stack.clone());
         let own_tasks = TaskStore::new(TaskLimits::default(), {
             let sessions = sessions.clone();
             move |event: TaskEvent| {
@@ -196,13 +227,15 @@ impl Gateway {
             });
         }
         let modern = ModernEra {
-            twins: twins
-                .iter()
-                .filter_map(|&(main, twin)| {
-                    let first = router.source(main)?.clone();
-                    Some((twin, first, CancellationToken::new()))
-                })
-                .collect(),
+            twins: std::sync::Mutex::new(
+                twins
+                    .iter()
+                    .filter_map(|&(main, twin)| {
+                        let first = router.source(main)?;
+                        Some((twin, first, CancellationToken::new()))
+                    })
+                    .collect(),
+            ),
             started: Default::default(),
         };
         let downstream = Downstream::new(
@@ -226,6 +259,10 @@ impl Gateway {
                 modern,
                 stop,
                 metrics,
+                relaying,
+                stack: kept_stack,
+                reloading: tokio::sync::Mutex::new(()),
+                configured,
             }),
         })
     }
@@ -274,7 +311,7 @@ impl Gateway {
     /// at most until a deadline set at their start, or until `cancel`.
     async fn wait_for_modern_era(&self, cancel: &CancellationToken) {
         let modern = &self.inner.modern;
-        if modern.twins.is_empty() {
+        if modern.twins().is_empty() {
             return;
         }
         self.wait_for_startup(cancel).await;
@@ -285,7 +322,7 @@ impl Gateway {
         });
         if first {
             let router = &self.inner.router;
-            for (index, handshake, reported) in &modern.twins {
+            for (index, handshake, reported) in &modern.twins() {
                 if handshake.serves_both_eras() {
                     reported.cancel();
                     continue;
@@ -299,7 +336,7 @@ impl Gateway {
             }
         }
         let all_reported = async {
-            for (_, _, reported) in &modern.twins {
+            for (_, _, reported) in &modern.twins() {
                 reported.cancelled().await;
             }
         };

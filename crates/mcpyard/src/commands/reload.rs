@@ -1,0 +1,284 @@
+//! Reloading the configuration while serving: on SIGHUP, and when the file
+//! changes (watched with `notify`). The file is read and checked again; one
+//! that does not validate is refused with a log line naming the error and
+//! the running configuration stays. A valid one is applied to the running
+//! gateway (`Gateway::reconfigure`): servers and APIs added, removed or
+//! restarted when their settings changed, exposure, the policy, the rate
+//! limits and the guardrails replaced; sessions stay. What only a restart
+//! applies (the listen address, the front doors' keys and limits, the
+//! audit, metrics and traces) is said in the log.
+
+use std::hash::{Hash as _, Hasher as _};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use mcpyard_gateway::{Gateway, Governance, Reconfiguration, Reloaded};
+use tokio::sync::mpsc;
+
+use crate::config::{self, Settings};
+
+/// A file written in several steps (an editor's save) is read once the
+/// writes have stopped for this long.
+const SETTLE: Duration = Duration::from_millis(300);
+
+/// What a reload compares besides the sources (which carry their own
+/// fingerprints): hashes of each part's settings as loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Known {
+    governance: u64,
+    /// (what it is, in the log's words; its hash)
+    restart_only: Vec<(&'static str, u64)>,
+}
+
+impl Known {
+    /// Read from settings as loaded, before anything ran with them (a rate
+    /// limiter's debug form would show its counts later).
+    fn of(settings: &Settings) -> Self {
+        let g = &settings.gateway;
+        Self {
+            governance: hash(&(&g.policy, &g.rate_limiter, &g.guard)),
+            restart_only: vec![
+                ("`listen`", hash(&settings.http.listen)),
+                (
+                    "the front doors' settings ([auth] keys and OAuth, [http], [limits], api_key, hosts and origins)",
+                    hash(&(&settings.http, &settings.api_key, &settings.stdio)),
+                ),
+                ("`log_level`", hash(&settings.log_level)),
+                ("[audit]", hash(&settings.audit)),
+                ("[metrics]", hash(&settings.metrics)),
+                ("[telemetry]", hash(&settings.telemetry)),
+                (
+                    "the sessions' and lists' settings (page_size, session_idle_timeout, max_sessions, search_tools, apps, client_request_timeout)",
+                    hash(&(
+                        g.page_size,
+                        g.session_idle_timeout,
+                        g.max_sessions,
+                        g.max_sessions_per_identity,
+                        g.search_tools,
+                        &g.apps,
+                        g.client_request_timeout,
+                    )),
+                ),
+            ],
+        }
+    }
+}
+
+/// A hash of the debug form: the settings hold types that are not `Hash`,
+/// and the text, which may hold keys, is not kept.
+fn hash(value: &impl std::fmt::Debug) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    format!("{value:?}").hash(&mut hasher);
+    hasher.finish()
+}
+
+/// The reloads of one serving process.
+pub(super) struct Reload {
+    path: Option<PathBuf>,
+    source: String,
+    known: Known,
+}
+
+impl Reload {
+    /// For the configuration `loaded` from `path` (`None`: the embedded
+    /// default, which SIGHUP reads again and nothing watches).
+    pub(super) fn new(path: Option<PathBuf>, loaded: &Settings) -> Self {
+        Self {
+            path,
+            source: loaded.source.clone(),
+            known: Known::of(loaded),
+        }
+    }
+
+    /// Reloads on every SIGHUP and change of the file, until the process
+    /// ends.
+    pub(super) fn start(mut self, gateway: &Gateway) {
+        let gateway = gateway.clone();
+        gateway.serving_config(&self.source);
+        let (changed, mut changes) = mpsc::channel::<()>(1);
+        let watcher = self.path.as_deref().and_then(|p| watch_file(p, changed));
+        #[cfg(unix)]
+        let mut hangups =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot listen for SIGHUP");
+                    None
+                }
+            };
+        tokio::spawn(async move {
+            // Dropped with the task: the file is watched while it runs.
+            let _watcher = watcher;
+            loop {
+                #[cfg(unix)]
+                let hangup = async {
+                    match &mut hangups {
+                        Some(h) => h.recv().await,
+                        None => std::future::pending().await,
+                    }
+                };
+                #[cfg(not(unix))]
+                let hangup = std::future::pending::<Option<()>>();
+                let why = tokio::select! {
+                    Some(()) = hangup => "SIGHUP",
+                    Some(()) = changes.recv() => {
+                        // Let a save in several writes finish.
+                        tokio::time::sleep(SETTLE).await;
+                        while changes.try_recv().is_ok() {}
+                        "the file changed"
+                    }
+                    else => break,
+                };
+                self.once(&gateway, why).await;
+            }
+        });
+    }
+
+    /// One reload.
+    async fn once(&mut self, gateway: &Gateway, why: &str) {
+        let source = &self.source;
+        let mut fresh = match config::load_or_default(self.path.as_deref()) {
+            Ok(fresh) => fresh,
+            Err(e) => {
+                tracing::error!(
+                    "{why}: {source} has an error; the running configuration stays as it is: {e}"
+                );
+                gateway.record_reload(Err(&e.to_string()));
+                return;
+            }
+        };
+        let now = Known::of(&fresh);
+        let governance = (now.governance != self.known.governance).then(|| Governance {
+            policy: fresh.gateway.policy.take(),
+            rate_limiter: fresh.gateway.rate_limiter.take(),
+            guard: fresh.gateway.guard.take(),
+        });
+        let sources = std::mem::take(&mut fresh.gateway.sources);
+        let report = match gateway
+            .reconfigure(Reconfiguration {
+                sources,
+                governance,
+            })
+            .await
+        {
+            Ok(report) => report,
+            Err(e) => {
+                tracing::error!(
+                    "{why}: {source} was refused; the running configuration stays as it is: {e}"
+                );
+                gateway.record_reload(Err(&e.to_string()));
+                return;
+            }
+        };
+        for w in &fresh.warnings {
+            tracing::warn!("{w}");
+        }
+        let done = summary(&report);
+        gateway.record_reload(Ok(&done));
+        tracing::info!("{why}: {source} reloaded: {done}");
+        for ((what, before), (_, after)) in self.known.restart_only.iter().zip(&now.restart_only) {
+            if before != after {
+                tracing::warn!("{why}: {what} changed in {source}: that takes effect when mcpyard is restarted");
+            }
+        }
+        self.known = now;
+    }
+}
+
+/// What a reload did, in a line.
+fn summary(report: &Reloaded) -> String {
+    let mut parts = Vec::new();
+    for (verb, names) in [
+        ("added", &report.added),
+        ("removed", &report.removed),
+        ("restarted", &report.restarted),
+        ("exposed anew", &report.exposed_anew),
+    ] {
+        if !names.is_empty() {
+            parts.push(format!("sources {verb}: {}", names.join(", ")));
+        }
+    }
+    if report.governance {
+        parts.push("policy, rate limits and guardrails replaced".to_owned());
+    }
+    if parts.is_empty() {
+        "nothing the gateway serves changed".to_owned()
+    } else {
+        parts.join("; ")
+    }
+}
+
+/// Watches the file's folder (an editor often saves by renaming a new file
+/// over the old one) and sends on `changed` when an event names the file.
+/// `None`, logged, when the platform will not watch it.
+fn watch_file(path: &Path, changed: mpsc::Sender<()>) -> Option<notify::RecommendedWatcher> {
+    use notify::Watcher as _;
+    let absolute = std::path::absolute(path).ok()?;
+    let name = absolute.file_name()?.to_owned();
+    let folder = absolute.parent()?.to_owned();
+    let handler = move |event: notify::Result<notify::Event>| {
+        let Ok(event) = event else { return };
+        if event.kind.is_access() {
+            return;
+        }
+        if event.paths.iter().any(|p| p.file_name() == Some(&name)) {
+            // Full: a reload is pending already.
+            let _ = changed.try_send(());
+        }
+    };
+    let watched = notify::recommended_watcher(handler).and_then(|mut w| {
+        w.watch(&folder, notify::RecursiveMode::NonRecursive)?;
+        Ok(w)
+    });
+    match watched {
+        Ok(w) => Some(w),
+        Err(e) => {
+            tracing::warn!(error = %e, file = %absolute.display(), "cannot watch the configuration file; SIGHUP still reloads it");
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_names_what_was_added_removed_restarted_and_exposed_anew() {
+        assert_eq!(
+            summary(&Reloaded::default()),
+            "nothing the gateway serves changed"
+        );
+        let report = Reloaded {
+            added: vec!["c".into()],
+            removed: vec!["b".into()],
+            restarted: vec!["a".into()],
+            exposed_anew: vec!["d".into()],
+            governance: true,
+        };
+        assert_eq!(
+            summary(&report),
+            "sources added: c; sources removed: b; sources restarted: a; sources exposed anew: d; policy, rate limits and guardrails replaced"
+        );
+    }
+
+    #[test]
+    fn what_only_a_restart_applies_is_told_apart() {
+        let a = crate::config::tests::toml("listen = \"127.0.0.1:7001\"\n").expect("valid");
+        let b = crate::config::tests::toml("listen = \"127.0.0.1:7002\"\n").expect("valid");
+        let (ka, kb) = (Known::of(&a), Known::of(&b));
+        assert_eq!(ka.governance, kb.governance);
+        let differing: Vec<&str> = ka
+            .restart_only
+            .iter()
+            .zip(&kb.restart_only)
+            .filter(|(x, y)| x.1 != y.1)
+            .map(|(x, _)| x.0)
+            .collect();
+        assert!(differing.contains(&"`listen`"), "{differing:?}");
+        assert_eq!(
+            Known::of(&a),
+            Known::of(&crate::config::tests::toml("listen = \"127.0.0.1:7001\"\n").expect("valid"))
+        );
+    }
+}

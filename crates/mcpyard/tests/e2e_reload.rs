@@ -1,0 +1,396 @@
+//! A live reload under a live session: `mcpyard serve` watches its file;
+//! a server is added (Python SDK 1.x), another's exposure changes without
+//! a restart (server-everything, TypeScript SDK), one is changed and so
+//! restarted, one removed (its child reaped), and a file that does not
+//! validate is refused while the running configuration keeps serving.
+//! Each step is seen by the same handshake-era session (the project's
+//! client) and by the Python SDK 2.x in its default mode (2026-07-28).
+
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use support::*;
+
+const BASE: &str = "[inference]\nenabled = false\n\n[metrics]\nenabled = true\n\n";
+
+/// A stdio server started through a shell that appends its pid (the
+/// server's own, after `exec`) to `pid_file`: one line per process, the
+/// second era's connection included.
+fn server_with_pid(name: &str, argv: &[String], pid_file: &Path, extra: &str) -> String {
+    let quoted: Vec<String> = argv.iter().map(|a| format!("'{a}'")).collect();
+    let script = format!(
+        "echo $$$$ >> '{}'; exec {}",
+        pid_file.display(),
+        quoted.join(" ")
+    );
+    format!("[servers.{name}]\ncommand = \"sh\"\nargs = [\"-c\", {script:?}]\n{extra}\n")
+}
+
+fn everything(pid_file: &Path, extra: &str) -> String {
+    let argv = [path_str_raw(&node()), path_str_raw(&everything_js())];
+    server_with_pid("one", &argv, pid_file, extra)
+}
+
+fn py1(pid_file: &Path, extra: &str) -> String {
+    let argv = [
+        path_str_raw(&tool("venv1/bin/python")),
+        path_str_raw(&support_file("py1_server.py")),
+    ];
+    server_with_pid("two", &argv, pid_file, extra)
+}
+
+fn path_str_raw(p: &Path) -> String {
+    p.display().to_string()
+}
+
+/// Every pid written to `file`, once it has `at_least` of them.
+fn pids(file: &Path, at_least: usize) -> Vec<i32> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let pids: Vec<i32> = std::fs::read_to_string(file)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect();
+        if pids.len() >= at_least {
+            return pids;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} has {pids:?}, not {at_least} pids",
+            file.display()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Waits (bounded) until every one of `pids` has exited.
+async fn wait_for_exit(pids: &[i32], what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while pids.iter().any(|&p| alive(p)) {
+        assert!(Instant::now() < deadline, "{what} ({pids:?}) still running");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn alive(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    unsafe { libc::kill(pid, 0) == 0 }
+}
+
+/// Writes the config as an editor does: a new file renamed over the old.
+fn save(path: &Path, text: &str) {
+    let new = path.with_extension("toml.new");
+    std::fs::write(&new, text).expect("write the new config");
+    std::fs::rename(&new, path).expect("rename it over the config");
+}
+
+async fn names(client: &mcpyard_client::McpClient) -> Vec<String> {
+    let tools = client
+        .list_all("tools/list", "tools")
+        .await
+        .expect("tools/list");
+    tools
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// Polls `tools/list` until `done` holds for the names listed.
+async fn wait_until(
+    client: &mcpyard_client::McpClient,
+    what: &str,
+    done: impl Fn(&[String]) -> bool,
+) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(40);
+    loop {
+        let listed = names(client).await;
+        if done(&listed) {
+            return listed;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: not seen within 40 s; listed: {listed:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The Python SDK 2.x in its default mode: the tools it is listed and the
+/// text of each call.
+fn modern_view(url: &str, calls: &[&str]) -> Value {
+    let mut cmd = Command::new(tool("venv/bin/python"));
+    cmd.arg(support_file("py_tools_view.py")).arg(url);
+    for call in calls {
+        cmd.args(["--call", call]);
+    }
+    let (ok, stdout, stderr) = run(cmd, Duration::from_secs(150));
+    assert!(ok, "py_tools_view failed:\n{stdout}\n{stderr}");
+    let summary: Value =
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"));
+    assert_eq!(summary["ok"], true, "{summary}");
+    assert_eq!(summary["protocolVersion"], "2026-07-28", "{summary}");
+    summary
+}
+
+fn modern_tools(summary: &Value) -> Vec<String> {
+    summary["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t.as_str().map(str::to_owned))
+        .collect()
+}
+
+async fn wait_for_log(gateway: &Gateway, text: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !gateway.proc.log_text().contains(text) {
+        assert!(
+            Instant::now() < deadline,
+            "no `{text}` in the log:\n{}",
+            gateway.proc.log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// `mcpyard_config_reloads_total{outcome="…"}` from `/metrics`.
+async fn reloads(gateway: &Gateway, outcome: &str) -> u64 {
+    let url = format!("http://127.0.0.1:{}/metrics", gateway.port);
+    let text = reqwest::Client::new()
+        .get(url)
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .expect("GET /metrics")
+        .text()
+        .await
+        .expect("body");
+    let sample = format!("mcpyard_config_reloads_total{{outcome=\"{outcome}\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&sample))
+        .map_or(0, |n| n.trim().parse().expect("a count"))
+}
+
+fn text_of(result: &Value) -> String {
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watched_config_adds_changes_and_removes_servers_under_a_live_session() {
+    let dir = scratch();
+    let (one_pid, two_pid) = (dir.path().join("one.pid"), dir.path().join("two.pid"));
+    let gateway = Gateway::start(&format!("{BASE}{}", everything(&one_pid, "")), dir.path()).await;
+    let config = dir.path().join("mcpyard.toml");
+    let recorder = Arc::new(Recorder::default());
+    let client = gateway.client(recorder.clone(), json!({})).await;
+    let before = wait_for_tools(&client, &["one__echo"], Duration::from_secs(40)).await;
+    let one = pids(&one_pid, 1);
+    let everything_tools = before
+        .iter()
+        .filter(|t| t["name"].as_str().is_some_and(|n| n.starts_with("one__")))
+        .count();
+    assert!(everything_tools > 3, "{before:?}");
+
+    // Added: a Python SDK 1.x server joins; the session is told and uses it.
+    save(
+        &config,
+        &format!("{BASE}{}{}", everything(&one_pid, ""), py1(&two_pid, "")),
+    );
+    wait_for_tools(
+        &client,
+        &["one__echo", "two__reverse"],
+        Duration::from_secs(40),
+    )
+    .await;
+    wait_for_log(&gateway, "reloaded: sources added: two").await;
+    let reversed = call(&client, "two__reverse", json!({"text": "mcpyard"})).await;
+    assert_eq!(text_of(&reversed), "draypcm");
+    let echoed = call(&client, "one__echo", json!({"message": "still here"})).await;
+    assert!(text_of(&echoed).contains("still here"), "{echoed}");
+    assert!(
+        !recorder
+            .notifications_named("notifications/tools/list_changed")
+            .is_empty(),
+        "the session was not told that the tools changed"
+    );
+    assert_eq!(pids(&one_pid, 1), one, "an unchanged server was restarted");
+    assert!(alive(one[0]));
+    let url = gateway.url();
+    let modern = tokio::task::spawn_blocking({
+        let url = url.clone();
+        move || modern_view(&url, &["two__ask_name"])
+    })
+    .await
+    .unwrap();
+    assert!(
+        modern_tools(&modern).contains(&"two__reverse".to_owned()),
+        "{modern}"
+    );
+    // Its elicitation answered by the client, through the gateway.
+    assert_eq!(modern["results"]["two__ask_name"], "hello ada", "{modern}");
+    // Each with its second connection, if the 2026-07-28 client got one.
+    let one = pids(&one_pid, 1);
+    let two = pids(&two_pid, 1);
+
+    // Changed: `one` shows only `echo` (kept running), `two` gets another
+    // environment (restarted).
+    save(
+        &config,
+        &format!(
+            "{BASE}{}{}",
+            everything(&one_pid, "expose = [\"echo\"]"),
+            py1(&two_pid, "env = { RELOADED = \"1\" }")
+        ),
+    );
+    wait_until(&client, "one exposing echo alone", |listed| {
+        listed.iter().filter(|n| n.starts_with("one__")).count() == 1
+            && listed.contains(&"one__echo".to_owned())
+    })
+    .await;
+    wait_for_log(&gateway, "sources restarted: two").await;
+    wait_for_log(&gateway, "sources exposed anew: one").await;
+    // A new process, and the old ones gone.
+    pids(&two_pid, two.len() + 1);
+    wait_for_exit(&two, "the old `two`").await;
+    wait_for_tools(&client, &["two__reverse"], Duration::from_secs(40)).await;
+    let reversed = call(&client, "two__reverse", json!({"text": "abc"})).await;
+    assert_eq!(text_of(&reversed), "cba");
+    assert_eq!(
+        pids(&one_pid, 1),
+        one,
+        "a server whose exposure changed was restarted"
+    );
+    // (A second connection to a server of the handshake era alone ends
+    // once it found that out: the first one is the one that serves.)
+    assert!(alive(one[0]), "{one:?}");
+
+    // Removed: `two` leaves every list and its child is reaped.
+    save(
+        &config,
+        &format!("{BASE}{}", everything(&one_pid, "expose = [\"echo\"]")),
+    );
+    wait_until(&client, "two gone", |listed| {
+        !listed.iter().any(|n| n.starts_with("two__"))
+    })
+    .await;
+    wait_for_log(&gateway, "sources removed: two").await;
+    wait_for_exit(&pids(&two_pid, 1), "the removed `two`").await;
+    let gone = client
+        .request(
+            "tools/call",
+            Some(json!({"name": "two__reverse", "arguments": {"text": "x"}})),
+            Default::default(),
+        )
+        .await;
+    assert!(gone.is_err(), "a removed server's tool answered: {gone:?}");
+    let modern = tokio::task::spawn_blocking({
+        let url = url.clone();
+        move || modern_view(&url, &[])
+    })
+    .await
+    .unwrap();
+    let listed = modern_tools(&modern);
+    assert!(!listed.iter().any(|n| n.starts_with("two__")), "{modern}");
+    assert_eq!(
+        listed.iter().filter(|n| n.starts_with("one__")).count(),
+        1,
+        "{modern}"
+    );
+
+    // Governed: a policy added to the file holds for the live session at
+    // once, without restarting anything.
+    save(
+        &config,
+        &format!(
+            "{BASE}{}\n[policy]\ndefault = \"allow\"\n[[policy.rules]]\naction = \"deny\"\ntools = [\"mcpyard__docs\"]\n",
+            everything(&one_pid, "expose = [\"echo\"]")
+        ),
+    );
+    wait_until(&client, "the docs tool denied", |listed| {
+        !listed.contains(&"mcpyard__docs".to_owned()) && listed.contains(&"one__echo".to_owned())
+    })
+    .await;
+    wait_for_log(&gateway, "policy, rate limits and guardrails replaced").await;
+    let denied = client
+        .request(
+            "tools/call",
+            Some(json!({"name": "mcpyard__docs", "arguments": {}})),
+            Default::default(),
+        )
+        .await;
+    assert!(denied.is_err(), "a denied tool answered: {denied:?}");
+
+    // Refused: a file that does not validate changes nothing; a listen
+    // address is applied only by a restart, which the log says.
+    save(&config, "lisen = 1\n");
+    wait_for_log(
+        &gateway,
+        "has an error; the running configuration stays as it is",
+    )
+    .await;
+    let echoed = call(&client, "one__echo", json!({"message": "after a bad file"})).await;
+    assert!(text_of(&echoed).contains("after a bad file"), "{echoed}");
+    assert_eq!(
+        names(&client)
+            .await
+            .iter()
+            .filter(|n| n.starts_with("one__"))
+            .count(),
+        1
+    );
+    let status = call(&client, "mcpyard__status", json!({})).await;
+    let config_status = &status["structuredContent"]["config"];
+    assert_eq!(
+        config_status["lastReload"]["outcome"], "refused",
+        "{status}"
+    );
+    assert!(
+        config_status["lastReload"]["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("lisen")),
+        "{status}"
+    );
+    assert!(
+        config_status["file"]
+            .as_str()
+            .is_some_and(|f| f.ends_with("mcpyard.toml")),
+        "{status}"
+    );
+    // The status page says it too.
+    let page = reqwest::Client::new()
+        .get(format!("http://127.0.0.1:{}/", gateway.port))
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .expect("GET /")
+        .text()
+        .await
+        .expect("the page");
+    assert!(page.contains("id=\"last-reload\" class=\"down\""), "{page}");
+    save(
+        &config,
+        &format!(
+            "listen = \"127.0.0.1:1\"\n{BASE}{}",
+            everything(&one_pid, "expose = [\"echo\"]")
+        ),
+    );
+    wait_for_log(&gateway, "`listen` changed").await;
+    // The policy is gone with it: the docs tool is back.
+    wait_until(&client, "the docs tool allowed again", |listed| {
+        listed.contains(&"mcpyard__docs".to_owned())
+    })
+    .await;
+    assert!(reloads(&gateway, "applied").await >= 5);
+    assert!(reloads(&gateway, "refused").await >= 1);
+    assert_eq!(pids(&one_pid, 1), one);
+    client.shutdown().await;
+}
