@@ -56,6 +56,6 @@ pub use mcpyard_client::sampling::{Sampler, SamplingPolicy, SamplingRequest, Sam
 pub use router::{Layer, Next, RouteFuture, RoutedCall};
 pub use source::builtin::spread_wrapped_arguments;
 pub use source::{
-    CallContext, ClientHandle, Progress, RouterHandle, Source, SourceEvents, SourceHealth,
-    SourceRequest, SourceSpec, UpstreamSampling, UpstreamSpec,
+    settings_hash, CallContext, ClientHandle, Progress, RouterHandle, Source, SourceEvents,
+    SourceHealth, SourceRequest, SourceSpec, UpstreamSampling, UpstreamSpec,
 };

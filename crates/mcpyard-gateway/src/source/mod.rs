@@ -13,7 +13,7 @@ mod spec;
 
 pub(crate) use mcp::Relaying;
 pub use mcp::{UpstreamSampling, UpstreamSpec};
-pub use spec::SourceSpec;
+pub use spec::{settings_hash, SourceSpec};
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;

@@ -59,7 +59,7 @@ impl SourceSpec {
         };
         // Its credentials are left out: what they are made from is the
         // configuration's to add (`with_fingerprint`).
-        let fingerprint = hash(&(
+        let fingerprint = settings_hash(&(
             &spec.name,
             &spec.transport,
             spec.timeout,
@@ -91,9 +91,9 @@ impl SourceSpec {
     /// was built from that the spec does not show (an upstream's OAuth
     /// settings, an API's or the local models' configuration).
     pub fn with_fingerprint(mut self, made_from: &impl std::fmt::Debug) -> Self {
-        let made_from = hash(made_from);
+        let made_from = settings_hash(made_from);
         self.fingerprint = Some(match self.fingerprint {
-            Some(own) => hash(&(own, made_from)),
+            Some(own) => settings_hash(&(own, made_from)),
             None => made_from,
         });
         self
@@ -106,7 +106,7 @@ impl SourceSpec {
     /// was made from): a reload replaces it.
     pub fn fingerprint(&self) -> Option<u64> {
         let own = self.fingerprint?;
-        Some(hash(&(own, &self.prefix, &self.limits)))
+        Some(settings_hash(&(own, &self.prefix, &self.limits)))
     }
 
     pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
@@ -143,10 +143,11 @@ impl SourceSpec {
     }
 }
 
-/// A hash of `value`'s debug form: the settings hashed hold types that are
-/// neither `Hash` nor `Eq` (durations inside enums, JSON values), and the
-/// text itself, which may hold secrets, is never kept.
-fn hash(value: &impl std::fmt::Debug) -> u64 {
+/// A hash of `value`'s debug form, to tell whether settings changed: they
+/// hold types that are neither `Hash` nor `Eq` (durations inside enums,
+/// JSON values), and the text itself, which may hold secrets, is never
+/// kept.
+pub fn settings_hash(value: &impl std::fmt::Debug) -> u64 {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     format!("{value:?}").hash(&mut hasher);
     hasher.finish()

@@ -8,11 +8,10 @@
 //! applies (the listen address, the front doors' keys and limits, the
 //! audit, metrics and traces) is said in the log.
 
-use std::hash::{Hash as _, Hasher as _};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use mcpyard_gateway::{Gateway, Governance, Reconfiguration, Reloaded};
+use mcpyard_gateway::{settings_hash as hash, Gateway, Governance, Reconfiguration, Reloaded};
 use tokio::sync::mpsc;
 
 use crate::config::{self, Settings};
@@ -62,14 +61,6 @@ impl Known {
             ],
         }
     }
-}
-
-/// A hash of the debug form: the settings hold types that are not `Hash`,
-/// and the text, which may hold keys, is not kept.
-fn hash(value: &impl std::fmt::Debug) -> u64 {
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    format!("{value:?}").hash(&mut hasher);
-    hasher.finish()
 }
 
 /// The reloads of one serving process.
@@ -139,13 +130,7 @@ impl Reload {
         let source = &self.source;
         let mut fresh = match config::load_or_default(self.path.as_deref()) {
             Ok(fresh) => fresh,
-            Err(e) => {
-                tracing::error!(
-                    "{why}: {source} has an error; the running configuration stays as it is: {e}"
-                );
-                gateway.record_reload(Err(&e.to_string()));
-                return;
-            }
+            Err(e) => return refuse(gateway, why, &format!("{source} has an error"), &e),
         };
         let now = Known::of(&fresh);
         let governance = (now.governance != self.known.governance).then(|| Governance {
@@ -162,13 +147,7 @@ impl Reload {
             .await
         {
             Ok(report) => report,
-            Err(e) => {
-                tracing::error!(
-                    "{why}: {source} was refused; the running configuration stays as it is: {e}"
-                );
-                gateway.record_reload(Err(&e.to_string()));
-                return;
-            }
+            Err(e) => return refuse(gateway, why, &format!("{source} was refused"), &e),
         };
         for w in &fresh.warnings {
             tracing::warn!("{w}");
@@ -183,6 +162,13 @@ impl Reload {
         }
         self.known = now;
     }
+}
+
+/// A reload that did not happen: logged and recorded, the running
+/// configuration kept.
+fn refuse(gateway: &Gateway, why: &str, what: &str, error: &dyn std::fmt::Display) {
+    tracing::error!("{why}: {what}; the running configuration stays as it is: {error}");
+    gateway.record_reload(Err(&error.to_string()));
 }
 
 /// What a reload did, in a line.

@@ -580,7 +580,10 @@ fn from_text(
         let made_from = format!("{inference:?}");
         let source = mcpyard_inference::InferenceSource::new(inference)
             .map_err(|e| ctx.error("inference", e.to_string()))?;
-        let mut spec = source.clone().into_source_spec().with_fingerprint(&made_from);
+        let mut spec = source
+            .clone()
+            .into_source_spec()
+            .with_fingerprint(&made_from);
         spec.exposure.listing = listing;
         gateway.sources.push(spec);
         Some(source)
