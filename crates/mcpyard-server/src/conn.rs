@@ -8,11 +8,17 @@
 //! connection between requests is held to the idle timeout until the first
 //! byte of the next request, and from that byte it has the head timeout to
 //! finish the head. A new connection has the head timeout from the start.
+//!
+//! An answer given before its request's body was read (a 401, a 429, a 413)
+//! carries `Connection: close`: the unread rest of the body cannot be told
+//! from the next request, so the connection ends after the answer, and the
+//! client is told so rather than finding out on its next request.
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -20,7 +26,8 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::Router;
 use bytes::Bytes;
-use http::Request;
+use http::header::CONNECTION;
+use http::{HeaderValue, Request};
 use http_body::{Frame, SizeHint};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
@@ -144,17 +151,26 @@ async fn serve_connection(
         let activity = activity.clone();
         hyper::service::service_fn(move |req: Request<Incoming>| {
             let busy = Busy::begin(&activity);
+            let whole = http_body::Body::is_end_stream(req.body());
+            activity.body_read.store(whole, Ordering::Relaxed);
             let deadline = Instant::now() + limits.body_read;
-            let mut req = req.map(|body| Body::new(DeadlineBody::new(body, deadline)));
+            let mut req =
+                req.map(|body| Body::new(DeadlineBody::new(body, deadline, activity.clone())));
             if let Some(peer) = peer {
                 req.extensions_mut().insert(peer);
             }
             let app = app.clone();
+            let activity = activity.clone();
             async move {
-                let response = match app.oneshot(req).await {
+                let mut response = match app.oneshot(req).await {
                     Ok(r) => r,
                     Err(never) => match never {},
                 };
+                if !activity.body_read.load(Ordering::Relaxed) {
+                    response
+                        .headers_mut()
+                        .insert(CONNECTION, HeaderValue::from_static("close"));
+                }
                 // The connection stays busy until the answer is written out,
                 // however long a stream takes.
                 Ok::<_, Infallible>(response.map(|body| Body::new(Answering { body, _busy: busy })))
@@ -197,6 +213,9 @@ async fn serve_connection(
 #[derive(Debug)]
 struct Activity {
     state: Mutex<State>,
+    /// Whether the body of the request being answered was read to its end
+    /// (one request at a time is read on an HTTP/1.1 connection).
+    body_read: AtomicBool,
 }
 
 #[derive(Debug)]
@@ -220,6 +239,7 @@ impl Activity {
                 head_started: None,
                 answered_any: false,
             }),
+            body_read: AtomicBool::new(true),
         }
     }
 
@@ -331,18 +351,21 @@ impl AsyncWrite for Watched {
 
 /// A request body that fails with [`BodyTimedOut`] when it is not whole by
 /// the deadline. The timer is set only if the body has to be waited for.
+/// It notes on its connection when it has been read to its end.
 struct DeadlineBody {
     inner: Incoming,
     deadline: Instant,
     timer: Option<Pin<Box<Sleep>>>,
+    activity: Arc<Activity>,
 }
 
 impl DeadlineBody {
-    fn new(inner: Incoming, deadline: Instant) -> Self {
+    fn new(inner: Incoming, deadline: Instant, activity: Arc<Activity>) -> Self {
         Self {
             inner,
             deadline,
             timer: None,
+            activity,
         }
     }
 }
@@ -356,6 +379,9 @@ impl http_body::Body for DeadlineBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         if let Poll::Ready(frame) = Pin::new(&mut self.inner).poll_frame(cx) {
+            if frame.is_none() || self.inner.is_end_stream() {
+                self.activity.body_read.store(true, Ordering::Relaxed);
+            }
             return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
         }
         let deadline = self.deadline;

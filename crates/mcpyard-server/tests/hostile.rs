@@ -638,6 +638,81 @@ async fn a_body_sent_too_slowly_is_cut_off_after_the_body_timeout() {
     );
 }
 
+/// Reads one answer, head and a `Content-Length` body, from `tcp`.
+async fn read_answer(tcp: &mut TcpStream) -> String {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let text = String::from_utf8_lossy(&got).into_owned();
+        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+            let length = head
+                .lines()
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length:")
+                        .map(|v| v.trim().to_owned())
+                })
+                .and_then(|v| v.parse::<usize>().ok())
+                .unwrap_or(0);
+            if body.len() >= length {
+                return text;
+            }
+        }
+        let n = tokio::time::timeout(WAIT, tcp.read(&mut buf))
+            .await
+            .expect("an answer in time")
+            .expect("read");
+        assert!(n > 0, "closed before answering: {text:?}");
+        got.extend_from_slice(&buf[..n]);
+    }
+}
+
+#[tokio::test]
+async fn an_answer_given_before_the_body_arrived_says_the_connection_closes() {
+    let key = "a-key-of-the-test";
+    let opts = HttpOptions {
+        auth: mcpyard_server::AuthOptions::single_key(key),
+        ..HttpOptions::default()
+    };
+    let server = Server::start(GatewayConfig::default(), opts).await;
+    let head = |auth: &str| {
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{auth}Content-Length: {}\r\n\r\n",
+            INIT.len()
+        )
+    };
+
+    // The head alone, as a client that writes head and body apart may send
+    // it: the 401 comes before the body, so the connection cannot be reused,
+    // and the answer says so (a client reusing it would see it closed).
+    let mut tcp = TcpStream::connect(server.addr).await.expect("connect");
+    tcp.write_all(head("").as_bytes()).await.expect("head");
+    let refused = read_answer(&mut tcp).await.to_ascii_lowercase();
+    assert!(refused.starts_with("http/1.1 401"), "{refused}");
+    assert!(refused.contains("\r\nconnection: close\r\n"), "{refused}");
+    let mut rest = Vec::new();
+    assert!(
+        time_until_closed(&mut tcp, WAIT, &mut rest).await.is_some(),
+        "the connection is closed after an answer that says so"
+    );
+
+    // A request read whole keeps its connection for the next one.
+    let mut tcp = TcpStream::connect(server.addr).await.expect("connect");
+    let whole = format!(
+        "{}{INIT}",
+        head(&format!("Authorization: Bearer {key}\r\n"))
+    );
+    tcp.write_all(whole.as_bytes()).await.expect("request");
+    let answered = read_answer(&mut tcp).await.to_ascii_lowercase();
+    assert!(answered.starts_with("http/1.1 200"), "{answered}");
+    assert!(!answered.contains("connection: close"), "{answered}");
+    tcp.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .await
+        .expect("a second request on the same connection");
+    let health = read_answer(&mut tcp).await;
+    assert!(health.starts_with("HTTP/1.1 200"), "{health}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_past_the_cap_wait_for_a_slot_and_a_flood_of_half_heads_only_delays_a_client() {
     const CAP: usize = 8;
