@@ -394,3 +394,142 @@ async fn a_watched_config_adds_changes_and_removes_servers_under_a_live_session(
     assert_eq!(pids(&one_pid, 1), one);
     client.shutdown().await;
 }
+
+const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+const LIST: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+
+/// A POST to `/mcp` as `key` (none: no credential), in `session` if given:
+/// the status and, on 200, the session id the answer names.
+async fn post_as(
+    gateway: &Gateway,
+    key: Option<&str>,
+    session: Option<&str>,
+    body: &str,
+) -> (u16, Option<String>) {
+    let mut req = reqwest::Client::new()
+        .post(gateway.url())
+        .timeout(Duration::from_secs(20))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(body.to_owned());
+    if let Some(k) = key {
+        req = req.bearer_auth(k);
+    }
+    if let Some(s) = session {
+        req = req
+            .header("mcp-session-id", s)
+            .header("mcp-protocol-version", "2025-06-18");
+    }
+    let answer = req.send().await.expect("POST /mcp");
+    let session = answer
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    (answer.status().as_u16(), session)
+}
+
+fn keys(names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|n| {
+            format!(
+                "[[auth.keys]]\nname = \"{n}\"\nkey_env = \"KEY_{}\"\n",
+                n.to_uppercase()
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_replaces_the_api_keys_and_a_key_taken_out_is_refused_at_once() {
+    let dir = scratch();
+    let (alice, bob) = ("alice-key-7f3a", "bob-key-91c2");
+    let gateway = Gateway::start_with_env(
+        &format!("{BASE}{}", keys(&["alice"])),
+        dir.path(),
+        &[("KEY_ALICE", alice), ("KEY_BOB", bob)],
+    )
+    .await;
+    let config = dir.path().join("mcpyard.toml");
+    let (status, session) = post_as(&gateway, Some(alice), None, INIT).await;
+    assert_eq!(status, 200);
+    let session = session.expect("a session id");
+    assert_eq!(post_as(&gateway, Some(bob), None, INIT).await.0, 401);
+
+    // bob in, alice out: her next request is refused, her session with it;
+    // bob is let in without a restart.
+    save(&config, &format!("{BASE}{}", keys(&["bob"])));
+    wait_for_log(&gateway, "reloaded: API keys replaced").await;
+    assert_eq!(
+        post_as(&gateway, Some(alice), Some(&session), LIST).await.0,
+        401,
+        "a key taken out still opens its session"
+    );
+    assert_eq!(post_as(&gateway, Some(alice), None, INIT).await.0, 401);
+    let (status, bobs) = post_as(&gateway, Some(bob), None, INIT).await;
+    assert_eq!(status, 200, "a key put in is refused");
+    let bobs = bobs.expect("a session id");
+    assert_eq!(post_as(&gateway, Some(bob), Some(&bobs), LIST).await.0, 200);
+
+    // A file without keys would open the door to anyone: that waits for a
+    // restart, and the running keys stay.
+    save(&config, BASE);
+    wait_for_log(&gateway, "turns authentication on or off").await;
+    assert_eq!(post_as(&gateway, None, None, INIT).await.0, 401);
+    assert_eq!(post_as(&gateway, Some(bob), None, INIT).await.0, 200);
+    let log = gateway.proc.log_text();
+    assert!(
+        !log.contains(alice) && !log.contains(bob),
+        "a key reached the log"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_added_to_the_file_reaches_a_live_stdio_session_of_the_python_sdk() {
+    let dir = scratch();
+    let config = dir.path().join("mcpyard.toml");
+    let marker = dir.path().join("listed.json");
+    let base = "[inference]\nenabled = false\n";
+    std::fs::write(&config, base).expect("write the config");
+    let command = json!([
+        env!("CARGO_BIN_EXE_mcpyard"),
+        "stdio",
+        "--config",
+        config.display().to_string()
+    ]);
+    let mut cmd = Command::new(tool("venv/bin/python"));
+    cmd.arg(support_file("py_reload_stdio.py"))
+        .arg(command.to_string())
+        .arg(&marker)
+        .arg("two__reverse")
+        .arg(json!({"text": "reload"}).to_string())
+        .env("RUST_LOG", "mcpyard=debug,info");
+    let session = tokio::task::spawn_blocking(move || run(cmd, Duration::from_secs(150)));
+
+    // Once the session has listed the tools, a server is added to the file.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !marker.exists() {
+        assert!(Instant::now() < deadline, "the SDK listed nothing in 60 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let pid_file = dir.path().join("two.pid");
+    save(&config, &format!("{base}\n{}", py1(&pid_file, "")));
+
+    let (ok, stdout, stderr) = session.await.expect("the SDK's run");
+    assert!(ok, "py_reload_stdio failed:\n{stdout}\n{stderr}");
+    let summary: Value =
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"));
+    assert_eq!(summary["ok"], true, "{summary}\n{stderr}");
+    assert_eq!(summary["protocolVersion"], "2026-07-28", "{summary}");
+    let before = summary["before"].as_array().expect("before");
+    assert!(!before.contains(&json!("two__reverse")), "{summary}");
+    assert!(before.contains(&json!("mcpyard__status")), "{summary}");
+    assert_eq!(summary["result"], "daoler", "{summary}\n{stderr}");
+    assert!(
+        stderr.contains("reloaded: sources added: two"),
+        "the reload was not logged:\n{stderr}"
+    );
+    // The session ended, and with it the gateway and its child.
+    wait_for_exit(&pids(&pid_file, 1), "the added server").await;
+}

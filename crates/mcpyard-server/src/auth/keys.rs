@@ -11,7 +11,7 @@ use subtle::ConstantTimeEq;
 use super::{ApiKeySpec, KeySecret};
 
 /// The configured keys, ready to check.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub(crate) struct ApiKeys {
     keys: Vec<([u8; 32], Identity)>,
 }
@@ -31,10 +31,6 @@ impl ApiKeys {
             })
             .collect();
         Self { keys }
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.keys.is_empty()
     }
 
     /// The identity of the key `presented`, if it is one.

@@ -13,6 +13,7 @@ mod keys;
 mod metadata;
 
 use std::fmt;
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use axum::response::Response;
@@ -34,6 +35,42 @@ pub struct AuthOptions {
     pub keys: Vec<ApiKeySpec>,
     /// OAuth 2.1 access tokens (JWTs) from one issuer.
     pub oauth: Option<OAuthOptions>,
+    /// Where the serving front door keeps `keys`: a clone kept by the
+    /// caller replaces them while it serves (a configuration reload).
+    pub live_keys: LiveKeys,
+}
+
+/// The API keys a serving front door checks, replaceable while it serves.
+/// Clones share them.
+#[derive(Clone, Default)]
+pub struct LiveKeys(Arc<RwLock<Arc<ApiKeys>>>);
+
+// By hand: what the keys are now is no setting (and their digests stay out
+// of logs).
+impl fmt::Debug for LiveKeys {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("LiveKeys")
+    }
+}
+
+impl LiveKeys {
+    /// Puts `specs` in place of the keys; whether that changed any key,
+    /// name or group. A request checked from then on sees only the new
+    /// keys: a key taken out is refused at once.
+    pub fn replace(&self, specs: &[ApiKeySpec]) -> bool {
+        let fresh = ApiKeys::new(specs);
+        let mut current = self.0.write().unwrap_or_else(PoisonError::into_inner);
+        let changed = **current != fresh;
+        *current = Arc::new(fresh);
+        changed
+    }
+
+    fn current(&self) -> Arc<ApiKeys> {
+        self.0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
 }
 
 /// The name of the one-key shorthand's key (see [`AuthOptions::single_key`]).
@@ -50,6 +87,7 @@ impl AuthOptions {
                 secret: KeySecret::Clear(key.into()),
             }],
             oauth: None,
+            live_keys: LiveKeys::default(),
         }
     }
 
@@ -157,7 +195,10 @@ pub const DEFAULT_ALGORITHMS: [jsonwebtoken::Algorithm; 4] = [
 /// The credentials checks of the HTTP front doors, built once.
 #[derive(Debug)]
 pub(crate) struct Authenticator {
-    keys: ApiKeys,
+    keys: LiveKeys,
+    /// Whether credentials are asked for at all: fixed when serving starts,
+    /// so replacing the keys never opens the doors nor closes them.
+    required: bool,
     jwt: Option<JwtVerifier>,
     /// Where the metadata document is, for `WWW-Authenticate`.
     metadata_url: Option<String>,
@@ -183,15 +224,17 @@ impl Authenticator {
             .as_ref()
             .map(|o| JwtVerifier::new(o.clone(), default_resource));
         let metadata_url = jwt.as_ref().map(|j| metadata_url(j.resource()));
+        opts.live_keys.replace(&opts.keys);
         Self {
-            keys: ApiKeys::new(&opts.keys),
+            keys: opts.live_keys.clone(),
+            required: opts.is_required(),
             jwt,
             metadata_url,
         }
     }
 
     pub(crate) fn is_required(&self) -> bool {
-        !self.keys.is_empty() || self.jwt.is_some()
+        self.required
     }
 
     pub(crate) fn jwt(&self) -> Option<&JwtVerifier> {
@@ -204,7 +247,7 @@ impl Authenticator {
             return Ok(Identity::anonymous());
         }
         let token = bearer(headers).ok_or(AuthFailure::Missing)?;
-        if let Some(identity) = self.keys.find(token) {
+        if let Some(identity) = self.keys.current().find(token) {
             return Ok(identity);
         }
         match &self.jwt {

@@ -4,14 +4,17 @@
 //! the running configuration stays. A valid one is applied to the running
 //! gateway (`Gateway::reconfigure`): servers and APIs added, removed or
 //! restarted when their settings changed, exposure, the policy, the rate
-//! limits and the guardrails replaced; sessions stay. What only a restart
-//! applies (the listen address, the front doors' keys and limits, the
-//! audit, metrics and traces) is said in the log.
+//! limits and the guardrails replaced; sessions stay. The HTTP door's API
+//! keys are replaced too: a key taken out is refused from then on. What
+//! only a restart applies (the listen address, OAuth, the front doors'
+//! limits, turning authentication on or off, the audit, metrics and
+//! traces) is said in the log.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use mcpyard_gateway::{settings_hash as hash, Gateway, Governance, Reconfiguration, Reloaded};
+use mcpyard_server::{ApiKeySpec, AuthOptions, LiveKeys};
 use tokio::sync::mpsc;
 
 use crate::config::{self, Settings};
@@ -39,8 +42,8 @@ impl Known {
             restart_only: vec![
                 ("`listen`", hash(&settings.http.listen)),
                 (
-                    "the front doors' settings ([auth] keys and OAuth, [http], [limits], api_key, hosts and origins)",
-                    hash(&(&settings.http, &settings.api_key, &settings.stdio)),
+                    "the front doors' settings ([auth.oauth], [auth.stdio], [http], [limits], api_key, hosts and origins)",
+                    hash(&(&without_keys(&settings.http), &settings.api_key, &settings.stdio)),
                 ),
                 ("`log_level`", hash(&settings.log_level)),
                 ("[audit]", hash(&settings.audit)),
@@ -63,11 +66,54 @@ impl Known {
     }
 }
 
+/// The HTTP door's settings but its API keys, which a reload replaces.
+fn without_keys(http: &mcpyard_server::HttpOptions) -> mcpyard_server::HttpOptions {
+    let mut door = http.clone();
+    door.auth.keys.clear();
+    door
+}
+
+/// The API keys of a serving HTTP door, as a reload replaces them.
+pub(super) struct DoorKeys {
+    live: LiveKeys,
+    /// The one-key shorthand's key, as the process started with it (the
+    /// `--api-key` flag or the environment may have set it).
+    shorthand: Vec<ApiKeySpec>,
+    /// Whether the door asks for credentials: fixed while it serves.
+    required: bool,
+}
+
+impl DoorKeys {
+    /// The door's keys as it starts serving with `auth` (the shorthand's key
+    /// first, as `compose::http_options` puts it).
+    pub(super) fn of(auth: &AuthOptions, shorthand: Option<&crate::config::ApiKey>) -> Self {
+        Self {
+            live: auth.live_keys.clone(),
+            shorthand: shorthand
+                .map(|k| AuthOptions::single_key(k.value.clone()).keys)
+                .unwrap_or_default(),
+            required: auth.is_required(),
+        }
+    }
+
+    /// Puts the keys of `auth` in place; whether any changed. `Err` when
+    /// they would turn authentication on or off, which waits for a restart.
+    fn apply(&self, auth: &AuthOptions) -> Result<bool, ()> {
+        let required = !self.shorthand.is_empty() || auth.is_required();
+        if required != self.required {
+            return Err(());
+        }
+        let keys: Vec<ApiKeySpec> = self.shorthand.iter().chain(&auth.keys).cloned().collect();
+        Ok(self.live.replace(&keys))
+    }
+}
+
 /// The reloads of one serving process.
 pub(super) struct Reload {
     path: Option<PathBuf>,
     source: String,
     known: Known,
+    keys: Option<DoorKeys>,
 }
 
 impl Reload {
@@ -78,12 +124,15 @@ impl Reload {
             path,
             source: loaded.source.clone(),
             known: Known::of(loaded),
+            keys: None,
         }
     }
 
     /// Reloads on every SIGHUP and change of the file, until the process
-    /// ends.
-    pub(super) fn start(mut self, gateway: &Gateway) {
+    /// ends. `keys`: the HTTP door's, replaced by each reload (the stdio
+    /// door has none).
+    pub(super) fn start(mut self, gateway: &Gateway, keys: Option<DoorKeys>) {
+        self.keys = keys;
         let gateway = gateway.clone();
         gateway.serving_config(&self.source);
         let (changed, mut changes) = mpsc::channel::<()>(1);
@@ -152,7 +201,15 @@ impl Reload {
         for w in &fresh.warnings {
             tracing::warn!("{w}");
         }
-        let done = summary(&report);
+        let keys_replaced = match self.keys.as_ref().map(|k| k.apply(&fresh.http.auth)) {
+            Some(Ok(changed)) => changed,
+            Some(Err(())) => {
+                tracing::warn!("{why}: {source} turns authentication on or off ([auth.keys], api_key, [auth.oauth]): that takes effect when mcpyard is restarted; the running keys stay");
+                false
+            }
+            None => false,
+        };
+        let done = summary(&report, keys_replaced);
         gateway.record_reload(Ok(&done));
         tracing::info!("{why}: {source} reloaded: {done}");
         for ((what, before), (_, after)) in self.known.restart_only.iter().zip(&now.restart_only) {
@@ -172,7 +229,7 @@ fn refuse(gateway: &Gateway, why: &str, what: &str, error: &dyn std::fmt::Displa
 }
 
 /// What a reload did, in a line.
-fn summary(report: &Reloaded) -> String {
+fn summary(report: &Reloaded, keys_replaced: bool) -> String {
     let mut parts = Vec::new();
     for (verb, names) in [
         ("added", &report.added),
@@ -186,6 +243,9 @@ fn summary(report: &Reloaded) -> String {
     }
     if report.governance {
         parts.push("policy, rate limits and guardrails replaced".to_owned());
+    }
+    if keys_replaced {
+        parts.push("API keys replaced".to_owned());
     }
     if parts.is_empty() {
         "nothing the gateway serves changed".to_owned()
@@ -232,7 +292,7 @@ mod tests {
     #[test]
     fn the_summary_names_what_was_added_removed_restarted_and_exposed_anew() {
         assert_eq!(
-            summary(&Reloaded::default()),
+            summary(&Reloaded::default(), false),
             "nothing the gateway serves changed"
         );
         let report = Reloaded {
@@ -243,8 +303,8 @@ mod tests {
             governance: true,
         };
         assert_eq!(
-            summary(&report),
-            "sources added: c; sources removed: b; sources restarted: a; sources exposed anew: d; policy, rate limits and guardrails replaced"
+            summary(&report, true),
+            "sources added: c; sources removed: b; sources restarted: a; sources exposed anew: d; policy, rate limits and guardrails replaced; API keys replaced"
         );
     }
 

@@ -8,7 +8,7 @@ use mcpyard_server::{serve_http_on, AuthOptions, SessionMode};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use super::reload::Reload;
+use super::reload::{DoorKeys, Reload};
 use super::shutdown;
 use crate::compose::{self, Purpose};
 use crate::config::{ApiKey, Settings, API_KEY_VAR};
@@ -38,7 +38,10 @@ pub(super) async fn run(
         .context("cannot start the gateway")?;
     let token = CancellationToken::new();
     shutdown::cancel_on_signal(token.clone());
-    reload.start(&gateway);
+    reload.start(
+        &gateway,
+        Some(DoorKeys::of(&options.auth, api_key.as_ref())),
+    );
     if let Some(listener) = metrics_listener {
         compose::spawn_metrics(listener, &gateway, options.metrics_token.clone(), &token);
     }

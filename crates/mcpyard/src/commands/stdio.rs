@@ -18,7 +18,7 @@ pub(super) async fn run(mut settings: Settings, reload: Reload) -> anyhow::Resul
         .context("cannot start the gateway")?;
     let token = CancellationToken::new();
     shutdown::cancel_on_signal(token.clone());
-    reload.start(&gateway);
+    reload.start(&gateway, None);
     if let Some(listener) = metrics_listener {
         compose::spawn_metrics(
             listener,

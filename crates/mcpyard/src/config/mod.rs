@@ -463,6 +463,7 @@ fn from_text(
         auth: mcpyard_server::AuthOptions {
             keys: auth.keys,
             oauth: auth.oauth,
+            live_keys: Default::default(),
         },
         allowed_origins,
         allowed_hosts,
