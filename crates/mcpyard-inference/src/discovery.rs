@@ -7,7 +7,8 @@
 //! (`list_models` with `refresh: true`), when a backend stops answering,
 //! and while nothing has been found.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime};
 
 use crate::backend::{Backend, Origin};
 use crate::config::{BackendSpec, InferenceConfig};
@@ -21,7 +22,20 @@ pub(crate) struct Registry {
     configured: Vec<Arc<Backend>>,
     /// `None` until probed, and again after [`Registry::invalidate`].
     discovered: tokio::sync::Mutex<Option<Vec<Arc<Backend>>>>,
+    /// What the last probe of the loopback ports found, for the status.
+    last_probe: Mutex<Option<Probe>>,
 }
+
+/// One probe of the discovery ports.
+#[derive(Debug, Clone)]
+pub(crate) struct Probe {
+    pub(crate) at: SystemTime,
+    /// (port, the kind of server found there)
+    pub(crate) found: Vec<(u16, String)>,
+}
+
+/// How long a check that a discovered server still listens may take.
+const STILL_THERE_TIMEOUT: Duration = Duration::from_secs(2);
 
 impl Registry {
     pub(crate) fn new(config: Arc<InferenceConfig>, client: reqwest::Client) -> Self {
@@ -42,7 +56,40 @@ impl Registry {
             client,
             configured,
             discovered: tokio::sync::Mutex::new(None),
+            last_probe: Mutex::new(None),
         }
+    }
+
+    /// What the last probe found; `None` before the first.
+    pub(crate) fn last_probe(&self) -> Option<Probe> {
+        self.last_probe
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Whether every discovered server still accepts connections; if one
+    /// does not, the set is forgotten so the next call probes again. A
+    /// connection, not a request: a server busy generating still accepts.
+    pub(crate) async fn discovered_still_listen(&self) -> bool {
+        let found: Vec<Arc<Backend>> = self.discovered.lock().await.clone().unwrap_or_default();
+        for backend in &found {
+            let Some(address) = backend.base_url().strip_prefix("http://") else {
+                continue;
+            };
+            let connected =
+                tokio::time::timeout(STILL_THERE_TIMEOUT, tokio::net::TcpStream::connect(address))
+                    .await;
+            if !matches!(connected, Ok(Ok(_))) {
+                tracing::info!(
+                    backend = backend.name(),
+                    "a discovered inference server stopped listening"
+                );
+                self.invalidate().await;
+                return false;
+            }
+        }
+        true
     }
 
     /// Configured backends, then discovered ones (probing when the cache is
@@ -56,11 +103,16 @@ impl Registry {
         let stale = refresh || cache.as_ref().is_none_or(Vec::is_empty);
         if stale {
             let found = self.probe_all().await;
-            tracing::info!(
-                found = found.len(),
-                ports = ?self.config.discover_ports,
-                "inference servers discovered"
-            );
+            // Probed every few seconds while nothing answers: quiet then.
+            if found.is_empty() {
+                tracing::debug!(ports = ?self.config.discover_ports, "no inference server discovered");
+            } else {
+                tracing::info!(
+                    found = found.len(),
+                    ports = ?self.config.discover_ports,
+                    "inference servers discovered"
+                );
+            }
             *cache = Some(found);
         }
         for b in cache.iter().flatten() {
@@ -85,6 +137,17 @@ impl Registry {
             .iter()
             .map(|&port| async move { (port, identify(&self.client, port).await) });
         let results = futures::future::join_all(probes).await;
+        let found = results
+            .iter()
+            .filter_map(|(port, kind)| kind.as_ref().map(|k| (*port, k.as_str().to_owned())))
+            .collect();
+        *self
+            .last_probe
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(Probe {
+            at: SystemTime::now(),
+            found,
+        });
         let mut out: Vec<Arc<Backend>> = Vec::new();
         for (port, kind) in results {
             let Some(kind) = kind else { continue };

@@ -148,6 +148,11 @@ impl Inference {
         self.registry.backends(refresh).await
     }
 
+    /// Which servers are used, and how discovery found them.
+    pub(crate) fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
     /// Called with every backend failure: a server that stopped answering
     /// makes discovery probe again on the next call.
     pub(crate) async fn note_failure(&self, e: &BackendError) {

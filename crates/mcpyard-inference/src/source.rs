@@ -1,21 +1,36 @@
 //! The gateway's view of local models: a [`Source`] named `local` whose
 //! tools are the dispatch table in `tools/`.
+//!
+//! With servers configured, the tools are always listed (a call to a server
+//! that is down says so). With discovery alone, they are listed while a
+//! discovered server answers: loopback is probed until one does, and it is
+//! checked on until it goes away, so a first run without a model server
+//! shows no tools that cannot work.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use mcpyard_gateway::{RouteError, Source, SourceEvents, SourceLists, SourceRequest, SourceSpec};
 use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
 
 use crate::config::{InferenceConfig, InferenceConfigError};
 use crate::engine::Inference;
 use crate::tools::{self, Args};
 use crate::SOURCE_NAME;
 
+/// How often discovery probes again while no server answers.
+const PROBE_EVERY: Duration = Duration::from_secs(5);
+/// How often a discovered server is checked to be still there.
+const CHECK_EVERY: Duration = Duration::from_secs(15);
+
 /// Local inference servers as MCP tools.
 #[derive(Debug, Clone)]
 pub struct InferenceSource {
     inner: Arc<Inference>,
+    /// Ends the watch of discovered servers when the source stops.
+    stopped: CancellationToken,
 }
 
 impl InferenceSource {
@@ -25,6 +40,7 @@ impl InferenceSource {
         config.validate()?;
         Ok(Self {
             inner: Arc::new(Inference::new(config)),
+            stopped: CancellationToken::new(),
         })
     }
 
@@ -52,6 +68,34 @@ impl InferenceSource {
         }
         tools::TOOLS.iter().map(|t| (t.definition)()).collect()
     }
+
+    /// Lists the tools while a discovered server answers, until the source
+    /// stops: the first report at once (none found is a report too).
+    async fn watch_discovered(&self, events: SourceEvents) {
+        let registry = self.inner.registry();
+        let mut listed: Option<bool> = None;
+        loop {
+            // Probes only while nothing is known (a failed call forgets
+            // what was found); else a connection to each server found.
+            let still = listed != Some(true) || registry.discovered_still_listen().await;
+            let found = still && !self.inner.backends(false).await.is_empty();
+            if listed != Some(found) {
+                if found {
+                    tracing::info!(
+                        "an inference server answered: the local model tools are listed"
+                    );
+                }
+                let tools = if found { self.tools() } else { Vec::new() };
+                events.publish(SourceLists::tools(tools));
+                listed = Some(found);
+            }
+            let wait = if found { CHECK_EVERY } else { PROBE_EVERY };
+            tokio::select! {
+                () = self.stopped.cancelled() => return,
+                () = tokio::time::sleep(wait) => {}
+            }
+        }
+    }
 }
 
 #[async_trait]
@@ -61,7 +105,17 @@ impl Source for InferenceSource {
     }
 
     fn start(&self, events: SourceEvents) {
-        events.publish(SourceLists::tools(self.tools()));
+        let config = self.inner.config();
+        if !config.backends.is_empty() || !config.enabled || !config.discovery_enabled() {
+            events.publish(SourceLists::tools(self.tools()));
+            return;
+        }
+        let this = self.clone();
+        tokio::spawn(async move { this.watch_discovered(events).await });
+    }
+
+    async fn stop(&self) {
+        self.stopped.cancel();
     }
 
     async fn call(&self, mut request: SourceRequest) -> Result<Value, RouteError> {
@@ -120,6 +174,10 @@ impl Source for InferenceSource {
             "discovery": {
                 "enabled": config.discovery_enabled(),
                 "ports": config.discover_ports,
+                "last_probe": self.inner.registry().last_probe().map(|p| json!({
+                    "at": humantime::format_rfc3339_seconds(p.at).to_string(),
+                    "found": p.found.iter().map(|(port, kind)| json!({"port": port, "kind": kind})).collect::<Vec<_>>(),
+                })),
             },
             "message": if backends.is_empty() { Some(self.inner.no_backend_advice()) } else { None },
         })

@@ -346,3 +346,94 @@ asyncio.run(main(*sys.argv[1:]))
         "{notes}"
     );
 }
+
+/// The local source's entry in `mcpyard__status`.
+async fn local_status(client: &mcpyard_client::McpClient) -> Value {
+    let status = call(client, "mcpyard__status", json!({})).await;
+    status["structuredContent"]["sources"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|s| s["name"] == "local")
+        .cloned()
+        .unwrap_or_else(|| panic!("no local source in {status}"))
+}
+
+async fn local_tools(client: &mcpyard_client::McpClient) -> Vec<String> {
+    let tools = client
+        .list_all("tools/list", "tools")
+        .await
+        .expect("tools/list");
+    tools
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .filter(|n| n.starts_with("local__"))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_model_tools_are_listed_while_a_discovered_server_answers() {
+    let dir = scratch();
+    let port = free_port();
+    // Discovery alone, as in the embedded default, on a port of the test.
+    let gw = Gateway::start(
+        &format!("[inference]\ndiscover_ports = [{port}]\n"),
+        dir.path(),
+    )
+    .await;
+    let recorder = Arc::new(Recorder::default());
+    let client = gw.client(recorder.clone(), json!({})).await;
+    wait_for_tools(&client, &["mcpyard__status"], Duration::from_secs(30)).await;
+
+    // Nothing answers: no local tool is listed, and the status says what
+    // was probed.
+    assert_eq!(local_tools(&client).await, Vec::<String>::new());
+    let local = local_status(&client).await;
+    assert_eq!(local["discovery"]["ports"], json!([port]), "{local}");
+    assert_eq!(
+        local["discovery"]["last_probe"]["found"],
+        json!([]),
+        "{local}"
+    );
+    assert!(
+        local["discovery"]["last_probe"]["at"].is_string(),
+        "{local}"
+    );
+
+    // A server starts there: the tools appear, the session is told.
+    let (llama, _) = start_llama_on(dir.path(), port).await;
+    wait_for_tools(
+        &client,
+        &["local__chat", "local__list_models"],
+        Duration::from_secs(60),
+    )
+    .await;
+    assert!(
+        !recorder
+            .notifications_named("notifications/tools/list_changed")
+            .is_empty(),
+        "the session was not told"
+    );
+    let listed = call(&client, "local__list_models", json!({})).await;
+    assert_ne!(listed["isError"], json!(true), "{listed}");
+    assert!(listed.to_string().contains("tiny-chat"), "{listed}");
+    let local = local_status(&client).await;
+    assert_eq!(
+        local["discovery"]["last_probe"]["found"][0]["port"],
+        json!(port),
+        "{local}"
+    );
+
+    // It stops: the tools go.
+    drop(llama);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !local_tools(&client).await.is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the local tools stayed after their server stopped"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    client.shutdown().await;
+}

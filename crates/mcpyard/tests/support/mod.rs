@@ -431,8 +431,12 @@ pub fn make_tiny_model(dir: &Path) -> PathBuf {
 /// A real llama-cpp-python OpenAI server on the tiny model, serving it as
 /// `tiny-chat` (chat and tool calls) and `tiny-embed`.
 pub async fn start_llama(dir: &Path) -> (Proc, u16) {
+    start_llama_on(dir, free_port()).await
+}
+
+/// [`start_llama`] on a port chosen beforehand.
+pub async fn start_llama_on(dir: &Path, port: u16) -> (Proc, u16) {
     let model = make_tiny_model(dir);
-    let port = free_port();
     let cfg = dir.join("llama.json");
     let m = model.display().to_string();
     let config = json!({
