@@ -64,6 +64,45 @@ pub(crate) enum Command {
     /// ~/.local/share/bash-completion/completions/mcpyard` (or zsh, fish,
     /// elvish, powershell).
     Completions(CompletionsArgs),
+    /// Put mcpyard in Claude Desktop's, Cursor's or VS Code's MCP
+    /// configuration, moving the servers it had there behind mcpyard (into
+    /// mcpyard's own file); both files are backed up first. `--dry-run`
+    /// prints the change as a diff.
+    InstallClient(InstallClientArgs),
+}
+
+/// The MCP clients `install-client` knows the files of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum ClientKind {
+    /// Claude Desktop (`claude_desktop_config.json`).
+    Claude,
+    /// Cursor (`~/.cursor/mcp.json`).
+    Cursor,
+    /// VS Code (the workspace's `.vscode/mcp.json`).
+    Vscode,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct InstallClientArgs {
+    /// The client whose configuration to change.
+    #[arg(value_enum)]
+    pub(crate) client: ClientKind,
+    /// The client's file, if not where the client keeps it.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) file: Option<PathBuf>,
+    /// mcpyard's TOML file the servers move to, created if missing
+    /// (default: $XDG_CONFIG_HOME/mcpyard/mcpyard.toml, else
+    /// ~/.config/mcpyard/mcpyard.toml).
+    #[arg(long, short, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// Print what would change, as a diff (environment and header values
+    /// masked), and write nothing.
+    #[arg(long)]
+    pub(crate) dry_run: bool,
+    /// Point the client at a gateway already serving at this URL instead
+    /// of starting `mcpyard stdio` (Cursor, VS Code).
+    #[arg(long, value_name = "URL")]
+    pub(crate) url: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -5,6 +5,7 @@ mod audit;
 mod call;
 mod check;
 mod elicit;
+mod install_client;
 mod list;
 mod login;
 mod reload;
@@ -76,6 +77,10 @@ pub(crate) async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Audit(args) => {
             logging::init(cli_level, log_format, CLIENT_LOG_LEVEL, None)?;
             audit::run(args)
+        }
+        Command::InstallClient(args) => {
+            logging::init(cli_level, log_format, CLIENT_LOG_LEVEL, None)?;
+            install_client::run(args)
         }
     }
 }

@@ -42,6 +42,7 @@ use mcpyard_server::{HttpOptions, StdioOptions};
 pub(crate) use api::ApiSummary;
 use context::Context;
 pub(crate) use error::ConfigError;
+pub(crate) use jsonc::strip as strip_json_comments;
 pub(crate) use oauth::{GrantKind, OAuthSettings, REDIRECT_PATH};
 use server::ServerEntry;
 pub(crate) use telemetry::{MetricsSettings, TelemetrySettings};
@@ -290,6 +291,12 @@ fn workspace_folder(path: &Path) -> Option<std::path::PathBuf> {
         Some(".vscode") => dir.parent().map(Path::to_path_buf),
         _ => Some(dir.to_path_buf()),
     }
+}
+
+/// What VS Code's predefined variable `name` stands for in the file at
+/// `path` (`None`: not one of them), for a tool that copies its entries.
+pub(crate) fn editor_variable_of(path: &Path, name: &str) -> Option<String> {
+    editor_variable(workspace_folder(path).as_deref(), name)
 }
 
 /// VS Code's predefined variables, so that its `mcp.json` files are read
