@@ -95,7 +95,7 @@ mod tests {
 
     /// The README's numbered list of layers, in its Architecture section.
     fn readme_order() -> Vec<String> {
-        let readme = include_str!("../../../../README.md");
+        let readme = include_str!("../../../../docs/development.md");
         let start = readme
             .find("The layers of every routed call, outermost first:")
             .expect("the README lists the layers");

@@ -12,6 +12,8 @@ mod api;
 mod apps;
 mod auth;
 mod context;
+#[cfg(test)]
+mod documented;
 mod error;
 mod expand;
 mod expose;

@@ -27,22 +27,58 @@ use reply::{result, tool_error};
 /// The status tool's listed name: answered even while upstreams still start.
 pub(crate) const STATUS_TOOL: &str = "mcpyard__status";
 
-/// The bundled reference pages: (name, text).
+/// The bundled reference pages: (name, text), the files of the top-level
+/// `docs/` folder, so the pages served and the pages in the repository
+/// are the same.
 const PAGES: &[(&str, &str)] = &[
-    ("overview", include_str!("../../../docs/overview.md")),
+    // what mcpyard is, the pages, what works
+    ("overview", include_str!("../../../../../docs/overview.md")),
+    // the file formats, the top-level keys, `${VAR}` expansion, `[limits]`
     (
         "configuration",
-        include_str!("../../../docs/configuration.md"),
+        include_str!("../../../../../docs/configuration.md"),
     ),
-    ("clients", include_str!("../../../docs/clients.md")),
-    ("search", include_str!("../../../docs/search.md")),
+    // connecting clients over HTTP and stdio; optional sessions
+    ("clients", include_str!("../../../../../docs/clients.md")),
+    // `[servers.NAME]` and OAuth toward upstream servers
+    (
+        "upstreams",
+        include_str!("../../../../../docs/upstreams.md"),
+    ),
+    // exposure and the tool search
+    ("search", include_str!("../../../../../docs/search.md")),
+    // local models as tools, `[inference]`, sampling by a local model
     (
         "local-models",
-        include_str!("../../../docs/local-models.md"),
+        include_str!("../../../../../docs/local-models.md"),
     ),
+    // HTTP APIs as tools, `[apis.NAME]`
+    ("openapi", include_str!("../../../../../docs/openapi.md")),
+    // identities: `[auth]` and `[http]`
+    ("auth", include_str!("../../../../../docs/auth.md")),
+    // policy, rate limits, guardrails, size limits, the audit
+    (
+        "governance",
+        include_str!("../../../../../docs/governance.md"),
+    ),
+    // MCP Apps, `[apps]`
+    ("apps", include_str!("../../../../../docs/apps.md")),
+    // front doors, protocol eras and how the gateway behaves
+    ("protocol", include_str!("../../../../../docs/protocol.md")),
+    // install, command line, reloads, status page, metrics and traces
+    (
+        "operations",
+        include_str!("../../../../../docs/operations.md"),
+    ),
+    // architecture, layout and tests
+    (
+        "development",
+        include_str!("../../../../../docs/development.md"),
+    ),
+    // what to check when something is wrong
     (
         "troubleshooting",
-        include_str!("../../../docs/troubleshooting.md"),
+        include_str!("../../../../../docs/troubleshooting.md"),
     ),
 ];
 
