@@ -38,7 +38,8 @@ mod ui;
 
 pub use address::{AddressPrefix, AddressRate};
 pub use auth::{
-    ApiKeySpec, AuthOptions, KeySecret, LiveKeys, OAuthOptions, DEFAULT_ALGORITHMS, DEFAULT_KEY_NAME,
+    ApiKeySpec, AuthOptions, KeySecret, LiveKeys, OAuthOptions, DEFAULT_ALGORITHMS,
+    DEFAULT_KEY_NAME,
 };
 pub use batch::{BatchLimits, DEFAULT_MAX_BATCH_ENTRIES, DEFAULT_MAX_BATCH_IN_FLIGHT};
 /// The JWT signature algorithms [`OAuthOptions::algorithms`] names.

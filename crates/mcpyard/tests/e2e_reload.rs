@@ -456,6 +456,46 @@ async fn a_reload_replaces_the_api_keys_and_a_key_taken_out_is_refused_at_once()
     assert_eq!(status, 200);
     let session = session.expect("a session id");
     assert_eq!(post_as(&gateway, Some(bob), None, INIT).await.0, 401);
+    // Alice's browser signs in to the status page.
+    let base = format!("http://127.0.0.1:{}", gateway.port);
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(20))
+        .build()
+        .unwrap();
+    let signed_in = browser
+        .post(format!("{base}/ui/login"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("key={alice}"))
+        .send()
+        .await
+        .expect("POST /ui/login");
+    assert!(
+        signed_in.status().is_redirection(),
+        "{}",
+        signed_in.status()
+    );
+    let cookie = signed_in.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let page = |cookie: String| {
+        let browser = browser.clone();
+        let url = format!("{base}/ui");
+        async move {
+            let r = browser
+                .get(url)
+                .header("cookie", cookie)
+                .send()
+                .await
+                .expect("GET /ui");
+            r.status().as_u16()
+        }
+    };
+    assert_eq!(page(cookie.clone()).await, 200);
 
     // bob in, alice out: her next request is refused, her session with it;
     // bob is let in without a restart.
@@ -467,6 +507,7 @@ async fn a_reload_replaces_the_api_keys_and_a_key_taken_out_is_refused_at_once()
         "a key taken out still opens its session"
     );
     assert_eq!(post_as(&gateway, Some(alice), None, INIT).await.0, 401);
+    assert_eq!(page(cookie).await, 401, "her browser is still signed in");
     let (status, bobs) = post_as(&gateway, Some(bob), None, INIT).await;
     assert_eq!(status, 200, "a key put in is refused");
     let bobs = bobs.expect("a session id");
@@ -532,4 +573,65 @@ async fn a_server_added_to_the_file_reaches_a_live_stdio_session_of_the_python_s
     );
     // The session ended, and with it the gateway and its child.
     wait_for_exit(&pids(&pid_file, 1), "the added server").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_guardrails_redact_what_a_running_server_relays() {
+    let dir = scratch();
+    let pid_file = dir.path().join("chatty.pid");
+    let argv = [
+        path_str_raw(&tool("venv1/bin/python")),
+        path_str_raw(&support_file("py_chatty_server.py")),
+    ];
+    let chatty = server_with_pid("chatty", &argv, &pid_file, "");
+    let gateway = Gateway::start(&format!("{BASE}{chatty}"), dir.path()).await;
+    let config = dir.path().join("mcpyard.toml");
+    let recorder = Arc::new(Recorder::default());
+    let client = gateway.client(recorder.clone(), json!({})).await;
+    wait_for_tools(&client, &["chatty__chatty"], Duration::from_secs(40)).await;
+    client
+        .request(
+            "logging/setLevel",
+            Some(json!({"level": "debug"})),
+            Default::default(),
+        )
+        .await
+        .expect("logging/setLevel");
+    let pid = pids(&pid_file, 1);
+    let logged = |needle: &str| {
+        recorder
+            .notifications_named("notifications/message")
+            .iter()
+            .map(|p| p.to_string())
+            .filter(|p| p.contains(needle))
+            .count()
+    };
+
+    // No detector knows the id yet: it is relayed as said.
+    call(&client, "chatty__chatty", json!({"said": "EMP-123456"})).await;
+    wait_until_true("the first log relayed", || logged("EMP-123456") == 1).await;
+
+    save(
+        &config,
+        &format!(
+            "{BASE}{chatty}\n[guardrails]\npatterns = [{{ name = \"employee_id\", regex = 'EMP-\\d{{6}}' }}]\n"
+        ),
+    );
+    wait_for_log(&gateway, "policy, rate limits and guardrails replaced").await;
+    call(&client, "chatty__chatty", json!({"said": "EMP-654321"})).await;
+    wait_until_true("the second log relayed", || {
+        logged("[REDACTED:employee_id]") == 1
+    })
+    .await;
+    assert_eq!(logged("EMP-654321"), 0, "the new detector did not hold");
+    assert_eq!(pids(&pid_file, 1), pid, "the server was restarted");
+    client.shutdown().await;
+}
+
+async fn wait_until_true(what: &str, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !done() {
+        assert!(Instant::now() < deadline, "{what}: not within 20 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

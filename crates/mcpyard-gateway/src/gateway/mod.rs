@@ -147,7 +147,9 @@ impl Gateway {
             client_timeout: config.client_request_timeout,
             sampler,
             audit: config.audit.clone(),
-            redactor: config.guard.as_ref().and_then(|g| g.redactor()),
+            redactor: crate::governance::guard::LiveRedactor::new(
+                config.guard.as_ref().and_then(|g| g.redactor()),
+            ),
             apps: config.apps,
         };
         let builtin = Arc::new(Builtin::new(sessions.clone(), config.search_tools));

@@ -129,6 +129,11 @@ impl Gateway {
             let mut parts = self.inner.stack.clone();
             parts.policy = governance.policy;
             parts.rate_limiter = governance.rate_limiter;
+            // Running upstreams relay through the new redaction too.
+            self.inner
+                .relaying
+                .redactor
+                .set(governance.guard.as_ref().and_then(|g| g.redactor()));
             parts.guard = governance.guard;
             router.set_layers(stack::build(parts));
             report.governance = true;

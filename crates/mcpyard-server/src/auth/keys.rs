@@ -33,6 +33,11 @@ impl ApiKeys {
         Self { keys }
     }
 
+    /// Whether one of the keys stands for `identity` (its name and groups).
+    pub(crate) fn has(&self, identity: &Identity) -> bool {
+        self.keys.iter().any(|(_, known)| known == identity)
+    }
+
     /// The identity of the key `presented`, if it is one.
     pub(crate) fn find(&self, presented: &str) -> Option<Identity> {
         let digest = sha256(presented);

@@ -237,6 +237,13 @@ impl Authenticator {
         self.required
     }
 
+    /// Whether `identity`, proved earlier, still holds: an API key's
+    /// identity only while the key is still one of the keys (a reload may
+    /// take it out).
+    pub(crate) fn still_admits(&self, identity: &Identity) -> bool {
+        identity.kind != mcpyard_gateway::IdentityKind::ApiKey || self.keys.current().has(identity)
+    }
+
     pub(crate) fn jwt(&self) -> Option<&JwtVerifier> {
         self.jwt.as_ref()
     }

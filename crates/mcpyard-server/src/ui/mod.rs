@@ -68,7 +68,11 @@ fn cookie(headers: &HeaderMap) -> Option<&str> {
 /// The viewer: a signed-in browser, or a request that authenticates as
 /// `/mcp` requests do (a Bearer header, or no authentication configured).
 async fn viewer(state: &AppState, headers: &HeaderMap) -> Option<Identity> {
-    if let Some(identity) = cookie(headers).and_then(|t| state.ui_sessions.identity(t)) {
+    // A browser signed in with a key a reload took out is signed out.
+    if let Some(identity) = cookie(headers)
+        .and_then(|t| state.ui_sessions.identity(t))
+        .filter(|identity| state.auth.still_admits(identity))
+    {
         return Some(identity);
     }
     state.auth.authenticate(headers).await.ok()

@@ -134,7 +134,7 @@ pub(crate) struct Relaying {
     pub(crate) sampler: Option<Arc<dyn crate::Sampler>>,
     pub(crate) audit: Option<crate::AuditTrail>,
     /// The guardrails' redaction of what is relayed.
-    pub(crate) redactor: Option<Arc<crate::governance::guard::Redactor>>,
+    pub(crate) redactor: crate::governance::guard::LiveRedactor,
     /// MCP Apps: whether the UI extension is declared to upstreams.
     pub(crate) apps: crate::catalog::AppsConfig,
 }

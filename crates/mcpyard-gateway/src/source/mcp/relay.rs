@@ -22,7 +22,7 @@ use tokio::sync::Notify;
 
 use crate::call::ListKind;
 use crate::downstream::Sessions;
-use crate::governance::guard::Redactor;
+use crate::governance::guard::LiveRedactor;
 use crate::source::{CallContext, ListsPort};
 use crate::tasks::{with_related_task, TaskSignal};
 use crate::{Outbound, Session};
@@ -114,7 +114,7 @@ pub(crate) struct Relay {
     by_request: Mutex<HashMap<RequestId, Arc<InFlightCall>>>,
     by_token: Mutex<HashMap<String, Arc<InFlightCall>>>,
     /// The guardrails' redaction of everything relayed to a client.
-    redactor: Option<Arc<Redactor>>,
+    redactor: LiveRedactor,
     /// Who may hear what belongs to no call: set when the source starts.
     catalog: OnceLock<Arc<dyn ListsPort>>,
 }
@@ -166,7 +166,7 @@ impl Relay {
         sessions: Arc<Sessions>,
         changes: Arc<Changes>,
         client_timeout: Duration,
-        redactor: Option<Arc<Redactor>>,
+        redactor: LiveRedactor,
     ) -> Self {
         Self {
             server,
@@ -189,9 +189,7 @@ impl Relay {
     }
 
     fn redact(&self, method: &str, params: &mut Option<Value>) {
-        if let Some(redactor) = &self.redactor {
-            redactor.redact_message(method, params);
-        }
+        self.redactor.redact_message(method, params);
     }
 
     /// Whether `session`'s identity may use anything of this source: only
