@@ -152,7 +152,12 @@ impl Gateway {
             ),
             apps: config.apps,
         };
-        let builtin = Arc::new(Builtin::new(sessions.clone(), config.search_tools));
+        let stats = Arc::new(crate::governance::stats::CallStats::new());
+        let builtin = Arc::new(Builtin::new(
+            sessions.clone(),
+            config.search_tools,
+            stats.clone(),
+        ));
         let configured = builtin.configured.clone();
         let mut entries = vec![(
             crate::call::GATEWAY_SOURCE.to_owned(),
@@ -205,6 +210,7 @@ impl Gateway {
             rate_limiter: config.rate_limiter,
             inner: config.layers,
             guard: config.guard,
+            stats,
         };
         let layers = stack::build(kept_stack.clone());
         let own_tasks = TaskStore::new(TaskLimits::default(), {

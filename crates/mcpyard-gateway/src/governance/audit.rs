@@ -22,6 +22,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::call::json_len;
+use crate::governance::stats::{CallStats, RecentCall};
 use crate::router::{Layer, Next, RouteFuture, RoutedCall};
 use crate::RouteError;
 
@@ -263,6 +264,8 @@ pub(crate) fn note_refusal(rule: &str) {
 #[derive(Debug)]
 pub(crate) struct AuditLayer {
     pub(crate) trail: AuditTrail,
+    /// Keeps the last calls recorded, for the status.
+    pub(crate) stats: Arc<CallStats>,
 }
 
 impl Layer for AuditLayer {
@@ -317,6 +320,15 @@ impl Layer for AuditLayer {
                 }
             }
             self.trail.record(&record);
+            if record.method == mcpyard_proto::methods::TOOLS_CALL {
+                self.stats.audited(RecentCall {
+                    time: record.time,
+                    identity: record.identity,
+                    tool: record.tool,
+                    outcome: record.outcome.as_str(),
+                    duration_ms: record.duration_ms,
+                });
+            }
             outcome
         })
     }

@@ -22,6 +22,7 @@ use serde_json::Value;
 
 use crate::downstream::Sessions;
 use crate::governance::audit::Outcome;
+use crate::governance::stats::CallStats;
 use crate::router::{Layer, Next, RouteFuture, RoutedCall, Router};
 use crate::SamplingRequest;
 use crate::{Sampler, SamplingUsage};
@@ -291,10 +292,12 @@ impl Metrics {
         }
     }
 
-    /// The router layer that counts and times each call.
-    pub(crate) fn layer(self: &Arc<Self>) -> Arc<dyn Layer> {
+    /// The router layer that counts and times each call, and feeds
+    /// `stats` each tool call's outcome and duration.
+    pub(crate) fn layer(self: &Arc<Self>, stats: Arc<CallStats>) -> Arc<dyn Layer> {
         Arc::new(CallMetrics {
             metrics: self.clone(),
+            stats,
         })
     }
 }
@@ -304,17 +307,19 @@ impl Metrics {
 #[derive(Debug)]
 struct CallMetrics {
     metrics: Arc<Metrics>,
+    stats: Arc<CallStats>,
 }
 
 impl Layer for CallMetrics {
     fn call<'a>(&'a self, call: RoutedCall, next: Next<'a>) -> RouteFuture<'a> {
         let source = call.source().to_owned();
         let method = call.request.method;
-        let tool = if method == methods::TOOLS_CALL {
-            call.target.clone()
+        let (tool, counter) = if method == methods::TOOLS_CALL {
+            (call.target.clone(), self.stats.counter(&call.target))
         } else {
-            String::new()
+            (String::new(), None)
         };
+        let stats = &*self.stats;
         // Only the gateway's own sources (local models) report model usage
         // the gateway can trust as its own; an MCP upstream's is its business.
         let counts_tokens = call.slot.source.reports_own_usage();
@@ -326,8 +331,12 @@ impl Layer for CallMetrics {
             in_flight.inc();
             let started = Instant::now();
             let outcome = next.run(call).await;
-            let elapsed = started.elapsed().as_secs_f64();
+            let took = started.elapsed();
+            let elapsed = took.as_secs_f64();
             in_flight.dec();
+            if let Some(counter) = counter {
+                counter.count(stats, crate::governance::stats::failed(&outcome), took);
+            }
             metrics
                 .latency
                 .get_or_create(&SourceMethod {

@@ -8,6 +8,7 @@ mod limits;
 pub(crate) mod metrics;
 mod policy;
 pub(crate) mod size;
+pub(crate) mod stats;
 pub(crate) mod trace;
 
 pub use crate::call::{ItemKind, RATE_LIMITED};

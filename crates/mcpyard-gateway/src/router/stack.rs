@@ -8,6 +8,7 @@ use super::layers::{InFlightCap, Timeout, Trace};
 use super::Layer;
 use crate::governance::audit::AuditLayer;
 use crate::governance::size::SizeLayer;
+use crate::governance::stats::CallStats;
 use crate::governance::trace::CallSpans;
 use crate::governance::{Policy, PolicyLayer, RateLimitLayer, RateLimiter};
 use crate::{AuditTrail, Guard, Metrics};
@@ -45,10 +46,14 @@ pub(crate) struct StackParts {
     pub(crate) rate_limiter: Option<Arc<dyn RateLimiter>>,
     pub(crate) inner: Vec<Arc<dyn Layer>>,
     pub(crate) guard: Option<Arc<Guard>>,
+    /// The gateway's call statistics, which the status tool reads.
+    pub(crate) stats: Arc<CallStats>,
 }
 
 /// The stack, outermost first, in [`ORDER`]; a part that is not configured
-/// (no audit trail, a policy that allows everything) is left out.
+/// (no audit trail, a policy that allows everything) is left out. The call
+/// statistics (`parts.stats`) are always fed, in the metrics' place:
+/// by the metrics layer when there is one, else by a layer of their own.
 pub(crate) fn build(parts: StackParts) -> Vec<Arc<dyn Layer>> {
     let StackParts {
         audit,
@@ -58,16 +63,29 @@ pub(crate) fn build(parts: StackParts) -> Vec<Arc<dyn Layer>> {
         rate_limiter,
         inner,
         guard,
+        stats,
     } = parts;
     let one = |layer: Option<Arc<dyn Layer>>| layer.into_iter().collect::<Vec<_>>();
+    if audit.is_some() {
+        stats.audit_is_on();
+    }
     let stack: [(&str, Vec<Arc<dyn Layer>>); 12] = [
         ("debug span", vec![Arc::new(Trace)]),
         (
             "audit",
-            one(audit.map(|trail| Arc::new(AuditLayer { trail }) as Arc<dyn Layer>)),
+            one(audit.map(|trail| {
+                let stats = stats.clone();
+                Arc::new(AuditLayer { trail, stats }) as Arc<dyn Layer>
+            })),
         ),
         ("size limits", vec![Arc::new(SizeLayer)]),
-        ("metrics", one(metrics.as_ref().map(|m| m.layer()))),
+        (
+            "metrics",
+            vec![match &metrics {
+                Some(m) => m.layer(stats.clone()),
+                None => stats.layer(),
+            }],
+        ),
         ("trace span", vec![CallSpans::layer()]),
         ("outer layers", outer),
         (
@@ -118,6 +136,7 @@ mod tests {
 
     #[test]
     fn the_built_in_layers_are_always_there_and_unconfigured_ones_are_not() {
-        assert_eq!(build(StackParts::default()).len(), 5);
+        // The call statistics' layer in the metrics' place included.
+        assert_eq!(build(StackParts::default()).len(), 6);
     }
 }

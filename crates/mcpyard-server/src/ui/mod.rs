@@ -1,6 +1,9 @@
 //! The status page: `GET /ui` (and `/`, which redirects there) shows every
-//! source with its health, era, last error and restarts, and the catalogue
-//! as the viewer may use it, searchable, with each tool's schema. It asks
+//! source with its health, era, last error and restarts, the calls of the
+//! last minutes per tool and the audit's recent calls (`calls.rs`), and the
+//! catalogue as the viewer may use it, searchable, with each tool's schema.
+//! The page is whole as served; a script refreshes its live part (sources,
+//! configuration, calls) every [`POLL`] from `GET /ui?live=1`. It asks
 //! the gateway what it asks of a client, through the same layers: a key
 //! kept from some tools by the policy does not see them here either.
 //!
@@ -12,7 +15,7 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use axum::extract::State;
+use axum::extract::{Query, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::{Form, Router};
@@ -26,7 +29,11 @@ use serde_json::{json, Value};
 
 use crate::state::AppState;
 
+mod calls;
+mod html;
 pub(crate) mod sessions;
+
+use html::escape;
 
 /// Where the page is served.
 pub(crate) const PATH: &str = "/ui";
@@ -39,6 +46,8 @@ const SESSION_TTL: Duration = sessions::SESSION_TTL;
 const MAX_TOOLS_SHOWN: usize = 5000;
 /// Pages of `tools/list` read at most.
 const MAX_PAGES: usize = 200;
+/// How often the page's script refreshes its live part.
+const POLL: Duration = Duration::from_secs(5);
 
 /// Whether the security guard leaves `path` to this module's own
 /// authentication (the login form must be reachable without a key).
@@ -78,15 +87,34 @@ async fn viewer(state: &AppState, headers: &HeaderMap) -> Option<Identity> {
     state.auth.authenticate(headers).await.ok()
 }
 
-async fn page(State(state): State<AppState>, headers: HeaderMap) -> Response {
+#[derive(Deserialize)]
+struct PageQuery {
+    /// Set by the page's script: only the live part, as HTML to put in
+    /// `#live`.
+    live: Option<String>,
+}
+
+async fn page(
+    State(state): State<AppState>,
+    Query(query): Query<PageQuery>,
+    headers: HeaderMap,
+) -> Response {
+    let live = query.live.is_some();
     match viewer(&state, &headers).await {
+        Some(identity) if live => {
+            let seen = Seen::ask(&state.gateway, identity, false).await;
+            let mut out = String::new();
+            live_part(&mut out, &seen);
+            html(StatusCode::OK, &out)
+        }
         Some(identity) => {
-            let seen = Seen::ask(&state.gateway, identity.clone()).await;
+            let seen = Seen::ask(&state.gateway, identity.clone(), true).await;
             html(
                 StatusCode::OK,
                 &render(&seen, &identity, state.auth.is_required()),
             )
         }
+        None if live => html(StatusCode::UNAUTHORIZED, ""),
         None => html(StatusCode::UNAUTHORIZED, &login_page(None)),
     }
 }
@@ -146,7 +174,8 @@ struct Seen {
 }
 
 impl Seen {
-    async fn ask(gateway: &Gateway, identity: Identity) -> Self {
+    /// The status, and with `catalogue` the tools listed.
+    async fn ask(gateway: &Gateway, identity: Identity, catalogue: bool) -> Self {
         let session = Session::new_as(identity, None);
         gateway.register_session(session.clone());
         let mut seen = Seen {
@@ -189,7 +218,8 @@ impl Seen {
             Err(e) => seen.problems.push(e),
         }
         let mut cursor: Option<String> = None;
-        for _ in 0..MAX_PAGES {
+        let pages = if catalogue { MAX_PAGES } else { 0 };
+        for _ in 0..pages {
             let params = match &cursor {
                 Some(c) => json!({"cursor": c}),
                 None => json!({}),
@@ -226,32 +256,16 @@ fn html(status: StatusCode, body: &str) -> Response {
         HeaderValue::from_static("text/html; charset=utf-8"),
     );
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    // The page's own inline style and script, nothing from elsewhere, and
-    // no framing by another site.
+    // The page's own inline style and script, nothing from elsewhere but
+    // its own live part, and no framing by another site.
     headers.insert(
         CONTENT_SECURITY_POLICY,
         HeaderValue::from_static(
             "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; \
-             form-action 'self'; frame-ancestors 'none'",
+             connect-src 'self'; form-action 'self'; frame-ancestors 'none'",
         ),
     );
     response
-}
-
-/// Text made safe inside HTML elements and attribute values.
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:2rem;color:#1d232a}\
@@ -259,7 +273,7 @@ h1{font-size:1.4rem}h2{font-size:1.1rem;margin-top:2rem}table{border-collapse:co
 td,th{border-bottom:1px solid #dde;padding:.3rem .6rem;text-align:left;vertical-align:top}\
 .up{color:#176d2a}.down{color:#a3211b}.muted{color:#667}pre{background:#f5f6f8;padding:.5rem;\
 overflow:auto;max-height:20rem}details{margin:.2rem 0}input[type=search]{width:24rem;padding:.3rem}\
-form.inline{display:inline}";
+form.inline{display:inline}svg.spark{vertical-align:middle;background:#f5f6f8}";
 
 fn login_page(problem: Option<&str>) -> String {
     let problem = problem
@@ -290,16 +304,29 @@ fn render(seen: &Seen, identity: &Identity, signed_in: bool) -> String {
             " &middot; <form class=\"inline\" method=\"post\" action=\"{LOGOUT_PATH}\"><button>Sign out</button></form>"
         );
     }
-    out.push_str("</p>");
+    out.push_str("</p><div id=\"live\">");
+    live_part(&mut out, seen);
+    out.push_str("</div>");
+    catalogue(&mut out, &seen.tools);
+    out.push_str(FILTER_SCRIPT);
+    let _ = write!(
+        out,
+        "<script>{}</script>",
+        POLL_SCRIPT.replace("POLL_MS", &POLL.as_millis().to_string())
+    );
+    out.push_str("</body></html>");
+    out
+}
+
+/// What the page's script refreshes: problems, sources, configuration,
+/// calls.
+fn live_part(out: &mut String, seen: &Seen) {
     for problem in &seen.problems {
         let _ = write!(out, "<p class=\"down\">{}</p>", escape(problem));
     }
-    sources_table(&mut out, seen.status.as_ref());
-    configuration(&mut out, seen.status.as_ref());
-    catalogue(&mut out, &seen.tools);
-    out.push_str(FILTER_SCRIPT);
-    out.push_str("</body></html>");
-    out
+    sources_table(out, seen.status.as_ref());
+    configuration(out, seen.status.as_ref());
+    calls::tables(out, seen.status.as_ref());
 }
 
 fn sources_table(out: &mut String, status: Option<&Value>) {
@@ -310,7 +337,7 @@ fn sources_table(out: &mut String, status: Option<&Value>) {
     };
     let _ = write!(
         out,
-        "<p class=\"muted\">{} client session(s)</p><table><tr><th>source</th><th>kind</th><th>state</th>\
+        "<p class=\"muted\">{} client session(s)</p><table id=\"sources\"><tr><th>source</th><th>kind</th><th>state</th>\
 <th>era</th><th>tools listed / hidden</th><th>restarts</th><th>last error</th></tr>",
         status["sessions"].as_u64().unwrap_or(0)
     );
@@ -411,6 +438,17 @@ placeholder=\"Search names and descriptions\" aria-label=\"Search the tools\"></
 const FILTER_SCRIPT: &str = "<script>document.getElementById('filter').addEventListener('input',\
 function(e){var q=e.target.value.toLowerCase();document.querySelectorAll('#tools details').forEach(\
 function(d){d.hidden=q!==''&&d.dataset.text.indexOf(q)<0;});});</script>";
+
+/// Refreshes `#live` from `?live=1` every POLL_MS; stops once signed out
+/// (a Bearer header is not sent again by a script). Counts its refreshes in
+/// `data-polls`.
+const POLL_SCRIPT: &str = "(function(){var live=document.getElementById('live');\
+if(!live||!window.fetch){return;}var polls=0;function poll(){fetch('/ui?live=1',\
+{credentials:'same-origin',cache:'no-store'}).then(function(r){if(r.status===401){\
+live.insertAdjacentHTML('afterbegin','<p class=\"muted\">Signed out: reload the page to sign in.</p>');\
+return false;}if(r.ok){return r.text().then(function(t){live.innerHTML=t;polls+=1;\
+live.dataset.polls=polls;return true;});}return true;},function(){return true;}).then(\
+function(again){if(again){setTimeout(poll,POLL_MS);}});}setTimeout(poll,POLL_MS);})();";
 
 #[cfg(test)]
 mod tests {

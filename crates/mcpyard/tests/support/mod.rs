@@ -730,3 +730,77 @@ pub fn sha256_hex(text: &str) -> String {
         .map(|b| format!("{b:02x}"))
         .collect()
 }
+
+impl Gateway {
+    /// A client connected over Streamable HTTP that authenticates with
+    /// `key` (a Bearer header on every request).
+    pub async fn client_with_key(&self, key: &str) -> McpClient {
+        connect(
+            TransportSpec::StreamableHttp {
+                url: self.url(),
+                headers: vec![("authorization".into(), format!("Bearer {key}"))],
+            },
+            Arc::new(Recorder::default()),
+            json!({}),
+        )
+        .await
+    }
+}
+
+/// Calls a tool and returns its outcome, a JSON-RPC error included.
+pub async fn try_call(
+    client: &McpClient,
+    name: &str,
+    args: Value,
+) -> Result<Value, mcpyard_client::ClientError> {
+    client
+        .request(
+            "tools/call",
+            Some(json!({"name": name, "arguments": args})),
+            RequestOptions {
+                timeout: Some(Duration::from_secs(60)),
+                cancel: None,
+                ..RequestOptions::default()
+            },
+        )
+        .await
+}
+
+/// chromedriver on the PATH, if installed (Debian's `chromium-driver`).
+pub fn chromedriver() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("chromedriver"))
+        .find(|p| p.is_file())
+}
+
+/// chromedriver listening on a free loopback port, its log in `dir`.
+pub async fn start_chromedriver(driver: &Path, dir: &Path) -> (Proc, u16) {
+    let port = free_port();
+    let mut cmd = Command::new(driver);
+    cmd.arg(format!("--port={port}"))
+        .arg("--allowed-ips=127.0.0.1");
+    let proc = Proc::spawn("chromedriver", cmd, &dir.join("chromedriver.log"));
+    wait_port(port, Duration::from_secs(30)).await;
+    (proc, port)
+}
+
+/// What a headless Chromium is started with: no sandbox (tests run as
+/// root), a profile of its own in `dir`.
+pub fn headless_chromium(dir: &Path) -> serde_json::Map<String, Value> {
+    let mut options = json!({
+        "args": [
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--window-size=1280,1400",
+            format!("--user-data-dir={}", dir.join("chromium-profile").display()),
+        ],
+    });
+    if Path::new("/usr/bin/chromium").exists() {
+        options["binary"] = json!("/usr/bin/chromium");
+    }
+    let caps = json!({"browserName": "chrome", "goog:chromeOptions": options});
+    caps.as_object().cloned().unwrap_or_default()
+}

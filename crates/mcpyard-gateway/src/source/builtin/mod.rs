@@ -14,9 +14,10 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 
 use crate::call::GATEWAY_SOURCE;
+use crate::call::{Era, ListKind, SourceLists};
 use crate::call::{Identity, IdentityKind};
-use crate::call::{ListKind, SourceLists};
 use crate::downstream::Sessions;
+use crate::governance::stats::{self, CallStats};
 use crate::router::Router;
 use crate::source::{Source, SourceEvents, SourceRequest};
 use crate::RouteError;
@@ -92,15 +93,18 @@ pub(crate) struct Builtin {
     search_tools: bool,
     /// The configuration served and its reloads.
     pub(crate) configured: Arc<Configured>,
+    /// The gateway's call statistics, for the status.
+    stats: Arc<CallStats>,
 }
 
 impl Builtin {
-    pub(crate) fn new(sessions: Arc<Sessions>, search_tools: bool) -> Self {
+    pub(crate) fn new(sessions: Arc<Sessions>, search_tools: bool, stats: Arc<CallStats>) -> Self {
         Self {
             router: OnceLock::new(),
             sessions,
             search_tools,
             configured: Arc::default(),
+            stats,
         }
     }
 
@@ -231,6 +235,38 @@ impl Builtin {
     }
 }
 
+impl Builtin {
+    /// Adds the call statistics, of the tools `identity` may call only:
+    /// per tool over the window, and the audit's recent calls.
+    fn with_calls(&self, mut status: Value, identity: &Identity, era: Era) -> Value {
+        let Some(router) = self.router() else {
+            return status;
+        };
+        let view = router.catalog.view_for(identity, era);
+        let shown = |tool: &str| view.tool(tool).is_some() || view.hidden().get(tool).is_some();
+        // The untracked tools' calls together, only where nothing is kept
+        // from anyone (they may be of any tool).
+        let other = router.catalog.policy().is_none();
+        let calls = &self.stats;
+        let figures = calls.figures(shown, other);
+        let recent = calls.audit_on().then(|| calls.recent(|c| shown(&c.tool)));
+        let (count, failed) = figures
+            .iter()
+            .fold((0, 0), |(n, e), f| (n + f.calls, e + f.errors));
+        if let Some(Value::String(text)) = status.pointer_mut("/content/0/text") {
+            text.push_str(&format!(
+                "\ncalls, last {} min: {count} ({failed} failed) of {} tool(s)",
+                stats::WINDOW.as_secs() / 60,
+                figures.len()
+            ));
+        }
+        if let Some(structured) = status.get_mut("structuredContent") {
+            structured["calls"] = stats::section(&figures, recent.as_deref());
+        }
+        status
+    }
+}
+
 #[async_trait]
 impl Source for Builtin {
     fn name(&self) -> &str {
@@ -264,10 +300,12 @@ impl Source for Builtin {
                 .unwrap_or_default()
         };
         match request.name() {
-            Some("status") => Ok(with_caller(
-                self.gateway_status().await,
-                &request.context.identity,
-            )),
+            Some("status") => {
+                let status = self.gateway_status().await;
+                let context = &request.context;
+                let status = self.with_calls(status, &context.identity, context.era());
+                Ok(with_caller(status, &context.identity))
+            }
             Some("docs") => Ok(docs(&arguments)),
             Some(search::LIST_TOOLS) if self.search_tools => {
                 Ok(search::list_tools(&hidden(), page_size, &arguments))
@@ -296,7 +334,7 @@ pub(crate) fn tools() -> Vec<Value> {
         json!({
             "name": "status",
             "title": "Gateway status",
-            "description": "Every source mcpyard aggregates (upstream MCP servers, local models, HTTP APIs), whether it is healthy (an API: whether its base URL answers), its last error and restart count, and how many tools, resources and prompts the catalog holds.",
+            "description": "Every source mcpyard aggregates (upstream MCP servers, local models, HTTP APIs), whether it is healthy (an API: whether its base URL answers), its last error and restart count, how many tools, resources and prompts the catalog holds, and the calls of the last 15 minutes per tool you may call (count, errors, p50/p95 latency) with, while the audit trail is on, the most recent ones.",
             "inputSchema": {"type": "object", "properties": {}, "additionalProperties": false},
             "annotations": {"readOnlyHint": true, "openWorldHint": false},
         }),
@@ -423,6 +461,11 @@ pub(crate) fn status(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_call_statistics_leave_out_the_status_tool_by_its_name() {
+        assert_eq!(stats::NOT_COUNTED, STATUS_TOOL);
+    }
 
     #[test]
     fn docs_lists_pages_without_a_page() {
