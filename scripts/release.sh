@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the release archive of mcpyard for this machine:
-#   target/dist/mcpyard-VERSION-TARGET.tar.gz   the stripped binary, README,
+#   target/dist/mcpyard-VERSION-TARGET.tar.gz   the stripped binary, README, docs/,
 #                                               the systemd user unit
 #   target/dist/mcpyard-VERSION-TARGET.tar.gz.sha256
 # and prints the archive's path, size and checksum. The binary names the
@@ -17,6 +17,7 @@ stage="target/dist/$name"
 rm -rf "$stage"
 mkdir -p "$stage"
 cp "$bin" README.md "$stage/"
+cp -r docs "$stage/"
 cp contrib/systemd/mcpyard.service "$stage/"
 tar -C target/dist -czf "target/dist/$name.tar.gz" "$name"
 rm -rf "$stage"

@@ -437,3 +437,67 @@ async fn local_model_tools_are_listed_while_a_discovered_server_answers() {
     }
     client.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_that_changes_the_local_models_changes_who_answers_sampling() {
+    let dir = scratch();
+    let (_llama, port) = start_llama(dir.path()).await;
+    let nothing_there = free_port();
+    let config = |backend: u16| {
+        format!(
+            "[inference]\nbackends = [{{ name = \"llama\", kind = \"openai\", url = \"http://127.0.0.1:{backend}\" }}]\n\n{}[servers.every.sampling]\nmodels = [\"tiny-chat\"]\nmax_tokens = 8\n",
+            everything_stdio("every"),
+        )
+    };
+    let gw = Gateway::start(&config(nothing_there), dir.path()).await;
+    let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
+    wait_for_tools(
+        &client,
+        &["every__trigger-sampling-request"],
+        Duration::from_secs(60),
+    )
+    .await;
+    let sample = || {
+        client.request(
+            "tools/call",
+            Some(json!({"name": "every__trigger-sampling-request", "arguments": {"prompt": "hi", "maxTokens": 8}})),
+            Default::default(),
+        )
+    };
+    // The local models' server is not there: sampling fails.
+    let failed = sample().await;
+    assert!(
+        failed.is_err() || failed.as_ref().is_ok_and(|r| r["isError"] == json!(true)),
+        "sampling answered without a model: {failed:?}"
+    );
+
+    // The file now names the running server: the same `every`, still
+    // running, has its sampling answered by it.
+    let path = dir.path().join("mcpyard.toml");
+    let new = dir.path().join("mcpyard.toml.new");
+    std::fs::write(&new, config(port)).unwrap();
+    std::fs::rename(&new, &path).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !gw
+        .proc
+        .log_text()
+        .contains("the local models answering upstreams' sampling replaced")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no reload in the log:\n{}",
+            gw.proc.log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let log = gw.proc.log_text();
+    assert!(log.contains("sources restarted: local"), "{log}");
+    assert!(
+        !log.contains("restarted: every") && !log.contains(", every"),
+        "{log}"
+    );
+    let answered = sample().await.expect("the sampling call");
+    let text = first_text(&answered);
+    assert!(text.contains("\"model\": \"tiny-chat\""), "{answered}");
+    client.shutdown().await;
+}

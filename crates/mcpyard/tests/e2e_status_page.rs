@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use reqwest::header::{CONTENT_SECURITY_POLICY, CONTENT_TYPE, COOKIE, LOCATION, SET_COOKIE};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use support::{call, everything_stdio, path_str, toml_str, try_call, wait_for_tools, Gateway};
+use support::{call, everything_stdio, path_str, try_call, wait_for_tools, Gateway};
 
 const VIEWER_KEY: &str = "viewer-key-4567";
 const ADMIN_KEY: &str = "admin-key-1234";
@@ -155,6 +155,8 @@ async fn the_status_page_signs_a_browser_in_and_shows_what_its_key_may_use() {
         page.body
     );
     assert!(!page.body.contains("everything__get-sum"), "{}", page.body);
+    // The tool the policy keeps from viewers is counted as denied to them.
+    assert!(page.body.contains(" / 0 / 1</td>"), "{}", page.body);
     assert!(page.body.contains("<td class=\"up\">"), "{}", page.body);
     assert!(!page.body.contains(VIEWER_KEY));
 
@@ -166,6 +168,7 @@ async fn the_status_page_signs_a_browser_in_and_shows_what_its_key_may_use() {
     .await;
     assert_eq!(admin.status, StatusCode::OK);
     assert!(admin.body.contains("everything__get-sum"), "{}", admin.body);
+    assert!(admin.body.contains(" / 0 / 0</td>"), "{}", admin.body);
 
     // With the audit off, calls are still counted per tool (by a layer of
     // their own, metrics being off too), and no recent calls are kept.
@@ -213,7 +216,7 @@ async fn calls_through_the_gateway_show_per_tool_and_among_the_recent_calls_as_t
     let config = format!(
         "{}\n[audit]\nfile = {}\n\n[metrics]\nenabled = true\ntoken = \"${{UI_METRICS_TOKEN}}\"\n",
         config(),
-        toml_str(path_str(&audit))
+        path_str(&audit)
     );
     let gateway = Gateway::start_with_env(
         &config,
@@ -424,10 +427,25 @@ async fn in_a_browser_a_new_call_shows_up_at_the_next_poll() {
     };
     let dir = tempfile::tempdir().unwrap();
     let audit = dir.path().join("audit.jsonl");
+    // A second server, started through a script the test rewrites to make
+    // it go down for good.
+    let script = dir.path().join("flaky.sh");
+    let pid_file = dir.path().join("flaky.pid");
+    std::fs::write(
+        &script,
+        format!(
+            "echo $$ > '{}'\nexec '{}' '{}'\n",
+            pid_file.display(),
+            support::node().display(),
+            support::everything_js().display()
+        ),
+    )
+    .unwrap();
     let config = format!(
-        "{}\n[audit]\nfile = {}\n",
+        "{}\n[audit]\nfile = {}\n\n[servers.flaky]\ncommand = \"sh\"\nargs = [{}]\n",
         config(),
-        toml_str(path_str(&audit))
+        path_str(&audit),
+        path_str(&script)
     );
     let gateway = Gateway::start_with_env(
         &config,
@@ -437,7 +455,12 @@ async fn in_a_browser_a_new_call_shows_up_at_the_next_poll() {
     .await;
     let base = format!("http://127.0.0.1:{}", gateway.port);
     let admin = gateway.client_with_key(ADMIN_KEY).await;
-    wait_for_tools(&admin, &["everything__echo"], Duration::from_secs(60)).await;
+    wait_for_tools(
+        &admin,
+        &["everything__echo", "flaky__echo"],
+        Duration::from_secs(60),
+    )
+    .await;
 
     let (_driver, port) = support::start_chromedriver(&driver, dir.path()).await;
     let browser = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
@@ -507,6 +530,28 @@ async fn in_a_browser_a_new_call_shows_up_at_the_next_poll() {
         .await
         .unwrap();
     assert_eq!(bars.len(), 1, "one bucket with a call");
+
+    // The second server dies and cannot start again: the page shows it
+    // down within a poll or two, without a reload.
+    std::fs::write(&script, "echo 'flaky is gone for good' >&2\nexit 3\n").unwrap();
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+    }
+    browser
+        .wait()
+        .at_most(Duration::from_secs(30))
+        .for_element(Locator::XPath(
+            "//tr[td/b[text()='flaky']]/td[@class='down']",
+        ))
+        .await
+        .expect("the dead server shown down after a poll");
+    assert_eq!(browser.current_url().await.unwrap(), loaded_at, "no reload");
 
     let shot = browser.screenshot().await.unwrap();
     let file = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("status-page.png");

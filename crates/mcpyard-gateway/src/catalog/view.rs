@@ -131,6 +131,11 @@ impl View {
     }
 
     /// The tools that are offered but not listed.
+    /// How many tools of source `index` the view routes (listed or hidden).
+    pub(crate) fn tools_of(&self, index: usize) -> usize {
+        self.tools.values().filter(|r| r.source == index).count()
+    }
+
     pub(crate) fn hidden(&self) -> &Arc<ToolIndex> {
         &self.hidden
     }

@@ -145,7 +145,7 @@ impl Gateway {
         };
         let relaying = Relaying {
             client_timeout: config.client_request_timeout,
-            sampler,
+            sampler: sampler.map(|s| Arc::new(crate::source::mcp::LiveSampler::new(s))),
             audit: config.audit.clone(),
             redactor: crate::governance::guard::LiveRedactor::new(
                 config.guard.as_ref().and_then(|g| g.redactor()),

@@ -27,6 +27,10 @@ pub struct Reconfiguration {
     /// changed: every call from then on passes a stack built with these.
     /// `None`: the running ones stay (a rate limit's counts with them).
     pub governance: Option<Governance>,
+    /// The local models that answer upstreams' sampling requests, when
+    /// their settings changed: they take the place of the running ones.
+    /// `None`: the running ones stay.
+    pub sampler: Option<Arc<dyn crate::Sampler>>,
 }
 
 /// The parts of the stack a reload may replace.
@@ -48,6 +52,8 @@ pub struct Reloaded {
     pub exposed_anew: Vec<String>,
     /// Whether the policy, the rate limits and the guardrails were replaced.
     pub governance: bool,
+    /// Whether upstreams' sampling is answered by other local models now.
+    pub sampler: bool,
 }
 
 impl Reloaded {
@@ -139,6 +145,14 @@ impl Gateway {
             report.governance = true;
             // What each identity may see may have changed.
             changed.extend([ListKind::Tools, ListKind::Prompts, ListKind::Resources]);
+        }
+        if let (Some(sampler), Some(live)) = (new.sampler, &self.inner.relaying.sampler) {
+            let sampler = match &self.inner.stack.metrics {
+                Some(metrics) => metrics.counting_sampler(sampler),
+                None => sampler,
+            };
+            live.replace(sampler);
+            report.sampler = true;
         }
         self.announce(changed);
         Ok(report)

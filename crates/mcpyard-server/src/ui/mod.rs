@@ -338,7 +338,7 @@ fn sources_table(out: &mut String, status: Option<&Value>) {
     let _ = write!(
         out,
         "<p class=\"muted\">{} client session(s)</p><table id=\"sources\"><tr><th>source</th><th>kind</th><th>state</th>\
-<th>era</th><th>tools listed / hidden</th><th>restarts</th><th>last error</th></tr>",
+<th>era</th><th>tools listed / hidden / denied to you</th><th>restarts</th><th>last error</th></tr>",
         status["sessions"].as_u64().unwrap_or(0)
     );
     let sources = status["sources"]
@@ -361,7 +361,7 @@ fn sources_table(out: &mut String, status: Option<&Value>) {
         let _ = write!(
             out,
             "<tr><td><b>{}</b><br><span class=\"muted\">{}</span></td><td>{}</td>\
-<td class=\"{}\">{state}</td><td>{}</td><td>{} / {}</td><td>{}</td><td>{}</td></tr>",
+<td class=\"{}\">{state}</td><td>{}</td><td>{} / {} / {}</td><td>{}</td><td>{}</td></tr>",
             text("name"),
             text("transport"),
             text("kind"),
@@ -369,6 +369,7 @@ fn sources_table(out: &mut String, status: Option<&Value>) {
             text("protocolVersion"),
             count("tools_listed"),
             count("tools_hidden"),
+            s["tools_denied"].as_u64().unwrap_or(0),
             s["restarts"].as_u64().unwrap_or(0),
             text("error"),
         );

@@ -11,6 +11,7 @@
 //! traces) is said in the log.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use mcpyard_gateway::{settings_hash as hash, Gateway, Governance, Reconfiguration, Reloaded};
@@ -28,6 +29,8 @@ const SETTLE: Duration = Duration::from_millis(300);
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Known {
     governance: u64,
+    /// The local models' source, which also answers upstreams' sampling.
+    local_models: Option<u64>,
     /// (what it is, in the log's words; its hash)
     restart_only: Vec<(&'static str, u64)>,
 }
@@ -37,8 +40,14 @@ impl Known {
     /// limiter's debug form would show its counts later).
     fn of(settings: &Settings) -> Self {
         let g = &settings.gateway;
+        let local_models = g
+            .sources
+            .iter()
+            .find(|s| s.name() == mcpyard_inference::SOURCE_NAME)
+            .and_then(|s| s.fingerprint());
         Self {
             governance: hash(&(&g.policy, &g.rate_limiter, &g.guard)),
+            local_models,
             restart_only: vec![
                 ("`listen`", hash(&settings.http.listen)),
                 (
@@ -188,10 +197,17 @@ impl Reload {
             guard: fresh.gateway.guard.take(),
         });
         let sources = std::mem::take(&mut fresh.gateway.sources);
+        let models_changed = now.local_models != self.known.local_models;
+        let sampler = models_changed
+            .then(|| fresh.local_models.clone())
+            .flatten()
+            .map(|m| Arc::new(m) as Arc<dyn mcpyard_gateway::Sampler>);
+        let asked_sampler = sampler.is_some();
         let report = match gateway
             .reconfigure(Reconfiguration {
                 sources,
                 governance,
+                sampler,
             })
             .await
         {
@@ -209,6 +225,9 @@ impl Reload {
             }
             None => false,
         };
+        if models_changed && !(asked_sampler && report.sampler) {
+            tracing::warn!("{why}: local models turned on or off in {source}: upstreams' sampling follows when mcpyard is restarted");
+        }
         let done = summary(&report, keys_replaced);
         gateway.record_reload(Ok(&done));
         tracing::info!("{why}: {source} reloaded: {done}");
@@ -243,6 +262,9 @@ fn summary(report: &Reloaded, keys_replaced: bool) -> String {
     }
     if report.governance {
         parts.push("policy, rate limits and guardrails replaced".to_owned());
+    }
+    if report.sampler {
+        parts.push("the local models answering upstreams' sampling replaced".to_owned());
     }
     if keys_replaced {
         parts.push("API keys replaced".to_owned());
@@ -301,10 +323,11 @@ mod tests {
             restarted: vec!["a".into()],
             exposed_anew: vec!["d".into()],
             governance: true,
+            sampler: true,
         };
         assert_eq!(
             summary(&report, true),
-            "sources added: c; sources removed: b; sources restarted: a; sources exposed anew: d; policy, rate limits and guardrails replaced; API keys replaced"
+            "sources added: c; sources removed: b; sources restarted: a; sources exposed anew: d; policy, rate limits and guardrails replaced; the local models answering upstreams' sampling replaced; API keys replaced"
         );
     }
 

@@ -193,11 +193,19 @@ impl Builtin {
         let _ = self.router.set(Arc::downgrade(router));
     }
 
-    async fn gateway_status(&self) -> Value {
+    /// The status as `identity` (of `era`) may see it: per source, the
+    /// tools the policy keeps from it are counted as denied.
+    async fn gateway_status(&self, identity: &Identity, era: Era) -> Value {
         let Some(router) = self.router() else {
             return tool_error("the gateway is shutting down");
         };
         let view = router.catalog.view();
+        let denied = router.catalog.policy().is_some().then(|| {
+            (
+                router.catalog.era_view(era),
+                router.catalog.view_for(identity, era),
+            )
+        });
         let counts = json!({
             "tools": view.len(ListKind::Tools),
             "hiddenTools": view.hidden().len(),
@@ -218,6 +226,12 @@ impl Builtin {
             let exposure = view.exposure(index);
             status["tools_listed"] = json!(exposure.listed);
             status["tools_hidden"] = json!(exposure.hidden);
+            if let Some((all, theirs)) = &denied {
+                let serving = router.catalog.serving(index, era);
+                status["tools_denied"] = json!(all
+                    .tools_of(serving)
+                    .saturating_sub(theirs.tools_of(serving)));
+            }
             if !exposure.unmatched.is_empty() {
                 status["expose_unmatched"] = json!(exposure.unmatched);
             }
@@ -301,8 +315,8 @@ impl Source for Builtin {
         };
         match request.name() {
             Some("status") => {
-                let status = self.gateway_status().await;
                 let context = &request.context;
+                let status = self.gateway_status(&context.identity, context.era()).await;
                 let status = self.with_calls(status, &context.identity, context.era());
                 Ok(with_caller(status, &context.identity))
             }

@@ -4,6 +4,7 @@
 //! it is down.
 
 mod lists;
+mod live_sampler;
 pub(crate) mod pass_through;
 mod relay;
 mod spec;
@@ -26,6 +27,7 @@ use crate::downstream::Sessions;
 use crate::source::{CallContext, Source, SourceEvents, SourceHealth, SourceRequest};
 use crate::RouteError;
 use lists::{fetch_lists, ping};
+pub(crate) use live_sampler::LiveSampler;
 use relay::{Changes, LocalSampling, Relay};
 
 /// Where an upstream stands, for the status tool and for failing fast.
@@ -130,8 +132,9 @@ const BACKOFF_MAX: Duration = Duration::from_secs(30);
 pub(crate) struct Relaying {
     /// How long a client has to answer a relayed request.
     pub(crate) client_timeout: Duration,
-    /// Answers sampling requests of upstreams that allow it.
-    pub(crate) sampler: Option<Arc<dyn crate::Sampler>>,
+    /// Answers sampling requests of upstreams that allow it; a reload may
+    /// put another local-model source in its place.
+    pub(crate) sampler: Option<Arc<LiveSampler>>,
     pub(crate) audit: Option<crate::AuditTrail>,
     /// The guardrails' redaction of what is relayed.
     pub(crate) redactor: crate::governance::guard::LiveRedactor,
@@ -171,7 +174,7 @@ impl Upstream {
         let changes = Arc::new(Changes::default());
         let local_sampling = match (&spec.sampling, relaying.sampler.clone()) {
             (Some(sampling), Some(sampler)) => Some(LocalSampling {
-                sampler,
+                sampler: sampler as Arc<dyn crate::Sampler>,
                 always: sampling.always,
                 policy: sampling.policy.clone(),
                 audit: relaying.audit.clone(),
