@@ -70,6 +70,12 @@ pub struct Condition {
     text: String,
     program: Program,
     uses_arguments: bool,
+    /// The other variables it names: only those are bound for it (building
+    /// the identity's value costs more than most conditions do).
+    uses_identity: bool,
+    uses_source: bool,
+    uses_kind: bool,
+    uses_name: bool,
 }
 
 /// A `when` condition that does not compile.
@@ -85,11 +91,15 @@ impl Condition {
         let program = CEL_ENV
             .compile(text)
             .map_err(|e| ConditionError(one_line(&e.to_string())))?;
-        let uses_arguments = program.references().has_variable("arguments");
+        let uses = |name: &str| program.references().has_variable(name);
         Ok(Self {
             text: text.to_owned(),
+            uses_arguments: uses("arguments"),
+            uses_identity: uses("identity"),
+            uses_source: uses("source"),
+            uses_kind: uses("kind"),
+            uses_name: uses("name"),
             program,
-            uses_arguments,
         })
     }
 
@@ -106,15 +116,24 @@ impl Condition {
         arguments: Option<&Value>,
     ) -> Option<bool> {
         let mut context = Context::with_env(CEL_ENV.clone());
-        let bound = context
-            .add_variable("identity", identity_value(identity))
-            .and_then(|()| context.add_variable("source", item.source))
-            .and_then(|()| context.add_variable("kind", item.kind.as_str()))
-            .and_then(|()| context.add_variable("name", item.name));
-        let bound = match (bound, arguments) {
-            (Ok(()), Some(a)) => context.add_variable("arguments", a),
-            (other, _) => other,
-        };
+        let bound = (|| {
+            if self.uses_identity {
+                context.add_variable("identity", identity_value(identity))?;
+            }
+            if self.uses_source {
+                context.add_variable("source", item.source)?;
+            }
+            if self.uses_kind {
+                context.add_variable("kind", item.kind.as_str())?;
+            }
+            if self.uses_name {
+                context.add_variable("name", item.name)?;
+            }
+            match arguments {
+                Some(a) if self.uses_arguments => context.add_variable("arguments", a),
+                _ => Ok(()),
+            }
+        })();
         if let Err(e) = bound {
             tracing::warn!(error = %e, "policy condition: could not bind its variables");
             return None;
