@@ -406,6 +406,27 @@ async fn calls_through_the_gateway_show_per_tool_and_among_the_recent_calls_as_t
     assert_eq!(recent[0]["identity"], "viewer", "newest first: {calls}");
     assert_eq!(recent[0]["outcome"], "ok", "{calls}");
     assert!(recent[0]["durationMs"].as_f64().is_some(), "{calls}");
+
+    // In the trail: the viewer's own call of the status tool, and none of
+    // the page's looks (it was loaded five times above).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status_records = loop {
+        let records: Vec<Value> = std::fs::read_to_string(&audit)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|r| r["tool"] == "mcpyard__status")
+            .collect();
+        if !records.is_empty() || Instant::now() > deadline {
+            break records;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(status_records.len(), 1, "{status_records:?}");
+    assert_eq!(
+        status_records[0]["identity"], "viewer",
+        "{status_records:?}"
+    );
 }
 
 /// In a real browser (headless Chromium), signed in through the form: a

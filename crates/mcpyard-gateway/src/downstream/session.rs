@@ -26,6 +26,10 @@ pub struct Session {
     /// Sessions of the stateless era live for one request and are never
     /// registered.
     stateless: bool,
+    /// Opened by the gateway itself to look at its own state (the status
+    /// page, every few seconds while one is open): its reads are not
+    /// recorded in the audit trail. No client can open one.
+    observer: bool,
     /// Who opened the session, as the front door authenticated them. The
     /// owner (kind and name) is fixed for the session's life; groups and
     /// scopes follow the client's latest credentials (a refreshed token).
@@ -73,6 +77,20 @@ impl Session {
         Arc::new(Self::build(false, identity, stream))
     }
 
+    /// A session of the gateway's own, looking at its state as `identity`
+    /// may see it (see [`Session::is_observer`]).
+    pub fn observer_as(identity: Identity) -> Arc<Self> {
+        let mut s = Self::build(false, identity, None);
+        s.observer = true;
+        Arc::new(s)
+    }
+
+    /// Whether the gateway opened the session to look at itself: what it
+    /// asks is not audited.
+    pub fn is_observer(&self) -> bool {
+        self.observer
+    }
+
     /// A one-request session for the stateless era, for an anonymous client.
     pub fn stateless(protocol_version: &str, capabilities: Value) -> Arc<Self> {
         Self::stateless_as(Identity::anonymous(), protocol_version, capabilities)
@@ -113,6 +131,7 @@ impl Session {
         Self {
             id: uuid::Uuid::new_v4().simple().to_string(),
             stateless,
+            observer: false,
             identity: Mutex::new(identity),
             negotiated: Mutex::new(Negotiated::default()),
             stream: Mutex::new(stream),

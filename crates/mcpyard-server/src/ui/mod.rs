@@ -176,7 +176,7 @@ struct Seen {
 impl Seen {
     /// The status, and with `catalogue` the tools listed.
     async fn ask(gateway: &Gateway, identity: Identity, catalogue: bool) -> Self {
-        let session = Session::new_as(identity, None);
+        let session = Session::observer_as(identity);
         gateway.register_session(session.clone());
         let mut seen = Seen {
             status: None,
