@@ -31,6 +31,7 @@ mod error;
 mod files;
 mod gateway;
 pub mod governance;
+mod live;
 mod router;
 mod source;
 mod tasks;
@@ -52,6 +53,7 @@ pub use governance::guard::{
 };
 pub use governance::metrics::{Metrics, CONTENT_TYPE as METRICS_CONTENT_TYPE};
 pub use governance::trace::{TARGET as TRACE_TARGET, TRACEPARENT};
+pub use live::Live;
 pub use mcpyard_client::sampling::{Sampler, SamplingPolicy, SamplingRequest, SamplingUsage};
 pub use router::{Layer, Next, RouteFuture, RoutedCall};
 pub use source::builtin::spread_wrapped_arguments;

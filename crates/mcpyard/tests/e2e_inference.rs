@@ -360,16 +360,9 @@ async fn local_status(client: &mcpyard_client::McpClient) -> Value {
 }
 
 async fn local_tools(client: &mcpyard_client::McpClient) -> Vec<String> {
-    let tools = client
-        .list_all("tools/list", "tools")
-        .await
-        .expect("tools/list");
-    tools
-        .iter()
-        .filter_map(|t| t["name"].as_str())
-        .filter(|n| n.starts_with("local__"))
-        .map(str::to_owned)
-        .collect()
+    let mut names = tool_names(client).await;
+    names.retain(|n| n.starts_with("local__"));
+    names
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -458,10 +451,10 @@ async fn a_reload_that_changes_the_local_models_changes_who_answers_sampling() {
     )
     .await;
     let sample = || {
-        client.request(
-            "tools/call",
-            Some(json!({"name": "every__trigger-sampling-request", "arguments": {"prompt": "hi", "maxTokens": 8}})),
-            Default::default(),
+        try_call(
+            &client,
+            "every__trigger-sampling-request",
+            json!({"prompt": "hi", "maxTokens": 8}),
         )
     };
     // The local models' server is not there: sampling fails.

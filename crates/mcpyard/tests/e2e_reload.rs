@@ -90,17 +90,6 @@ fn save(path: &Path, text: &str) {
     std::fs::rename(&new, path).expect("rename it over the config");
 }
 
-async fn names(client: &mcpyard_client::McpClient) -> Vec<String> {
-    let tools = client
-        .list_all("tools/list", "tools")
-        .await
-        .expect("tools/list");
-    tools
-        .iter()
-        .filter_map(|t| t["name"].as_str().map(str::to_owned))
-        .collect()
-}
-
 /// Polls `tools/list` until `done` holds for the names listed.
 async fn wait_until(
     client: &mcpyard_client::McpClient,
@@ -109,7 +98,7 @@ async fn wait_until(
 ) -> Vec<String> {
     let deadline = Instant::now() + Duration::from_secs(40);
     loop {
-        let listed = names(client).await;
+        let listed = tool_names(client).await;
         if done(&listed) {
             return listed;
         }
@@ -340,7 +329,7 @@ async fn a_watched_config_adds_changes_and_removes_servers_under_a_live_session(
     let echoed = call(&client, "one__echo", json!({"message": "after a bad file"})).await;
     assert!(text_of(&echoed).contains("after a bad file"), "{echoed}");
     assert_eq!(
-        names(&client)
+        tool_names(&client)
             .await
             .iter()
             .filter(|n| n.starts_with("one__"))

@@ -147,9 +147,7 @@ impl Gateway {
             client_timeout: config.client_request_timeout,
             sampler: sampler.map(|s| Arc::new(crate::source::mcp::LiveSampler::new(s))),
             audit: config.audit.clone(),
-            redactor: crate::governance::guard::LiveRedactor::new(
-                config.guard.as_ref().and_then(|g| g.redactor()),
-            ),
+            redactor: crate::Live::new(config.guard.as_ref().and_then(|g| g.redactor())),
             apps: config.apps,
         };
         let stats = Arc::new(crate::governance::stats::CallStats::new());

@@ -13,7 +13,7 @@ mod keys;
 mod metadata;
 
 use std::fmt;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::response::Response;
@@ -42,34 +42,21 @@ pub struct AuthOptions {
 
 /// The API keys a serving front door checks, replaceable while it serves.
 /// Clones share them.
-#[derive(Clone, Default)]
-pub struct LiveKeys(Arc<RwLock<Arc<ApiKeys>>>);
-
-// By hand: what the keys are now is no setting (and their digests stay out
-// of logs).
-impl fmt::Debug for LiveKeys {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("LiveKeys")
-    }
-}
+#[derive(Debug, Clone, Default)]
+pub struct LiveKeys(mcpyard_gateway::Live<Arc<ApiKeys>>);
 
 impl LiveKeys {
     /// Puts `specs` in place of the keys; whether that changed any key,
     /// name or group. A request checked from then on sees only the new
     /// keys: a key taken out is refused at once.
     pub fn replace(&self, specs: &[ApiKeySpec]) -> bool {
-        let fresh = ApiKeys::new(specs);
-        let mut current = self.0.write().unwrap_or_else(PoisonError::into_inner);
-        let changed = **current != fresh;
-        *current = Arc::new(fresh);
-        changed
+        let fresh = Arc::new(ApiKeys::new(specs));
+        let old = self.0.set(fresh.clone());
+        *old != *fresh
     }
 
     fn current(&self) -> Arc<ApiKeys> {
-        self.0
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.0.get()
     }
 }
 

@@ -153,11 +153,11 @@ pub(super) fn run(args: InstallClientArgs) -> anyhow::Result<ExitCode> {
         config_text: config_text.as_deref(),
         entry: &entry,
     };
-    let plan = plan(&inputs, false)?;
+    let planned = plan(&inputs, false)?;
     let client_name = client_file.display().to_string();
     let config_name = config_file.display().to_string();
     if args.dry_run {
-        let shown = plan_masked(&inputs)?;
+        let shown = plan(&inputs, true)?;
         let before = client_text.as_ref().map(|_| shown.client_before.as_str());
         print!("{}", diff(&client_name, before, &shown.client));
         if !shown.moved.is_empty() {
@@ -166,29 +166,29 @@ pub(super) fn run(args: InstallClientArgs) -> anyhow::Result<ExitCode> {
                 diff(&config_name, config_text.as_deref(), &shown.config)
             );
         }
-        report(&plan, args.client, &client_name, &config_name, None);
+        report(&planned, args.client, &client_name, &config_name, None);
         println!("(dry run: nothing was written)");
         return Ok(ExitCode::SUCCESS);
     }
-    if client_text.as_deref() == Some(plan.client.as_str()) && plan.moved.is_empty() {
+    if client_text.as_deref() == Some(planned.client.as_str()) && planned.moved.is_empty() {
         println!("{client_name} already starts mcpyard: nothing to change");
         return Ok(ExitCode::SUCCESS);
     }
     let mut backups = Vec::new();
-    if !plan.moved.is_empty() {
+    if !planned.moved.is_empty() {
         backups.extend(write_checked_config(
             &config_file,
             config_text.is_some(),
-            &plan.config,
+            &planned.config,
         )?);
     }
     backups.extend(write_with_backup(
         &client_file,
         client_text.is_some(),
-        &plan.client,
+        &planned.client,
     )?);
     report(
-        &plan,
+        &planned,
         args.client,
         &client_name,
         &config_name,
@@ -306,8 +306,7 @@ fn plan(inputs: &Inputs<'_>, masked: bool) -> anyhow::Result<Plan> {
                 *value = masked_values(value);
             }
         }
-        let table = server_table(name, &members, &mut plan.dropped)
-            .with_context(|| format!("{client_name}: `{section}.{name}`"))?;
+        let table = server_table(name, &members, &mut plan.dropped);
         servers_table.insert(name, toml_edit::Item::Table(table));
         plan.moved.push(name.clone());
     }
@@ -386,10 +385,6 @@ fn render_members(entry: &Value, indent: usize) -> String {
     render_object(&members, indent)
 }
 
-fn plan_masked(inputs: &Inputs<'_>) -> anyhow::Result<Plan> {
-    plan(inputs, true)
-}
-
 /// A new mcpyard file, saying where its servers came from.
 fn new_config(client_file: &str) -> toml_edit::DocumentMut {
     let mut doc = toml_edit::DocumentMut::new();
@@ -463,7 +458,7 @@ fn server_table(
     name: &str,
     members: &[(String, Value)],
     dropped: &mut Vec<String>,
-) -> anyhow::Result<toml_edit::Table> {
+) -> toml_edit::Table {
     let mut table = toml_edit::Table::new();
     for (key, value) in members {
         if !SERVER_KEYS.contains(&key.as_str()) {
@@ -474,7 +469,7 @@ fn server_table(
             table.insert(key, toml_edit::Item::Value(value));
         }
     }
-    Ok(table)
+    table
 }
 
 /// A JSON value as a TOML one; `None` for null, which TOML has not.
@@ -750,13 +745,10 @@ mod tests {
     fn the_masked_plan_shows_no_secret() {
         let entry = entry();
         let file = Path::new("c.json");
-        let shown = plan_masked(&inputs(
-            ClientKind::Claude,
-            file,
-            Some(CLAUDE),
-            None,
-            &entry,
-        ))
+        let shown = plan(
+            &inputs(ClientKind::Claude, file, Some(CLAUDE), None, &entry),
+            true,
+        )
         .unwrap();
         assert!(!shown.config.contains("s3cret-value"), "{}", shown.config);
         assert!(shown.config.contains(MASK));

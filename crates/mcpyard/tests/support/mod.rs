@@ -305,18 +305,21 @@ pub async fn wait_for_tools(client: &McpClient, wanted: &[&str], timeout: Durati
 
 /// Calls a tool and returns the result (panics on a JSON-RPC error).
 pub async fn call(client: &McpClient, name: &str, args: Value) -> Value {
-    client
-        .request(
-            "tools/call",
-            Some(json!({"name": name, "arguments": args})),
-            RequestOptions {
-                timeout: Some(Duration::from_secs(60)),
-                cancel: None,
-                ..RequestOptions::default()
-            },
-        )
+    try_call(client, name, args)
         .await
         .unwrap_or_else(|e| panic!("tools/call {name} failed: {e}"))
+}
+
+/// The names of every tool `client` is listed, all pages.
+pub async fn tool_names(client: &McpClient) -> Vec<String> {
+    let tools = client
+        .list_all("tools/list", "tools")
+        .await
+        .expect("tools/list");
+    tools
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(str::to_owned))
+        .collect()
 }
 
 /// A test client handler: records notifications, answers sampling with a

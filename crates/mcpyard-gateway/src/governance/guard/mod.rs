@@ -67,38 +67,6 @@ struct CompiledDeny {
     regex: Regex,
 }
 
-/// The redaction of what sources relay to clients outside a call's result,
-/// shared by every upstream: a reload that replaces the guardrails
-/// replaces it for all of them at once, running ones included.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct LiveRedactor(Arc<std::sync::RwLock<Option<Arc<Redactor>>>>);
-
-impl LiveRedactor {
-    pub(crate) fn new(redactor: Option<Arc<Redactor>>) -> Self {
-        Self(Arc::new(std::sync::RwLock::new(redactor)))
-    }
-
-    /// The guardrails' redaction from now on (`None`: none).
-    pub(crate) fn set(&self, redactor: Option<Arc<Redactor>>) {
-        *self
-            .0
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = redactor;
-    }
-
-    /// Redacts a relayed message's params, if there is a redaction.
-    pub(crate) fn redact_message(&self, method: &str, params: &mut Option<Value>) {
-        let redactor = self
-            .0
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
-        if let Some(redactor) = redactor {
-            redactor.redact_message(method, params);
-        }
-    }
-}
-
 /// The guardrail layer.
 #[derive(Debug)]
 pub struct Guard {

@@ -3,16 +3,16 @@
 //! local models' settings puts the new source in place for every upstream
 //! at once, running ones included.
 
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use mcpyard_proto::{ErrorObject, RequestId};
 use serde_json::Value;
 
-use crate::{Sampler, SamplingRequest, SamplingUsage};
+use crate::{Live, Sampler, SamplingRequest, SamplingUsage};
 
 /// A [`Sampler`] that hands each request to the sampler in place now.
-pub(crate) struct LiveSampler(RwLock<Arc<dyn Sampler>>);
+pub(crate) struct LiveSampler(Live<Arc<dyn Sampler>>);
 
 impl std::fmt::Debug for LiveSampler {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -22,20 +22,17 @@ impl std::fmt::Debug for LiveSampler {
 
 impl LiveSampler {
     pub(crate) fn new(sampler: Arc<dyn Sampler>) -> Self {
-        Self(RwLock::new(sampler))
+        Self(Live::new(sampler))
     }
 
     /// Requests from now on go to `sampler`; those under way finish with
     /// the one they started with.
     pub(crate) fn replace(&self, sampler: Arc<dyn Sampler>) {
-        *self.0.write().unwrap_or_else(PoisonError::into_inner) = sampler;
+        self.0.set(sampler);
     }
 
     fn current(&self) -> Arc<dyn Sampler> {
-        self.0
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.0.get()
     }
 }
 

@@ -137,7 +137,9 @@ pub(crate) struct Relaying {
     pub(crate) sampler: Option<Arc<LiveSampler>>,
     pub(crate) audit: Option<crate::AuditTrail>,
     /// The guardrails' redaction of what is relayed.
-    pub(crate) redactor: crate::governance::guard::LiveRedactor,
+    /// The guardrails' redaction of what is relayed, replaced by a reload
+    /// for every upstream at once.
+    pub(crate) redactor: crate::Live<Option<Arc<crate::governance::guard::Redactor>>>,
     /// MCP Apps: whether the UI extension is declared to upstreams.
     pub(crate) apps: crate::catalog::AppsConfig,
 }

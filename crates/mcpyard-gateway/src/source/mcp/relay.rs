@@ -22,9 +22,10 @@ use tokio::sync::Notify;
 
 use crate::call::ListKind;
 use crate::downstream::Sessions;
-use crate::governance::guard::LiveRedactor;
+use crate::governance::guard::Redactor;
 use crate::source::{CallContext, ListsPort};
 use crate::tasks::{with_related_task, TaskSignal};
+use crate::Live;
 use crate::{Outbound, Session};
 use crate::{Sampler, SamplingPolicy, SamplingUsage};
 
@@ -114,7 +115,7 @@ pub(crate) struct Relay {
     by_request: Mutex<HashMap<RequestId, Arc<InFlightCall>>>,
     by_token: Mutex<HashMap<String, Arc<InFlightCall>>>,
     /// The guardrails' redaction of everything relayed to a client.
-    redactor: LiveRedactor,
+    redactor: Live<Option<Arc<Redactor>>>,
     /// Who may hear what belongs to no call: set when the source starts.
     catalog: OnceLock<Arc<dyn ListsPort>>,
 }
@@ -166,7 +167,7 @@ impl Relay {
         sessions: Arc<Sessions>,
         changes: Arc<Changes>,
         client_timeout: Duration,
-        redactor: LiveRedactor,
+        redactor: Live<Option<Arc<Redactor>>>,
     ) -> Self {
         Self {
             server,
@@ -189,7 +190,9 @@ impl Relay {
     }
 
     fn redact(&self, method: &str, params: &mut Option<Value>) {
-        self.redactor.redact_message(method, params);
+        if let Some(redactor) = self.redactor.get() {
+            redactor.redact_message(method, params);
+        }
     }
 
     /// Whether `session`'s identity may use anything of this source: only
