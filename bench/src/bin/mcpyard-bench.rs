@@ -40,10 +40,15 @@ const KEY_ENV: &str = "MCPYARD_BENCH_KEY";
 enum Kind {
     Direct,
     Passthrough,
-    Mcpyard { stdio: bool, governed: bool },
+    Mcpyard {
+        stdio: bool,
+        governed: bool,
+        /// `[state]` in the Redis of `--redis`.
+        redis: bool,
+    },
 }
 
-const TARGETS: [(&str, Kind); 6] = [
+const TARGETS: [(&str, Kind); 8] = [
     ("direct", Kind::Direct),
     ("passthrough", Kind::Passthrough),
     (
@@ -51,6 +56,7 @@ const TARGETS: [(&str, Kind); 6] = [
         Kind::Mcpyard {
             stdio: false,
             governed: false,
+            redis: false,
         },
     ),
     (
@@ -58,6 +64,7 @@ const TARGETS: [(&str, Kind); 6] = [
         Kind::Mcpyard {
             stdio: false,
             governed: true,
+            redis: false,
         },
     ),
     (
@@ -65,6 +72,7 @@ const TARGETS: [(&str, Kind); 6] = [
         Kind::Mcpyard {
             stdio: true,
             governed: false,
+            redis: false,
         },
     ),
     (
@@ -72,6 +80,23 @@ const TARGETS: [(&str, Kind); 6] = [
         Kind::Mcpyard {
             stdio: true,
             governed: true,
+            redis: false,
+        },
+    ),
+    (
+        "mcpyard-redis",
+        Kind::Mcpyard {
+            stdio: false,
+            governed: false,
+            redis: true,
+        },
+    ),
+    (
+        "mcpyard-governed-redis",
+        Kind::Mcpyard {
+            stdio: false,
+            governed: true,
+            redis: true,
         },
     ),
 ];
@@ -120,7 +145,8 @@ struct Args {
     /// `mcpyard-governed` (API key, policy, rate limit, guardrails, size
     /// limits, audit and metrics all on), `mcpyard-stdio` and
     /// `mcpyard-stdio-governed` (the same with `echo-upstream --stdio` as a
-    /// `command` server).
+    /// `command` server), `mcpyard-redis` and `mcpyard-governed-redis` (the
+    /// first two with `[state]` in the Redis of `--redis`).
     #[arg(
         long,
         value_delimiter = ',',
@@ -145,6 +171,9 @@ struct Args {
     /// costs (e.g. `--mcpyard-config $'[metrics]\nenabled = true'`).
     #[arg(long)]
     mcpyard_config: Option<String>,
+    /// The Redis the `*-redis` targets share state in (`redis://...`).
+    #[arg(long)]
+    redis: Option<String>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -164,6 +193,9 @@ fn main() -> anyhow::Result<()> {
                 "unknown target `{t}` (expected one of {})",
                 known.join(", ")
             );
+        }
+        if matches!(kind_of(t), Some(Kind::Mcpyard { redis: true, .. })) && args.redis.is_none() {
+            bail!("target `{t}` needs --redis redis://HOST:PORT");
         }
         if args.targets[..i].contains(t) {
             bail!("target `{t}` is listed twice (use --rounds to measure it again)");
@@ -209,7 +241,11 @@ fn main() -> anyhow::Result<()> {
                     audit: None,
                 }
             }
-            Some(Kind::Mcpyard { stdio, governed }) => {
+            Some(Kind::Mcpyard {
+                stdio,
+                governed,
+                redis,
+            }) => {
                 let server = if stdio {
                     let bin = std::path::absolute(&upstream_bin)
                         .context("cannot resolve the upstream binary's path")?;
@@ -225,11 +261,19 @@ fn main() -> anyhow::Result<()> {
                     .as_deref()
                     .map(|a| governance_config(&a.to_string_lossy()))
                     .unwrap_or_default();
+                let state = match (&args.redis, redis) {
+                    (Some(url), true) => format!(
+                        "[state]\nbackend = \"redis\"\nurl = {}\nprefix = {}\n\n",
+                        toml_string(url),
+                        toml_string(&format!("bench-{name}"))
+                    ),
+                    _ => String::new(),
+                };
                 let config = dir.path().join(format!("{name}.toml"));
                 std::fs::write(
                     &config,
                     format!(
-                        "[servers.echo]\n{server}\nprefix = \"\"\n\n{governance}{}\n",
+                        "[servers.echo]\n{server}\nprefix = \"\"\n\n{state}{governance}{}\n",
                         args.mcpyard_config.as_deref().unwrap_or_default()
                     ),
                 )

@@ -67,6 +67,11 @@ pub struct GatewayConfig {
     /// clients, `ui://` URIs unique per source, apps' calls by their
     /// server's own tool names.
     pub apps: crate::AppsConfig,
+    /// Where sessions are recorded so that other replicas can serve them
+    /// ([`MemoryState`](crate::state::MemoryState): nowhere but here).
+    pub state: Arc<dyn crate::state::StateBackend>,
+    /// This replica's name in the status, the metrics and the audit.
+    pub replica: String,
 }
 
 impl Default for GatewayConfig {
@@ -88,6 +93,8 @@ impl Default for GatewayConfig {
             search_tools: true,
             metrics: None,
             apps: crate::AppsConfig::default(),
+            state: Arc::new(crate::state::MemoryState),
+            replica: String::new(),
         }
     }
 }

@@ -16,6 +16,8 @@
 //! - `governance/`: the layers that decide who may call what and how
 //!   often (policy, rate limits), guard and record each call, and the
 //!   metrics and traces;
+//! - `state/`: where what outlives a request is kept: this process's
+//!   memory, or Redis shared by several replicas;
 //! - `files.rs`: the sandbox for local files every source reads and writes;
 //! - `gateway.rs`: composition at start and dispatch by method.
 //!
@@ -34,6 +36,7 @@ pub mod governance;
 mod live;
 mod router;
 mod source;
+pub mod state;
 mod tasks;
 
 pub use call::{

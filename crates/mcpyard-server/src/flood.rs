@@ -114,7 +114,7 @@ pub(crate) async fn limit(
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0.ip());
-    let exempt = request.uri().path() == "/health";
+    let exempt = crate::probes::is_probe(request.uri().path());
     if let (Some(address), false) = (peer, exempt) {
         if let Err((over, wait)) = flood.check(address) {
             let wait = wait.max(1);

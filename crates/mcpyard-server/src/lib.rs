@@ -24,6 +24,7 @@ mod flood;
 mod legacy_sse;
 mod metrics;
 mod options;
+mod probes;
 mod reply;
 mod router;
 mod security;

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
-use futures::{FutureExt, StreamExt};
+use futures::FutureExt;
 use http::header::CONTENT_TYPE;
 use http::{HeaderValue, StatusCode};
 use mcpyard_gateway::Outbound;
@@ -118,9 +118,8 @@ where
     };
     let events = futures::stream::unfold(streaming, |mut s| async move {
         s.next_event().await.map(|e| (Ok(e), s))
-    })
-    .take_until(plan.shutdown.cancelled_owned());
-    sse::response(events, plan.keep_alive)
+    });
+    sse::response(sse::until_shutdown(events, plan.shutdown), plan.keep_alive)
 }
 
 enum First {

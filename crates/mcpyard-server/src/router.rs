@@ -8,7 +8,6 @@ use axum::routing::{any, get, post};
 use axum::{Json, Router};
 use http::StatusCode;
 use mcpyard_gateway::Gateway;
-use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use tower_http::limit::RequestBodyLimitLayer;
 
@@ -16,7 +15,7 @@ use crate::auth::{self, Authenticator, MetricsToken};
 use crate::options::HttpOptions;
 use crate::reply::rpc_error_response;
 use crate::state::AppState;
-use crate::{legacy_sse, metrics, security, streamable, ui};
+use crate::{legacy_sse, metrics, probes, security, streamable, ui};
 
 /// Where Streamable HTTP is served: `/mcp`, and `/api/v1/mcp`, the path
 /// Lemonade and Visions serve it at, so their clients need no change. Both
@@ -57,7 +56,8 @@ pub(crate) fn build(gateway: Gateway, opts: HttpOptions, shutdown: CancellationT
         ui_sessions: Arc::default(),
     };
     let mut routes = Router::new()
-        .route("/health", get(health))
+        .route(probes::HEALTH_PATH, get(probes::health))
+        .route(probes::READY_PATH, get(probes::ready))
         .merge(ui::routes());
     let endpoint = if streamable_on {
         post(streamable::post)
@@ -96,10 +96,6 @@ pub(crate) fn build(gateway: Gateway, opts: HttpOptions, shutdown: CancellationT
             security::guard,
         ))
         .with_state(state)
-}
-
-async fn health() -> Json<serde_json::Value> {
-    Json(json!({"status": "ok"}))
 }
 
 /// A front door the configuration switched off.

@@ -33,7 +33,7 @@ pub(crate) async fn guard(State(state): State<AppState>, mut req: Request, next:
     // A health probe and a client looking for where to get a token must
     // get through without credentials.
     let open = req.method() == Method::GET
-        && (req.uri().path() == "/health"
+        && (crate::probes::is_probe(req.uri().path())
             || state.metadata_paths.iter().any(|p| p == req.uri().path()));
     // The status page signs its browsers in itself (its login form must be
     // reachable without a key); it shows nothing before that.

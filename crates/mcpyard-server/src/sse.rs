@@ -38,6 +38,36 @@ impl EventIds {
     }
 }
 
+/// How soon a client should come back when the gateway closes its stream
+/// to shut down: behind a load balancer, another replica answers.
+const RECONNECT_AFTER: Duration = Duration::from_secs(1);
+
+/// `events` until `shutdown`; a stream ended by it closes with a `retry:`
+/// hint, so that the client reconnects soon (to another replica) rather
+/// than after its own backoff.
+pub(crate) fn until_shutdown<S>(
+    events: S,
+    shutdown: tokio_util::sync::CancellationToken,
+) -> impl Stream<Item = Result<Event, Infallible>> + Send + 'static
+where
+    S: Stream<Item = Result<Event, Infallible>> + Send + 'static,
+{
+    use futures::StreamExt;
+    let ended = shutdown.clone();
+    let farewell = futures::stream::once(async move { ended.is_cancelled() }).filter_map(
+        |closing| async move {
+            closing.then(|| {
+                Ok(Event::default()
+                    .retry(RECONNECT_AFTER)
+                    .comment("the gateway is shutting down: reconnect"))
+            })
+        },
+    );
+    events
+        .take_until(shutdown.cancelled_owned())
+        .chain(farewell)
+}
+
 /// An SSE response with keep-alive comments and the header that stops
 /// reverse proxies from buffering the stream.
 pub(crate) fn response<S>(events: S, keep_alive: Duration) -> Response

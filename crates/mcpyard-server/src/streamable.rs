@@ -55,6 +55,19 @@ pub(crate) fn too_many_sessions() -> Response {
     )
 }
 
+/// A new session asked for while this replica drains: another one (behind
+/// the same balancer) takes it.
+fn draining() -> Response {
+    let mut r = rpc_error_response(
+        StatusCode::SERVICE_UNAVAILABLE,
+        codes::INTERNAL_ERROR,
+        "The gateway is shutting down; try again (another replica may answer)",
+    );
+    r.headers_mut()
+        .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
+    r
+}
+
 fn session_not_found() -> Response {
     rpc_error_response(
         StatusCode::NOT_FOUND,
@@ -118,8 +131,12 @@ fn request_id(body: &[u8]) -> Option<RequestId> {
 
 /// The live session named by the request, or the error to answer. A
 /// session of another identity is answered as one that does not exist.
-fn lookup(gateway: &Gateway, id: &str, identity: &Identity) -> Result<Arc<Session>, Box<Response>> {
-    match gateway.session(id) {
+async fn lookup(
+    gateway: &Gateway,
+    id: &str,
+    identity: &Identity,
+) -> Result<Arc<Session>, Box<Response>> {
+    match gateway.find_session(id).await {
         Some(s) if !s.is_ended() && s.admit(identity) => Ok(s),
         _ => Err(Box::new(session_not_found())),
     }
@@ -156,7 +173,7 @@ pub(crate) async fn post(
     };
     match header_str(&headers, SESSION_HEADER) {
         Err(()) => bad_request("Mcp-Session-Id is not valid text"),
-        Ok(Some(id)) => match lookup(&state.gateway, id, &identity) {
+        Ok(Some(id)) => match lookup(&state.gateway, id, &identity).await {
             Ok(session) => post_in_session(&state, session, accepts, body).await,
             Err(r) => *r,
         },
@@ -318,6 +335,9 @@ async fn initialize(
     id: RequestId,
     params: Option<Value>,
 ) -> Response {
+    if state.shutdown.is_cancelled() {
+        return draining();
+    }
     let session = Session::new_as(identity, None);
     let answer = state
         .gateway
@@ -328,6 +348,9 @@ async fn initialize(
     if accepted && !state.gateway.register_session(session.clone()) {
         session.end();
         return too_many_sessions();
+    }
+    if accepted {
+        state.gateway.share_session(&session).await;
     }
     let mut response = if accepts.json {
         json_response(StatusCode::OK, &answer)
@@ -439,7 +462,7 @@ pub(crate) async fn get(
     if let Err(r) = check_version_header(&headers, &[]) {
         return *r;
     }
-    let session = match lookup(&state.gateway, id, &identity) {
+    let session = match lookup(&state.gateway, id, &identity).await {
         Ok(s) => s,
         Err(r) => return *r,
     };
@@ -451,18 +474,14 @@ pub(crate) async fn get(
         )
             .into_response();
     }
-    let shutdown = state.shutdown.clone();
-    let until = async move {
-        tokio::select! {
-            _ = session.ended() => {}
-            _ = shutdown.cancelled() => {}
-        }
-    };
     let mut ids = EventIds::default();
     let events = ReceiverStream::new(rx)
         .map(move |m| Ok(ids.message(&m)))
-        .take_until(Box::pin(until));
-    sse::response(events, state.opts.sse_keep_alive)
+        .take_until(Box::pin(async move { session.ended().await }));
+    sse::response(
+        sse::until_shutdown(events, state.shutdown.clone()),
+        state.opts.sse_keep_alive,
+    )
 }
 
 /// `DELETE /mcp`: the client ends its session.
@@ -483,10 +502,10 @@ pub(crate) async fn delete(
     if let Err(r) = check_version_header(&headers, &[]) {
         return *r;
     }
-    if let Err(r) = lookup(&state.gateway, id, &identity) {
+    if let Err(r) = lookup(&state.gateway, id, &identity).await {
         return *r;
     }
-    if state.gateway.end_session(id) {
+    if state.gateway.delete_session(id).await {
         StatusCode::OK.into_response()
     } else {
         session_not_found()

@@ -37,8 +37,11 @@ pub(crate) fn gateway(settings: &mut Settings, purpose: Purpose) -> anyhow::Resu
         gateway.sampler = Some(Arc::new(models.clone()));
     }
     if let (Purpose::Serve, Some(file)) = (purpose, &settings.audit) {
-        let trail = AuditTrail::open(file.clone())
+        let mut trail = AuditTrail::open(file.clone())
             .with_context(|| format!("cannot open the audit file {}", file.path.display()))?;
+        if gateway.state.shared() {
+            trail = trail.naming_replica(&gateway.replica);
+        }
         gateway.audit = Some(trail);
         tracing::info!(file = %file.path.display(), "audit trail on");
     }

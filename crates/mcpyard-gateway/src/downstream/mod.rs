@@ -26,6 +26,7 @@ pub(crate) use sessions::{SessionCaps, Sessions};
 use crate::error::RouteError;
 use crate::router::Router;
 use crate::source::{ClientHandle, Progress, Source};
+use crate::state::StateBackend;
 use listen::{ListenFilter, Listener, SUBSCRIPTION_ID};
 use round_trips::RoundTrips;
 use sessions::AtCapacity;
@@ -41,6 +42,8 @@ pub(crate) struct Downstream {
     idle_timeout: Duration,
     caps: SessionCaps,
     stop: CancellationToken,
+    /// Where sessions are recorded for the other replicas (see `state`).
+    state: Arc<dyn StateBackend>,
 }
 
 /// A source a subscription goes to, with its catalogue index.
@@ -54,7 +57,9 @@ impl Downstream {
         idle_timeout: Duration,
         caps: SessionCaps,
         stop: CancellationToken,
+        state: Arc<dyn StateBackend>,
     ) -> Arc<Self> {
+        let ended = state.ended_sessions();
         let downstream = Arc::new(Self {
             sessions,
             router,
@@ -62,9 +67,94 @@ impl Downstream {
             idle_timeout,
             caps,
             stop,
+            state,
         });
         tokio::spawn(expire_idle_sessions(Arc::downgrade(&downstream)));
+        if let Some(ended) = ended {
+            tokio::spawn(follow_ended_sessions(Arc::downgrade(&downstream), ended));
+        }
         downstream
+    }
+
+    /// How often a shared session's record is renewed while it is used.
+    fn renew_every(&self) -> Duration {
+        (self.idle_timeout / 8).clamp(Duration::from_secs(1), Duration::from_secs(60))
+    }
+
+    /// Records `session` for the other replicas (shared state only), so
+    /// that a request of its client that lands on another finds it. A
+    /// session that could not be recorded is served here alone.
+    pub(crate) async fn share(&self, session: &Session) {
+        if !self.state.shared() || session.is_stateless() || session.is_observer() {
+            return;
+        }
+        match self
+            .state
+            .save_session(session.id(), &session.record(), self.idle_timeout)
+            .await
+        {
+            Ok(()) => session.mark_shared(),
+            Err(e) => {
+                tracing::warn!(error = %e, "a session could not be recorded for the other replicas: only this one serves it")
+            }
+        }
+    }
+
+    /// The session with this id: this replica's, or one another replica
+    /// opened (shared state), taken on here. Looking it up counts as using
+    /// it; a shared one's record is renewed now and then, off the request.
+    pub(crate) async fn find(&self, id: &str) -> Option<Arc<Session>> {
+        if let Some(session) = self.session(id) {
+            if session.shared_record_due(self.renew_every()) {
+                let (state, id, ttl) = (self.state.clone(), id.to_owned(), self.idle_timeout);
+                tokio::spawn(async move {
+                    if let Err(e) = state.refresh_session(&id, ttl).await {
+                        tracing::debug!(error = %e, "a shared session's record was not renewed");
+                    }
+                });
+            }
+            return Some(session);
+        }
+        if !self.state.shared() {
+            return None;
+        }
+        let record = match self.state.load_session(id).await {
+            Ok(record) => record?,
+            Err(e) => {
+                tracing::warn!(error = %e, "a session opened on another replica could not be looked up");
+                return None;
+            }
+        };
+        let session = Session::restore(id.to_owned(), &record);
+        self.register(session.clone()).then_some(session)
+    }
+
+    /// Ends a session here and, with shared state, on every replica.
+    /// Returns false when no replica knew it.
+    pub(crate) async fn delete(&self, id: &str) -> bool {
+        let here = self.end(id);
+        if !self.state.shared() {
+            return here;
+        }
+        match self.state.delete_session(id).await {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(error = %e, "a deleted session could not be removed for the other replicas: it lasts there until its record expires");
+                here
+            }
+        }
+    }
+
+    /// Ends here the shared sessions no replica has a record of any more
+    /// (deleted while this one was not listening).
+    async fn forget_deleted(&self) {
+        for session in self.sessions.all() {
+            if session.is_shared()
+                && matches!(self.state.load_session(session.id()).await, Ok(None))
+            {
+                self.end(session.id());
+            }
+        }
     }
 
     /// See [`crate::Gateway::register_session`].
@@ -324,7 +414,38 @@ impl Drop for ListenRegistration {
     }
 }
 
+/// Ends here the sessions another replica deleted, until the gateway goes.
+/// An empty id says the channel was (re)joined: what was deleted meanwhile
+/// is looked up.
+async fn follow_ended_sessions(
+    downstream: Weak<Downstream>,
+    mut ended: tokio::sync::broadcast::Receiver<String>,
+) {
+    use tokio::sync::broadcast::error::RecvError;
+    let Some(stop) = downstream.upgrade().map(|d| d.stop.clone()) else {
+        return;
+    };
+    loop {
+        let next = tokio::select! {
+            next = ended.recv() => next,
+            () = stop.cancelled() => return,
+        };
+        let Some(downstream) = downstream.upgrade() else {
+            return;
+        };
+        match next {
+            Ok(id) if !id.is_empty() => {
+                downstream.end(&id);
+            }
+            Ok(_) | Err(RecvError::Lagged(_)) => downstream.forget_deleted().await,
+            Err(RecvError::Closed) => return,
+        }
+    }
+}
+
 /// Ends sessions idle past the configured timeout, until the gateway goes.
+/// A shared session ends here only: its record lasts while another
+/// replica renews it.
 async fn expire_idle_sessions(downstream: Weak<Downstream>) {
     let (limit, stop) = match downstream.upgrade() {
         Some(d) => (d.idle_timeout, d.stop.clone()),

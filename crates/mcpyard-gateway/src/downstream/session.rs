@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::round_trips::{self, InputSink};
 use crate::call::{Era, Identity};
 use crate::error::RouteError;
+use crate::state::SessionRecord;
 
 /// Where messages for a client go: its session stream (GET stream, legacy
 /// SSE stream, stdout) or the response stream of one of its POSTs.
@@ -53,6 +54,9 @@ pub struct Session {
     last_active: Mutex<Instant>,
     /// Progress waiting for room on a full stream, the latest per token.
     held_progress: Arc<Mutex<HashMap<String, Message>>>,
+    /// When the session's record in the shared state was last written or
+    /// its TTL renewed; `None` while it has no record there.
+    shared_at: Mutex<Option<Instant>>,
 }
 
 /// What the client told us at `initialize` (or per request, stateless).
@@ -142,7 +146,65 @@ impl Session {
             input: Mutex::default(),
             last_active: Mutex::new(Instant::now()),
             held_progress: Arc::default(),
+            shared_at: Mutex::default(),
         }
+    }
+
+    /// A session another replica opened, from its record in the shared
+    /// state: same id, owner and negotiation, no stream yet.
+    pub(crate) fn restore(id: String, record: &SessionRecord) -> Arc<Self> {
+        let mut s = Self::build(false, record.owner(), None);
+        s.id = id;
+        *s.negotiated.get_mut().expect("session lock poisoned") = Negotiated {
+            protocol_version: record.protocol_version.clone(),
+            capabilities: record.capabilities.clone(),
+            client_info: record.client_info.clone(),
+            log_level: record.log_level.clone(),
+            initialized: record.initialized,
+        };
+        *s.shared_at.get_mut().expect("session lock poisoned") = Some(Instant::now());
+        Arc::new(s)
+    }
+
+    /// What another replica needs to serve this session.
+    pub(crate) fn record(&self) -> SessionRecord {
+        let owner = self.identity();
+        let n = self.negotiated();
+        SessionRecord {
+            identity_kind: owner.kind.as_str().to_owned(),
+            identity_name: owner.name,
+            protocol_version: n.protocol_version,
+            capabilities: n.capabilities,
+            client_info: n.client_info,
+            log_level: n.log_level,
+            initialized: n.initialized,
+        }
+    }
+
+    /// Notes that the shared record was written or renewed now.
+    pub(crate) fn mark_shared(&self) {
+        *self.shared_at.lock().expect("session lock poisoned") = Some(Instant::now());
+    }
+
+    /// Whether the session has a shared record last renewed `every` or
+    /// longer ago (and notes it renewed now, so one caller renews it).
+    pub(crate) fn shared_record_due(&self, every: Duration) -> bool {
+        let mut at = self.shared_at.lock().expect("session lock poisoned");
+        match *at {
+            Some(t) if t.elapsed() >= every => {
+                *at = Some(Instant::now());
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether the session has a record in the shared state.
+    pub(crate) fn is_shared(&self) -> bool {
+        self.shared_at
+            .lock()
+            .expect("session lock poisoned")
+            .is_some()
     }
 
     /// Notes that the client used the session.

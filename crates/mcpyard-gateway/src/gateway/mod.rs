@@ -1,8 +1,10 @@
 //! The gateway: composes sources, catalog, router and downstream at start,
 //! and dispatches each client message by method; `reload.rs` changes what
-//! it serves while it runs.
+//! it serves while it runs; `sessions.rs` is what the front doors ask of
+//! the sessions they hold, here and on the other replicas.
 
 mod reload;
+mod sessions;
 
 pub use reload::{Governance, Reconfiguration, Reloaded};
 
@@ -62,6 +64,9 @@ struct Inner {
     reloading: tokio::sync::Mutex<()>,
     /// The configuration served and its reloads, for the status.
     configured: Arc<crate::source::builtin::Configured>,
+    /// Where sessions are shared with the other replicas.
+    state: Arc<dyn crate::state::StateBackend>,
+    replica: String,
 }
 
 /// What a client's request gets.
@@ -155,6 +160,10 @@ impl Gateway {
             sessions.clone(),
             config.search_tools,
             stats.clone(),
+            builtin::Replica {
+                name: config.replica.clone(),
+                state: config.state.clone(),
+            },
         ));
         let configured = builtin.configured.clone();
         let mut entries = vec![(
@@ -254,6 +263,7 @@ impl Gateway {
                 per_identity: config.max_sessions_per_identity,
             },
             stop.clone(),
+            config.state.clone(),
         );
         Ok(Self {
             inner: Arc::new(Inner {
@@ -269,26 +279,10 @@ impl Gateway {
                 stack: kept_stack,
                 reloading: tokio::sync::Mutex::new(()),
                 configured,
+                state: config.state,
+                replica: config.replica,
             }),
         })
-    }
-
-    /// Registers a session created by a transport, so later requests with
-    /// its id find it. At `max_sessions`, the idle session unused for
-    /// longest is ended to make room; when none is idle the session is
-    /// refused (false), and the transport should say so.
-    pub fn register_session(&self, session: Arc<Session>) -> bool {
-        self.inner.downstream.register(session)
-    }
-
-    /// The live session with this id; looking it up counts as using it.
-    pub fn session(&self, id: &str) -> Option<Arc<Session>> {
-        self.inner.downstream.session(id)
-    }
-
-    /// Ends and forgets a session. Returns false when it was unknown.
-    pub fn end_session(&self, id: &str) -> bool {
-        self.inner.downstream.end(id)
     }
 
     /// Waits until every source has made its first report (an upstream:
@@ -375,7 +369,12 @@ impl Gateway {
     /// [`GatewayConfig::metrics`]).
     pub fn metrics_text(&self) -> Option<String> {
         let metrics = self.inner.metrics.as_ref()?;
-        Some(metrics.render(&self.inner.router, &self.inner.downstream.sessions))
+        Some(metrics.render(
+            &self.inner.router,
+            &self.inner.downstream.sessions,
+            &self.inner.replica,
+            &*self.inner.state,
+        ))
     }
 
     /// Handles one client request. `related` is the stream of this request
@@ -625,6 +624,9 @@ impl Gateway {
                         )
                     })?;
                 session.update(|n| n.log_level = Some(level.to_owned()));
+                if session.is_shared() {
+                    self.inner.downstream.share(session).await;
+                }
                 Ok(json!({}))
             }
             methods::TASKS_GET
@@ -696,7 +698,12 @@ impl Gateway {
 
     async fn on_notification(&self, session: &Arc<Session>, method: &str, params: Option<Value>) {
         match method {
-            methods::NOTIFICATION_INITIALIZED => session.update(|n| n.initialized = true),
+            methods::NOTIFICATION_INITIALIZED => {
+                session.update(|n| n.initialized = true);
+                if session.is_shared() {
+                    self.inner.downstream.share(session).await;
+                }
+            }
             methods::NOTIFICATION_CANCELLED => {
                 let id = params
                     .as_ref()
@@ -754,6 +761,7 @@ impl Gateway {
     pub async fn shutdown(&self) {
         self.inner.downstream.end_all();
         self.inner.stop.cancel();
+        self.inner.state.close();
         for slot in self.inner.router.slots() {
             slot.source.stop().await;
         }

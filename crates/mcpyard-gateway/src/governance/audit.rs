@@ -150,6 +150,18 @@ pub struct AuditTrail {
 struct TrailInner {
     lines: SyncSender<Vec<u8>>,
     dropped: AtomicU64,
+    /// Written in every line when several replicas share one trail's
+    /// reader (see [`AuditTrail::naming_replica`]).
+    replica: Option<String>,
+}
+
+/// A record as a line of the file.
+#[derive(Serialize)]
+struct Line<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    replica: Option<&'a str>,
+    #[serde(flatten)]
+    record: &'a AuditRecord,
 }
 
 impl AuditTrail {
@@ -167,13 +179,27 @@ impl AuditTrail {
             inner: Arc::new(TrailInner {
                 lines,
                 dropped: AtomicU64::new(0),
+                replica: None,
             }),
         })
     }
 
+    /// Every line names `replica`: the replicas of one gateway write their
+    /// own trails, read together. Set before the trail is shared.
+    pub fn naming_replica(mut self, replica: &str) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.replica = Some(replica.to_owned());
+        }
+        self
+    }
+
     /// Queues a record; never waits.
     pub fn record(&self, record: &AuditRecord) {
-        let Ok(mut line) = serde_json::to_vec(record) else {
+        let line = Line {
+            replica: self.inner.replica.as_deref(),
+            record,
+        };
+        let Ok(mut line) = serde_json::to_vec(&line) else {
             return;
         };
         line.push(b'\n');

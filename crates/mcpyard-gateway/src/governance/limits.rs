@@ -4,7 +4,8 @@
 //! [`RATE_LIMITED`], naming the limit and when to retry.
 //!
 //! The buckets sit behind [`RateLimiter`]: [`LocalRateLimiter`] counts in
-//! this process; a store shared by several replicas can take its place.
+//! this process; [`SharedRateLimiter`] counts in Redis, once for every
+//! replica (one round trip per limited call).
 
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,6 +20,7 @@ use crate::call::ItemKind;
 use crate::catalog::matches as glob_matches;
 use crate::governance::policy::item_kind;
 use crate::router::{Layer, Next, RouteFuture, RoutedCall};
+use crate::state::RedisState;
 use crate::RouteError;
 
 /// What a bucket is kept for: one per identity, per tool, per source, or
@@ -92,11 +94,19 @@ impl RateLimit {
         key
     }
 
+    /// One call comes back every this long.
+    fn interval(&self) -> Duration {
+        (self.period / self.calls.get()).max(Duration::from_nanos(1))
+    }
+
+    fn burst(&self) -> NonZeroU32 {
+        self.burst.unwrap_or(self.calls)
+    }
+
     fn quota(&self) -> Quota {
-        let every = self.period / self.calls.get();
-        let quota = Quota::with_period(every.max(Duration::from_nanos(1)))
-            .expect("the period is at least one nanosecond");
-        quota.allow_burst(self.burst.unwrap_or(self.calls))
+        let quota =
+            Quota::with_period(self.interval()).expect("the period is at least one nanosecond");
+        quota.allow_burst(self.burst())
     }
 }
 
@@ -108,11 +118,36 @@ pub struct LimitReached {
     pub retry_after: Duration,
 }
 
+impl From<LimitReached> for RouteError {
+    fn from(reached: LimitReached) -> Self {
+        RouteError::Limited {
+            limit: reached.limit,
+            retry_after: reached.retry_after,
+        }
+    }
+}
+
+/// Whether a call may go: decided at once, or by a store elsewhere.
+pub enum Admission<'a> {
+    Now(Result<(), RouteError>),
+    Later(futures::future::BoxFuture<'a, Result<(), RouteError>>),
+}
+
+impl std::fmt::Debug for Admission<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Admission::Now(decided) => f.debug_tuple("Now").field(decided).finish(),
+            Admission::Later(_) => f.write_str("Later(..)"),
+        }
+    }
+}
+
 /// Counts calls against the configured limits.
 pub trait RateLimiter: Send + Sync + std::fmt::Debug + 'static {
     /// Takes one call from each bucket the call counts against, or says
-    /// which limit it is over and when a call would next be let through.
-    fn check(&self, call: &Metered<'_>) -> Result<(), LimitReached>;
+    /// which limit it is over and when a call would next be let through
+    /// ([`RouteError::Limited`]).
+    fn admit(&self, call: &Metered<'_>) -> Admission<'_>;
 }
 
 /// Buckets in this process's memory.
@@ -144,7 +179,14 @@ impl LocalRateLimiter {
 }
 
 impl RateLimiter for LocalRateLimiter {
-    fn check(&self, call: &Metered<'_>) -> Result<(), LimitReached> {
+    fn admit(&self, call: &Metered<'_>) -> Admission<'_> {
+        Admission::Now(self.check(call).map_err(RouteError::from))
+    }
+}
+
+impl LocalRateLimiter {
+    /// Takes one call from each bucket `call` counts against.
+    pub fn check(&self, call: &Metered<'_>) -> Result<(), LimitReached> {
         // A bucket back to full is the same as none: drop those now and
         // then, so keys seen once do not pile up.
         if self.checks.fetch_add(1, Ordering::Relaxed) % 4096 == 4095 {
@@ -192,16 +234,87 @@ impl Layer for RateLimitLayer {
             target: &call.target,
             kind,
         };
-        match self.limiter.check(&metered) {
-            Ok(()) => next.run(call),
-            Err(reached) => {
-                let refused = RouteError::Limited {
-                    limit: reached.limit,
-                    retry_after: reached.retry_after,
-                };
-                Box::pin(async move { Err(refused) })
-            }
+        match self.limiter.admit(&metered) {
+            Admission::Now(Ok(())) => next.run(call),
+            Admission::Now(Err(refused)) => Box::pin(async move { Err(refused) }),
+            Admission::Later(admitted) => Box::pin(async move {
+                admitted.await?;
+                next.run(call).await
+            }),
         }
+    }
+}
+
+/// Buckets in Redis, shared by every replica: a call is counted once
+/// whichever replica serves it.
+#[derive(Debug)]
+pub struct SharedRateLimiter {
+    limits: Vec<RateLimit>,
+    state: Arc<RedisState>,
+    /// When Redis cannot be asked: let the call through (true) or refuse it.
+    fail_open: bool,
+    /// Calls decided without Redis, by the fail mode.
+    unchecked: AtomicU64,
+}
+
+impl SharedRateLimiter {
+    pub fn new(limits: Vec<RateLimit>, state: Arc<RedisState>, fail_open: bool) -> Self {
+        Self {
+            limits,
+            state,
+            fail_open,
+            unchecked: AtomicU64::new(0),
+        }
+    }
+
+    /// Calls let through or refused without Redis since start.
+    pub fn unchecked(&self) -> u64 {
+        self.unchecked.load(Ordering::Relaxed)
+    }
+}
+
+impl RateLimiter for SharedRateLimiter {
+    fn admit(&self, call: &Metered<'_>) -> Admission<'_> {
+        let buckets: Vec<(&RateLimit, String)> = self
+            .limits
+            .iter()
+            .filter(|limit| limit.counts(call))
+            .map(|limit| (limit, format!("{}\u{1f}{}", limit.name, limit.key(call))))
+            .collect();
+        if buckets.is_empty() {
+            return Admission::Now(Ok(()));
+        }
+        Admission::Later(Box::pin(async move {
+            for (limit, bucket) in buckets {
+                let taken = self
+                    .state
+                    .take(&bucket, limit.interval(), limit.burst().get())
+                    .await;
+                match taken {
+                    Ok(None) => {}
+                    Ok(Some(retry_after)) => {
+                        return Err(RouteError::Limited {
+                            limit: limit.name.clone(),
+                            retry_after,
+                        })
+                    }
+                    Err(e) => {
+                        let n = self.unchecked.fetch_add(1, Ordering::Relaxed) + 1;
+                        // Logged at the first failure and then ever more rarely.
+                        if n.is_power_of_two() {
+                            tracing::warn!(limit = %limit.name, error = %e, fail_open = self.fail_open, unchecked = n, "a rate limit could not be checked in Redis");
+                        }
+                        if !self.fail_open {
+                            return Err(RouteError::Internal(format!(
+                                "rate limit `{}` could not be checked (the shared state does not answer); the call was not made",
+                                limit.name
+                            )));
+                        }
+                    }
+                }
+            }
+            Ok(())
+        }))
     }
 }
 

@@ -75,6 +75,12 @@ struct MethodLabel {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReplicaLabels {
+    replica: String,
+    backend: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct EraLabel {
     era: String,
 }
@@ -112,6 +118,9 @@ pub struct Metrics {
     sessions_live: Family<EraLabel, Gauge>,
     sessions_started: Family<EraLabel, Counter>,
     reloads: Family<ReloadLabel, Counter>,
+    replica: Family<ReplicaLabels, Gauge>,
+    state_up: Gauge,
+    state_failures: Counter,
 }
 
 impl Default for Metrics {
@@ -184,9 +193,30 @@ impl Metrics {
             "Reloads of the configuration file, by outcome: applied, or refused (the file did not validate; the running configuration stayed)",
             reloads.clone(),
         );
+        let replica = Family::<ReplicaLabels, Gauge>::default();
+        registry.register(
+            "replica",
+            "Always 1: this replica's name and where it keeps shared state (memory or redis)",
+            replica.clone(),
+        );
+        let state_up = Gauge::default();
+        registry.register(
+            "state_backend_up",
+            "1 when the state backend's last command succeeded, else 0",
+            state_up.clone(),
+        );
+        let state_failures = Counter::default();
+        registry.register(
+            "state_backend_failures",
+            "Commands to the state backend that failed (unreachable, refused, timed out)",
+            state_failures.clone(),
+        );
         Self {
             registry,
             reloads,
+            replica,
+            state_up,
+            state_failures,
             calls,
             latency,
             in_flight,
@@ -240,8 +270,26 @@ impl Metrics {
     }
 
     /// The text a scrape gets: the gateway's state is read now.
-    pub(crate) fn render(&self, router: &Router, sessions: &Sessions) -> String {
+    pub(crate) fn render(
+        &self,
+        router: &Router,
+        sessions: &Sessions,
+        replica: &str,
+        state: &dyn crate::state::StateBackend,
+    ) -> String {
         self.observe(router, sessions);
+        self.replica
+            .get_or_create(&ReplicaLabels {
+                replica: replica.to_owned(),
+                backend: state.kind(),
+            })
+            .set(1);
+        self.state_up.set(i64::from(state.healthy()));
+        let failures = state.failures();
+        let seen = self.state_failures.get();
+        if failures > seen {
+            self.state_failures.inc_by(failures - seen);
+        }
         let mut text = String::new();
         // Writing to a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);

@@ -13,7 +13,8 @@ pub(crate) mod trace;
 
 pub use crate::call::{ItemKind, RATE_LIMITED};
 pub use limits::{
-    Dimension, LimitReached, LocalRateLimiter, Metered, RateLimit, RateLimitLayer, RateLimiter,
+    Admission, Dimension, LimitReached, LocalRateLimiter, Metered, RateLimit, RateLimitLayer,
+    RateLimiter, SharedRateLimiter,
 };
 pub use policy::{Condition, ConditionError, Effect, Item, Policy, PolicyLayer, Rule, Verdict};
 

@@ -53,6 +53,8 @@ pub(crate) struct ConfigFile {
     pub(crate) telemetry: Option<super::telemetry::RawTelemetry>,
     pub(crate) auth: Option<super::auth::RawAuth>,
     pub(crate) http: Option<super::auth::RawHttp>,
+    /// `[state]`: this process's memory, or Redis shared by replicas.
+    pub(crate) state: Option<super::state::RawState>,
 }
 
 /// The `mcp` object of VS Code's `settings.json`.

@@ -26,6 +26,7 @@ mod oauth;
 mod policy;
 mod redact;
 mod server;
+mod state;
 mod telemetry;
 mod toml_file;
 mod values;
@@ -489,7 +490,8 @@ fn from_text(
         ..StdioOptions::default()
     };
     let rate_limits = top.limits.as_ref().map_or(&[][..], |l| &l.rate[..]);
-    let rate_limiter = policy::build_rate_limits(&ctx, rate_limits)?;
+    let state = state::build(&ctx, top.state.as_ref())?;
+    let rate_limiter = policy::build_rate_limits(&ctx, rate_limits, &state)?;
     let access = policy::build_policy(&ctx, top.policy.as_ref())?;
     let governance = policy::summary(access.as_deref(), rate_limits.len(), http.per_address);
     let telemetry = telemetry::telemetry(&ctx, top.telemetry.as_ref())?;
@@ -547,6 +549,8 @@ fn from_text(
         apps: apps::settings(top.apps.as_ref()),
         policy: access,
         rate_limiter,
+        state: state.backend,
+        replica: state.replica,
         ..defaults
     };
     // Local models as tools: on by default (it only looks on loopback, and

@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use mcpyard_gateway::governance::{
     Condition, Dimension, Effect, LocalRateLimiter, Policy, RateLimit, RateLimiter, Rule,
+    SharedRateLimiter,
 };
 use mcpyard_server::AddressRate;
 use serde::Deserialize;
@@ -120,11 +121,13 @@ fn effect(ctx: &Context<'_>, key: &str, text: &str) -> Result<Effect, ConfigErro
     }
 }
 
-/// The rate limits of `[[limits.rate]]`, counted in this process; `None`
-/// when there are none.
+/// The rate limits of `[[limits.rate]]`, counted in this process, or in
+/// Redis when `[state]` shares state between replicas; `None` when there
+/// are none.
 pub(crate) fn build_rate_limits(
     ctx: &Context<'_>,
     raw: &[RawRateLimit],
+    state: &super::state::StateSettings,
 ) -> Result<Option<Arc<dyn RateLimiter>>, ConfigError> {
     if raw.is_empty() {
         return Ok(None);
@@ -176,7 +179,14 @@ pub(crate) fn build_rate_limits(
             sources: list("sources", &limit.sources)?,
         });
     }
-    Ok(Some(Arc::new(LocalRateLimiter::new(limits))))
+    Ok(Some(match &state.redis {
+        Some(redis) => Arc::new(SharedRateLimiter::new(
+            limits,
+            redis.clone(),
+            state.fail_open,
+        )),
+        None => Arc::new(LocalRateLimiter::new(limits)),
+    }))
 }
 
 /// An HTTP flood limit: `rate_key` (a rate in requests per second, such as

@@ -71,6 +71,8 @@ const PAGES: &[(&str, &str)] = &[
         "operations",
         include_str!("../../../../../docs/operations.md"),
     ),
+    // several replicas behind a load balancer, state in Redis
+    ("team", include_str!("../../../../../docs/team.md")),
     // architecture, layout and tests
     (
         "development",
@@ -95,16 +97,46 @@ pub(crate) struct Builtin {
     pub(crate) configured: Arc<Configured>,
     /// The gateway's call statistics, for the status.
     stats: Arc<CallStats>,
+    /// This replica, and where it shares state, for the status.
+    replica: Replica,
+}
+
+/// Which replica this is and where it shares state with the others.
+#[derive(Debug)]
+pub(crate) struct Replica {
+    pub(crate) name: String,
+    pub(crate) state: Arc<dyn crate::state::StateBackend>,
+}
+
+impl Replica {
+    /// The replica's name and its state backend's health, for the status.
+    async fn status(&self) -> Value {
+        let reached = self.state.ping().await;
+        json!({
+            "name": self.name,
+            "state": {
+                "backend": self.state.kind(),
+                "reachable": reached.is_ok(),
+                "error": reached.err().map(|e| e.to_string()),
+            },
+        })
+    }
 }
 
 impl Builtin {
-    pub(crate) fn new(sessions: Arc<Sessions>, search_tools: bool, stats: Arc<CallStats>) -> Self {
+    pub(crate) fn new(
+        sessions: Arc<Sessions>,
+        search_tools: bool,
+        stats: Arc<CallStats>,
+        replica: Replica,
+    ) -> Self {
         Self {
             router: OnceLock::new(),
             sessions,
             search_tools,
             configured: Arc::default(),
             stats,
+            replica,
         }
     }
 
@@ -245,6 +277,22 @@ impl Builtin {
             }
             status["structuredContent"]["config"] = config;
         }
+        let replica = self.replica.status().await;
+        if let Some(text) = status["content"][0]["text"].as_str() {
+            let state = &replica["state"];
+            let health = if state["reachable"] == true {
+                "reachable".to_owned()
+            } else {
+                format!("UNREACHABLE ({})", state["error"].as_str().unwrap_or("?"))
+            };
+            let text = format!(
+                "{text}\nreplica: {}, state backend: {} ({health})",
+                replica["name"].as_str().unwrap_or(""),
+                state["backend"].as_str().unwrap_or("")
+            );
+            status["content"][0]["text"] = Value::String(text);
+        }
+        status["structuredContent"]["replica"] = replica;
         status
     }
 }

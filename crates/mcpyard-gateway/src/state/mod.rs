@@ -1,0 +1,159 @@
+//! State that outlives one request and that every replica of a team's
+//! gateway must see alike: the sessions clients hold and the rate-limit
+//! buckets their calls draw from.
+//!
+//! One process keeps it in its own memory ([`MemoryState`], the default:
+//! the session registry is the only record, and rate limits count in
+//! process). Several replicas behind a load balancer share it in Redis
+//! ([`RedisState`]): a session opened on one is found by the others from
+//! its id, and a bucket is one bucket whichever replica a call lands on.
+//! What is in flight (a call, a stream, an upstream connection) stays with
+//! the replica that holds it.
+
+mod redis;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::call::{Identity, IdentityKind};
+
+pub use self::redis::{RedisSettings, RedisState};
+
+/// The shared store could not be used (unreachable, refused, too slow).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("the state backend failed: {0}")]
+pub struct StateError(pub String);
+
+/// What a replica needs to serve a session another replica opened: who
+/// owns it and what its client negotiated. Groups and scopes are not
+/// kept: they come with each request's credentials.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionRecord {
+    pub identity_kind: String,
+    pub identity_name: String,
+    pub protocol_version: String,
+    pub capabilities: Value,
+    pub client_info: Value,
+    pub log_level: Option<String>,
+    pub initialized: bool,
+}
+
+impl SessionRecord {
+    /// The owner as an identity without groups or scopes (the request that
+    /// uses the session brings its own).
+    pub fn owner(&self) -> Identity {
+        let kind = match self.identity_kind.as_str() {
+            "api_key" => IdentityKind::ApiKey,
+            "token" => IdentityKind::Token,
+            "local" => IdentityKind::Local,
+            _ => IdentityKind::Anonymous,
+        };
+        Identity {
+            name: self.identity_name.clone(),
+            kind,
+            groups: Vec::new(),
+            scopes: Vec::new(),
+        }
+    }
+}
+
+/// Where shared state is kept. Implementations answer within their own
+/// timeout: a store that does not answer is an error, never a hang.
+#[async_trait]
+pub trait StateBackend: Send + Sync + std::fmt::Debug + 'static {
+    /// `memory` or `redis`, for the status and the metrics.
+    fn kind(&self) -> &'static str;
+
+    /// Whether other replicas share this store: when false, sessions live
+    /// in the registry alone and nothing below is asked for them.
+    fn shared(&self) -> bool;
+
+    /// Whether the store answers now.
+    async fn ping(&self) -> Result<(), StateError>;
+
+    /// Whether the last command succeeded (for the metrics, which cannot wait).
+    fn healthy(&self) -> bool {
+        true
+    }
+
+    /// Commands that failed since start.
+    fn failures(&self) -> u64 {
+        0
+    }
+
+    /// Keeps the record of session `id` for `ttl` (replacing an older one).
+    async fn save_session(
+        &self,
+        id: &str,
+        record: &SessionRecord,
+        ttl: Duration,
+    ) -> Result<(), StateError>;
+
+    /// The record of session `id`, when some replica saved it and it has
+    /// not expired or been deleted.
+    async fn load_session(&self, id: &str) -> Result<Option<SessionRecord>, StateError>;
+
+    /// Keeps session `id` for another `ttl`: it is in use.
+    async fn refresh_session(&self, id: &str, ttl: Duration) -> Result<(), StateError>;
+
+    /// Deletes session `id` and tells every replica (see
+    /// [`StateBackend::ended_sessions`]).
+    async fn delete_session(&self, id: &str) -> Result<(), StateError>;
+
+    /// The ids of sessions deleted anywhere, as they are deleted; `None`
+    /// when nobody else can delete one.
+    fn ended_sessions(&self) -> Option<tokio::sync::broadcast::Receiver<String>>;
+
+    /// Stops what listens in the background (shutdown).
+    fn close(&self) {}
+}
+
+/// One process alone: the session registry is the only record of a
+/// session. Rate limits count in process
+/// ([`LocalRateLimiter`](crate::governance::LocalRateLimiter)), or in Redis
+/// ([`SharedRateLimiter`](crate::governance::SharedRateLimiter)).
+#[derive(Debug, Default)]
+pub struct MemoryState;
+
+#[async_trait]
+impl StateBackend for MemoryState {
+    fn kind(&self) -> &'static str {
+        "memory"
+    }
+
+    fn shared(&self) -> bool {
+        false
+    }
+
+    async fn ping(&self) -> Result<(), StateError> {
+        Ok(())
+    }
+
+    async fn save_session(
+        &self,
+        _: &str,
+        _: &SessionRecord,
+        _: Duration,
+    ) -> Result<(), StateError> {
+        Ok(())
+    }
+
+    async fn load_session(&self, _: &str) -> Result<Option<SessionRecord>, StateError> {
+        Ok(None)
+    }
+
+    async fn refresh_session(&self, _: &str, _: Duration) -> Result<(), StateError> {
+        Ok(())
+    }
+
+    async fn delete_session(&self, _: &str) -> Result<(), StateError> {
+        Ok(())
+    }
+
+    fn ended_sessions(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+        None
+    }
+}

@@ -1,0 +1,337 @@
+//! The Redis backend: session records with a TTL, GCRA buckets in a Lua
+//! script, and a pub/sub channel that tells every replica of a deleted
+//! session. One connection manager (reconnecting by itself) carries the
+//! commands; a second connection listens.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{AsyncCommands, IntoConnectionInfo};
+use tokio::sync::{broadcast, OnceCell};
+use tokio_util::sync::CancellationToken;
+
+use super::{SessionRecord, StateBackend, StateError};
+
+/// How to reach Redis.
+#[derive(Clone)]
+pub struct RedisSettings {
+    /// `redis://host:port/db` or `rediss://` (TLS); may carry a password,
+    /// so it is never shown.
+    pub url: String,
+    /// The password, when it is not in the URL (from the environment).
+    pub password: Option<String>,
+    /// Every key and channel starts with it: replicas of one team share
+    /// it, two teams on one Redis do not.
+    pub prefix: String,
+    /// How long one command may take before it counts as failed.
+    pub timeout: Duration,
+    /// PEM certificates trusted for `rediss://` besides the system's.
+    pub ca_file: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for RedisSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisSettings")
+            .field("prefix", &self.prefix)
+            .field("timeout", &self.timeout)
+            .field("ca_file", &self.ca_file)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Ended-session ids waiting for slow listeners at most.
+const ENDED_BACKLOG: usize = 1024;
+
+/// State shared through one Redis.
+pub struct RedisState {
+    client: redis::Client,
+    /// Made on first use: a replica starts while Redis is still coming up.
+    connection: OnceCell<ConnectionManager>,
+    prefix: String,
+    timeout: Duration,
+    gcra: redis::Script,
+    ended: broadcast::Sender<String>,
+    /// Commands that failed (unreachable, refused, timed out).
+    failures: AtomicU64,
+    /// Whether the last command succeeded.
+    up: std::sync::atomic::AtomicBool,
+    stop: CancellationToken,
+    /// Set when the channel of ended sessions is first asked for.
+    listening: std::sync::Once,
+    me: std::sync::Weak<RedisState>,
+}
+
+impl std::fmt::Debug for RedisState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisState")
+            .field("prefix", &self.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisState {
+    /// Checks the settings and prepares the client; nothing connects until
+    /// the first command, or until the channel of ended sessions is first
+    /// asked for.
+    pub fn new(settings: &RedisSettings) -> Result<Arc<Self>, StateError> {
+        let mut info = settings
+            .url
+            .as_str()
+            .into_connection_info()
+            .map_err(|e| StateError(format!("not a Redis URL: {e}")))?;
+        if let Some(password) = &settings.password {
+            let redis = info.redis_settings().clone().set_password(password);
+            info = info.set_redis_settings(redis);
+        }
+        let client = match &settings.ca_file {
+            None => redis::Client::open(info),
+            Some(path) => {
+                let root_cert = std::fs::read(path)
+                    .map_err(|e| StateError(format!("cannot read {}: {e}", path.display())))?;
+                redis::Client::build_with_tls(
+                    info,
+                    redis::TlsCertificates {
+                        client_tls: None,
+                        root_cert: Some(root_cert),
+                    },
+                )
+            }
+        }
+        .map_err(|e| StateError(format!("cannot use that Redis: {e}")))?;
+        Ok(Arc::new_cyclic(|me| Self {
+            client,
+            connection: OnceCell::new(),
+            prefix: settings.prefix.clone(),
+            timeout: settings.timeout,
+            gcra: redis::Script::new(include_str!("gcra.lua")),
+            ended: broadcast::channel(ENDED_BACKLOG).0,
+            failures: AtomicU64::new(0),
+            up: std::sync::atomic::AtomicBool::new(true),
+            stop: CancellationToken::new(),
+            listening: std::sync::Once::new(),
+            me: me.clone(),
+        }))
+    }
+
+    fn key(&self, kind: &str, id: &str) -> String {
+        format!("{}:{kind}:{id}", self.prefix)
+    }
+
+    fn ended_channel(&self) -> String {
+        format!("{}:session-ended", self.prefix)
+    }
+
+    async fn connection(&self) -> Result<ConnectionManager, StateError> {
+        let made = self
+            .connection
+            .get_or_try_init(|| {
+                let config = ConnectionManagerConfig::new()
+                    .set_connection_timeout(Some(self.timeout))
+                    .set_response_timeout(Some(self.timeout))
+                    .set_number_of_retries(1);
+                let client = self.client.clone();
+                async move { ConnectionManager::new_with_config(client, config).await }
+            })
+            .await;
+        made.cloned().map_err(|e| self.failed(&e))
+    }
+
+    fn failed(&self, e: &redis::RedisError) -> StateError {
+        self.note_failure();
+        // The error's text can name the server but never the password.
+        StateError(format!("Redis: {e}"))
+    }
+
+    fn note_failure(&self) {
+        self.failures.fetch_add(1, Ordering::Relaxed);
+        self.up.store(false, Ordering::Relaxed);
+    }
+
+    /// Runs one command on the shared connection, within the timeout.
+    async fn run<T, F>(&self, command: impl FnOnce(ConnectionManager) -> F) -> Result<T, StateError>
+    where
+        F: std::future::Future<Output = redis::RedisResult<T>>,
+    {
+        let connection = self.connection().await?;
+        match tokio::time::timeout(self.timeout, command(connection)).await {
+            Ok(Ok(value)) => {
+                self.up.store(true, Ordering::Relaxed);
+                Ok(value)
+            }
+            Ok(Err(e)) => Err(self.failed(&e)),
+            Err(_) => {
+                self.note_failure();
+                Err(StateError(format!(
+                    "Redis did not answer within {:?}",
+                    self.timeout
+                )))
+            }
+        }
+    }
+
+    /// Takes one call from the GCRA bucket `bucket` (see `gcra.lua`):
+    /// `None` when the call may go, else how long until one may.
+    pub async fn take(
+        &self,
+        bucket: &str,
+        interval: Duration,
+        burst: u32,
+    ) -> Result<Option<Duration>, StateError> {
+        let key = self.key("rate", bucket);
+        let interval_us = u64::try_from(interval.as_micros())
+            .unwrap_or(u64::MAX)
+            .max(1);
+        let wait_us: u64 = self
+            .run(|mut c| async move {
+                self.gcra
+                    .key(key)
+                    .arg(interval_us)
+                    .arg(burst)
+                    .invoke_async(&mut c)
+                    .await
+            })
+            .await?;
+        Ok((wait_us > 0).then(|| Duration::from_micros(wait_us)))
+    }
+
+    /// Listens for sessions deleted by any replica until the backend is
+    /// closed, reconnecting after a failure. Each (re)subscription is
+    /// announced with an empty id: deletions may have been missed meanwhile.
+    fn listen(&self) {
+        let state = self.me.clone();
+        let stop = self.stop.clone();
+        tokio::spawn(async move {
+            loop {
+                let Some(this) = state.upgrade() else { return };
+                let subscribed = async {
+                    let mut pubsub = this.client.get_async_pubsub().await?;
+                    pubsub.subscribe(this.ended_channel()).await?;
+                    redis::RedisResult::Ok(pubsub)
+                };
+                let pubsub = tokio::select! {
+                    p = tokio::time::timeout(this.timeout, subscribed) => p,
+                    () = stop.cancelled() => return,
+                };
+                match pubsub {
+                    Ok(Ok(pubsub)) => {
+                        let _ = this.ended.send(String::new());
+                        let ended = this.ended.clone();
+                        drop(this);
+                        let mut messages = pubsub.into_on_message();
+                        loop {
+                            let message = tokio::select! {
+                                m = messages.next() => m,
+                                () = stop.cancelled() => return,
+                            };
+                            let Some(message) = message else { break };
+                            if let Ok(id) = message.get_payload::<String>() {
+                                let _ = ended.send(id);
+                            }
+                        }
+                        tracing::warn!("lost the Redis channel of ended sessions; reconnecting");
+                    }
+                    Ok(Err(e)) => {
+                        this.note_failure();
+                        tracing::warn!(error = %e, "cannot listen for ended sessions in Redis; retrying");
+                    }
+                    Err(_) => {
+                        this.note_failure();
+                        tracing::warn!("Redis did not answer the subscription; retrying");
+                    }
+                }
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                    () = stop.cancelled() => return,
+                }
+            }
+        });
+    }
+}
+
+/// A TTL in whole milliseconds, at least one.
+fn millis(ttl: Duration) -> u64 {
+    u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
+#[async_trait]
+impl StateBackend for RedisState {
+    fn kind(&self) -> &'static str {
+        "redis"
+    }
+
+    fn shared(&self) -> bool {
+        true
+    }
+
+    fn healthy(&self) -> bool {
+        self.up.load(Ordering::Relaxed)
+    }
+
+    fn failures(&self) -> u64 {
+        self.failures.load(Ordering::Relaxed)
+    }
+
+    async fn ping(&self) -> Result<(), StateError> {
+        self.run(|mut c| async move { redis::cmd("PING").query_async::<String>(&mut c).await })
+            .await
+            .map(drop)
+    }
+
+    async fn save_session(
+        &self,
+        id: &str,
+        record: &SessionRecord,
+        ttl: Duration,
+    ) -> Result<(), StateError> {
+        let key = self.key("session", id);
+        let value = serde_json::to_string(record)
+            .map_err(|e| StateError(format!("session record: {e}")))?;
+        self.run(|mut c| async move { c.pset_ex::<_, _, ()>(key, value, millis(ttl)).await })
+            .await
+    }
+
+    async fn load_session(&self, id: &str) -> Result<Option<SessionRecord>, StateError> {
+        let key = self.key("session", id);
+        let text: Option<String> = self.run(|mut c| async move { c.get(key).await }).await?;
+        // A record this version cannot read is no session of it.
+        Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
+    }
+
+    async fn refresh_session(&self, id: &str, ttl: Duration) -> Result<(), StateError> {
+        let key = self.key("session", id);
+        let ttl = i64::try_from(millis(ttl)).unwrap_or(i64::MAX);
+        self.run(|mut c| async move { c.pexpire::<_, ()>(key, ttl).await })
+            .await
+    }
+
+    async fn delete_session(&self, id: &str) -> Result<(), StateError> {
+        let key = self.key("session", id);
+        let channel = self.ended_channel();
+        let id = id.to_owned();
+        self.run(|mut c| async move {
+            redis::pipe()
+                .del(key)
+                .ignore()
+                .publish(channel, id)
+                .ignore()
+                .query_async::<()>(&mut c)
+                .await
+        })
+        .await
+    }
+
+    fn ended_sessions(&self) -> Option<broadcast::Receiver<String>> {
+        let receiver = self.ended.subscribe();
+        self.listening.call_once(|| self.listen());
+        Some(receiver)
+    }
+
+    fn close(&self) {
+        self.stop.cancel();
+    }
+}

@@ -1,0 +1,235 @@
+//! `[state]`: where what outlives a request is kept. In this process's
+//! memory (the default), or in Redis, shared by every replica of a team's
+//! gateway behind one load balancer:
+//!
+//! ```toml
+//! [state]
+//! backend = "redis"
+//! url = "redis://redis.internal:6379/0"   # rediss:// for TLS
+//! password_env = "MCPYARD_REDIS_PASSWORD"  # when the URL carries none
+//! fail_mode = "closed"                      # rate limits while Redis is unreachable
+//! ```
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use mcpyard_gateway::state::{MemoryState, RedisSettings, RedisState, StateBackend};
+
+use super::context::Context;
+use super::error::ConfigError;
+use super::values::RawDuration;
+
+/// `[state]`, as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawState {
+    backend: Option<String>,
+    url: Option<String>,
+    password_env: Option<String>,
+    prefix: Option<String>,
+    timeout: Option<RawDuration>,
+    ca_file: Option<String>,
+    replica: Option<String>,
+    fail_mode: Option<String>,
+}
+
+/// How long one Redis command may take by default.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// What `[state]` makes.
+#[derive(Debug, Clone)]
+pub(crate) struct StateSettings {
+    pub(crate) backend: Arc<dyn StateBackend>,
+    /// The Redis backend itself, for the rate limits it counts.
+    pub(crate) redis: Option<Arc<RedisState>>,
+    pub(crate) replica: String,
+    /// Rate limits let calls through while Redis cannot be asked.
+    pub(crate) fail_open: bool,
+}
+
+/// This replica's name: `[state] replica`, else `$HOSTNAME` (a pod's name
+/// under Kubernetes), else a random one.
+fn replica_name(ctx: &Context<'_>, raw: Option<&String>) -> Result<String, ConfigError> {
+    let named = match raw {
+        Some(r) => Some(ctx.expand("state.replica", r)?),
+        None => (ctx.lookup)("HOSTNAME"),
+    };
+    Ok(named.filter(|n| !n.trim().is_empty()).unwrap_or_else(|| {
+        format!(
+            "mcpyard-{}",
+            &uuid::Uuid::new_v4().simple().to_string()[..8]
+        )
+    }))
+}
+
+pub(crate) fn build(
+    ctx: &Context<'_>,
+    raw: Option<&RawState>,
+) -> Result<StateSettings, ConfigError> {
+    let empty = RawState::default();
+    let raw = raw.unwrap_or(&empty);
+    let replica = replica_name(ctx, raw.replica.as_ref())?;
+    let fail_open = match raw.fail_mode.as_deref() {
+        None | Some("closed") => false,
+        Some("open") => true,
+        Some(_) => return Err(ctx.error("state.fail_mode", r#"expected "closed" or "open""#)),
+    };
+    let backend = match raw.backend.as_deref() {
+        None | Some("memory") => None,
+        Some("redis") => Some(()),
+        Some(_) => return Err(ctx.error("state.backend", r#"expected "memory" or "redis""#)),
+    };
+    if backend.is_none() {
+        if let Some(key) = [
+            ("url", raw.url.is_some()),
+            ("password_env", raw.password_env.is_some()),
+            ("ca_file", raw.ca_file.is_some()),
+        ]
+        .iter()
+        .find_map(|(k, set)| set.then_some(*k))
+        {
+            return Err(ctx.error(
+                &format!("state.{key}"),
+                r#"belongs to backend = "redis"; the memory backend keeps state in this process"#,
+            ));
+        }
+        return Ok(StateSettings {
+            backend: Arc::new(MemoryState),
+            redis: None,
+            replica,
+            fail_open,
+        });
+    }
+    let url = match &raw.url {
+        Some(u) => ctx.expand("state.url", u)?,
+        None => {
+            return Err(ctx.error(
+                "state.url",
+                r#"backend = "redis" needs the server's URL (redis://host:6379)"#,
+            ))
+        }
+    };
+    if !(url.starts_with("redis://") || url.starts_with("rediss://")) {
+        return Err(ctx.error("state.url", "must start with redis:// or rediss:// (TLS)"));
+    }
+    let password = match &raw.password_env {
+        None => None,
+        Some(var) => Some((ctx.lookup)(var).filter(|p| !p.is_empty()).ok_or_else(|| {
+            ctx.error(
+                "state.password_env",
+                format!("the variable {var} is not set"),
+            )
+        })?),
+    };
+    let prefix = match &raw.prefix {
+        Some(p) if p.is_empty() => return Err(ctx.error("state.prefix", "must not be empty")),
+        Some(p) => ctx.expand("state.prefix", p)?,
+        None => "mcpyard".to_owned(),
+    };
+    let timeout = raw
+        .timeout
+        .as_ref()
+        .map(|t| super::server::duration(ctx, "state.timeout", t))
+        .transpose()?
+        .unwrap_or(DEFAULT_TIMEOUT);
+    let ca_file = match &raw.ca_file {
+        None => None,
+        Some(f) => {
+            let f = ctx.expand("state.ca_file", f)?;
+            let path = std::path::Path::new(&f);
+            let path = match ctx.base_dir {
+                Some(base) if path.is_relative() => base.join(path),
+                _ => path.to_path_buf(),
+            };
+            if let Err(e) = std::fs::metadata(&path) {
+                return Err(ctx.error(
+                    "state.ca_file",
+                    format!("cannot read {}: {e}", path.display()),
+                ));
+            }
+            Some(path)
+        }
+    };
+    let settings = RedisSettings {
+        url,
+        password,
+        prefix,
+        timeout,
+        ca_file,
+    };
+    let redis = RedisState::new(&settings).map_err(|e| ctx.error("state.url", e.0))?;
+    Ok(StateSettings {
+        backend: redis.clone(),
+        redis: Some(redis),
+        replica,
+        fail_open,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str, env: &[(&str, &str)]) -> Result<StateSettings, ConfigError> {
+        let raw: RawState = toml::from_str(text).expect("valid TOML");
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        let lookup = move |name: &str| env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+        let ctx = Context {
+            file: "mcpyard.toml",
+            base_dir: None,
+            lookup: &lookup,
+        };
+        build(&ctx, Some(&raw))
+    }
+
+    #[test]
+    fn memory_is_the_default_and_takes_no_redis_keys() {
+        let s = parse("", &[("HOSTNAME", "pod-7")]).unwrap();
+        assert_eq!(s.backend.kind(), "memory");
+        assert_eq!(s.replica, "pod-7");
+        let e = parse(r#"url = "redis://127.0.0.1""#, &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("state.url"), "{e}");
+    }
+
+    #[test]
+    fn redis_needs_a_url_and_its_password_variable() {
+        let s = parse(
+            "backend = \"redis\"\nurl = \"redis://127.0.0.1:6379\"\nreplica = \"a\"",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(s.backend.kind(), "redis");
+        assert_eq!(s.replica, "a");
+        for (text, key) in [
+            ("backend = \"redis\"", "state.url"),
+            ("backend = \"redis\"\nurl = \"http://x\"", "state.url"),
+            (
+                "backend = \"redis\"\nurl = \"redis://x\"\npassword_env = \"NOPE\"",
+                "state.password_env",
+            ),
+            ("backend = \"disk\"", "state.backend"),
+            ("fail_mode = \"maybe\"", "state.fail_mode"),
+        ] {
+            let e = parse(text, &[]).unwrap_err().to_string();
+            assert!(e.contains(key), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_password_is_never_in_an_error() {
+        let e = parse(
+            "backend = \"redis\"\nurl = \"redis://:s3cr3t-pw@[::1\"",
+            &[],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(!e.contains("s3cr3t-pw"), "{e}");
+    }
+}
