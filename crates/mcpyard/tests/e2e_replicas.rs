@@ -332,3 +332,123 @@ async fn redis_over_tls_with_a_password_counts_the_limits() {
     // not been reached, the limits (failing closed) would refuse them all.
     assert_eq!(call_docs(&replicas[0].0.url(), 3).await, (2, vec![-32029]));
 }
+
+/// A JSON-RPC request straight to `url` (in `session` when given); the
+/// HTTP status, the session id issued and the JSON answer.
+async fn rpc(url: &str, session: Option<&str>, body: Value) -> (u16, Option<String>, Value) {
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2025-11-25")
+        .json(&body);
+    if let Some(id) = session {
+        request = request.header("Mcp-Session-Id", id);
+    }
+    let answer = request.send().await.expect("an answer");
+    let status = answer.status().as_u16();
+    let issued = answer
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let text = answer.text().await.unwrap_or_default();
+    // A streamed answer: its last `data:` line.
+    let json = serde_json::from_str(&text).unwrap_or_else(|_| {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str(d.trim()).ok())
+            .next_back()
+            .unwrap_or_default()
+    });
+    (status, issued, json)
+}
+
+fn echo(id: u64, message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": "every__echo", "arguments": {"message": message}}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_stopped_or_killed_hands_its_sessions_to_the_others() {
+    let dir = scratch();
+    let redis = Redis::start(dir.path(), None).await;
+    let replicas = start_replicas(dir.path(), 3, &redis.url(), "", &[]).await;
+    let ports: Vec<u16> = replicas.iter().map(|(g, _)| g.port).collect();
+    let balancer = Balancer::start(dir.path(), &ports).await;
+    let first = replicas[0].0.url();
+
+    // A session opened on r0, with its GET stream and a long call there.
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "replica-test", "version": "1"}}});
+    let (status, session, _) = rpc(&first, None, init).await;
+    assert_eq!(status, 200);
+    let session = session.expect("a session id");
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(rpc(&first, Some(&session), initialized).await.0, 202);
+    let stream = reqwest::Client::new()
+        .get(&first)
+        .header("Accept", "text/event-stream")
+        .header("Mcp-Session-Id", &session)
+        .header("MCP-Protocol-Version", "2025-11-25")
+        .send()
+        .await
+        .expect("the GET stream opens");
+    assert_eq!(stream.status(), 200);
+    let long = {
+        let (url, session) = (first.clone(), session.clone());
+        tokio::spawn(async move {
+            let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+                "name": "every__trigger-long-running-operation",
+                "arguments": {"duration": 2, "steps": 2}}});
+            rpc(&url, Some(&session), call).await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    // SIGTERM to r0 alone (not its upstream's group): it drains.
+    // SAFETY: kill of a process this test started.
+    unsafe { libc::kill(replicas[0].0.proc.pid(), libc::SIGTERM) };
+    let (status, _, answer) = tokio::time::timeout(Duration::from_secs(15), long)
+        .await
+        .expect("the long call ends within the drain")
+        .expect("the call's task");
+    assert_eq!(status, 200, "{answer}");
+    assert!(
+        answer["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("Long running operation completed")),
+        "the call in flight finished during the drain: {answer}"
+    );
+    let ended = tokio::time::timeout(Duration::from_secs(15), stream.text())
+        .await
+        .expect("the GET stream ends")
+        .unwrap_or_default();
+    assert!(
+        ended.contains("retry: 1000"),
+        "a retry hint closes the stream: {ended:?}"
+    );
+
+    // The session goes on through the balancer, on r1 and r2.
+    for i in 0..4 {
+        let (status, _, answer) = rpc(&balancer.url(), Some(&session), echo(10 + i, "on")).await;
+        assert_eq!(status, 200, "{answer}");
+        assert_eq!(
+            answer["result"]["content"][0]["text"], "Echo: on",
+            "{answer}"
+        );
+    }
+    // r1 killed outright: once the balancer's check has seen it gone (a
+    // request caught in that instant gets 502, as from any dead server),
+    // r2 alone goes on with the session.
+    replicas[1].0.proc.signal_group(libc::SIGKILL);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    for i in 0..4 {
+        let (status, _, answer) = rpc(&balancer.url(), Some(&session), echo(20 + i, "still")).await;
+        assert_eq!(status, 200, "{answer}");
+        assert_eq!(
+            answer["result"]["content"][0]["text"], "Echo: still",
+            "{answer}"
+        );
+    }
+}

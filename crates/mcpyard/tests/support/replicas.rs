@@ -195,16 +195,17 @@ impl Balancer {
         let servers: String = replicas
             .iter()
             .enumerate()
-            .map(|(i, p)| format!("  server r{i} 127.0.0.1:{p}\n"))
+            .map(|(i, p)| format!("  server r{i} 127.0.0.1:{p} check inter 500ms fall 1 rise 2\n"))
             .collect();
         // Each request is balanced on its own (the server side of a
-        // connection is closed after each answer), and streams may stay
-        // quiet for a minute.
+        // connection is closed after each answer), streams may stay quiet
+        // for a minute, and a request a dead replica cannot take goes to
+        // another (its health checked on /ready).
         let config = format!(
             "global\n  maxconn 512\n\
-             defaults\n  mode http\n  timeout connect 2s\n  timeout client 120s\n  timeout server 120s\n  timeout tunnel 120s\n  option http-server-close\n\
+             defaults\n  mode http\n  timeout connect 2s\n  timeout client 120s\n  timeout server 120s\n  timeout tunnel 120s\n  option http-server-close\n  option redispatch\n  retries 3\n\
              frontend mcp\n  bind 127.0.0.1:{port}\n  default_backend replicas\n\
-             backend replicas\n  balance roundrobin\n{servers}"
+             backend replicas\n  balance roundrobin\n  option httpchk\n  http-check send meth GET uri /ready ver HTTP/1.1 hdr Host 127.0.0.1\n  http-check expect status 200\n{servers}"
         );
         let file = dir.join("haproxy.cfg");
         std::fs::write(&file, config).expect("write haproxy.cfg");
