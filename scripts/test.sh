@@ -15,7 +15,7 @@
 # and prints a summary. Exits non-zero when any step fails.
 #
 # Environment:
-#   MCPYARD_CONFORMANCE  full (default): all five conformance runs of each suite and their gates;
+#   MCPYARD_CONFORMANCE  full (default): all six conformance runs of each suite and their gates;
 #                        direct: only the runs that need no gateway; off: skip steps 3 and 4
 #   CARGO_TEST_ARGS      extra arguments for `cargo test --workspace` (e.g. "-- --nocapture")
 set -uo pipefail
