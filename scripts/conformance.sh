@@ -69,19 +69,15 @@ input-required-result-validate-input"
 # (concurrent streams work, priming events, retry, resuming after a cut).
 FEWER_CHECKS="b:server-sse-multiple-streams d:server-sse-multiple-streams b:server-sse-polling
 e:server-sse-multiple-streams e:server-sse-polling f:server-sse-multiple-streams f:server-sse-polling"
-# Scenarios that fail across replicas (f) by a known limit, per suite: the
-# server's request to the client (sampling, elicitation) goes out on one
-# replica's stream and the client's answer, a POST of its own, lands on the
-# other, which does not hold the waiting call (docs/team.md, "Not shared
-# yet"). An entry that passes fails the gates: remove it.
-NOT_ACROSS_REPLICAS_STABLE="tools-call-sampling tools-call-elicitation elicitation-sep1034-defaults
-elicitation-sep1330-enums"
-# The 2026-07-28 era adds what waits on one replica for a client's next
+# Scenarios that fail across replicas (f) by a known limit, per suite. The
+# 2026-07-28 era keeps on one replica what waits for a client's next
 # request: input_required rounds (the retry must reach the replica holding
 # the suspended call), tasks (created, polled and cancelled where they run),
-# and subscriptions/listen (a change on the other replica is not heard).
-NOT_ACROSS_REPLICAS_ALPHA="tools-call-sampling tools-call-elicitation elicitation-sep1034-defaults
-elicitation-sep1330-enums server-stateless tasks-lifecycle tasks-wire-fields tasks-request-state-removal
+# and subscriptions/listen (a change made through the other replica is not
+# heard); see docs/team.md, "Not shared yet". An entry that passes fails the
+# gates: remove it.
+NOT_ACROSS_REPLICAS_STABLE=""
+NOT_ACROSS_REPLICAS_ALPHA="server-stateless tasks-lifecycle tasks-wire-fields tasks-request-state-removal
 tasks-mrtr-input tasks-request-headers tasks-dispatch-and-envelope tasks-mrtr-composition
 input-required-result-request-state input-required-result-multiple-input-requests
 input-required-result-multi-round"

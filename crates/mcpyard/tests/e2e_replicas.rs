@@ -452,3 +452,46 @@ async fn a_replica_stopped_or_killed_hands_its_sessions_to_the_others() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sampling_and_elicitation_are_answered_through_the_other_replica() {
+    let dir = scratch();
+    let redis = Redis::start(dir.path(), None).await;
+    let log = [("RUST_LOG", "mcpyard=debug,mcpyard_gateway=debug,info")];
+    let replicas = start_replicas(dir.path(), 2, &redis.url(), "", &log).await;
+    let ports: Vec<u16> = replicas.iter().map(|(g, _)| g.port).collect();
+    let balancer = Balancer::start(dir.path(), &ports).await;
+    let recorder = std::sync::Arc::new(Recorder::default());
+    let client = connect(
+        mcpyard_client::TransportSpec::StreamableHttp {
+            url: balancer.url(),
+            headers: vec![],
+        },
+        recorder.clone(),
+        json!({"sampling": {}, "elicitation": {}}),
+    )
+    .await;
+    // Each call's relayed request goes out on one replica; the client's
+    // answer, a POST of its own, lands on whichever comes next.
+    for _ in 0..3 {
+        let sampled = call(
+            &client,
+            "every__trigger-sampling-request",
+            json!({"prompt": "say hi", "maxTokens": 10}),
+        )
+        .await;
+        assert!(sampled.to_string().contains(SAMPLED_TEXT), "{sampled}");
+        let elicited = call(&client, "every__trigger-elicitation-request", json!({})).await;
+        assert!(elicited.to_string().contains(ELICITED_NAME), "{elicited}");
+    }
+    let handed_on: usize = replicas
+        .iter()
+        .map(|(g, _)| {
+            g.proc
+                .log_text()
+                .matches("took a client's message that reached another replica")
+                .count()
+        })
+        .sum();
+    assert!(handed_on >= 1, "no answer crossed replicas");
+}

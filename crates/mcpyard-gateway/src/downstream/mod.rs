@@ -15,7 +15,7 @@ mod subscriptions;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use mcpyard_proto::{codes, methods, ErrorObject, RequestId};
+use mcpyard_proto::{codes, methods, ErrorObject, Message, RequestId};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -26,7 +26,7 @@ pub(crate) use sessions::{SessionCaps, Sessions};
 use crate::error::RouteError;
 use crate::router::Router;
 use crate::source::{ClientHandle, Progress, Source};
-use crate::state::StateBackend;
+use crate::state::{StateBackend, StateEvent};
 use listen::{ListenFilter, Listener, SUBSCRIPTION_ID};
 use round_trips::RoundTrips;
 use sessions::AtCapacity;
@@ -59,7 +59,7 @@ impl Downstream {
         stop: CancellationToken,
         state: Arc<dyn StateBackend>,
     ) -> Arc<Self> {
-        let ended = state.ended_sessions();
+        let events = state.events();
         let downstream = Arc::new(Self {
             sessions,
             router,
@@ -70,8 +70,8 @@ impl Downstream {
             state,
         });
         tokio::spawn(expire_idle_sessions(Arc::downgrade(&downstream)));
-        if let Some(ended) = ended {
-            tokio::spawn(follow_ended_sessions(Arc::downgrade(&downstream), ended));
+        if let Some(events) = events {
+            tokio::spawn(follow_replicas(Arc::downgrade(&downstream), events));
         }
         downstream
     }
@@ -142,6 +142,55 @@ impl Downstream {
                 tracing::warn!(error = %e, "a deleted session could not be removed for the other replicas: it lasts there until its record expires");
                 here
             }
+        }
+    }
+
+    /// Hands a client's message to the replica that waits for it: the
+    /// answer to a request another replica relayed, or a cancellation of a
+    /// call another replica runs (shared state only; see `follow_replicas`).
+    pub(crate) async fn forward(&self, session: &Session, message: &Message) {
+        let Ok(text) = serde_json::to_string(message) else {
+            return;
+        };
+        if let Err(e) = self.state.forward(session.id(), &text).await {
+            tracing::warn!(error = %e, "a client's message for another replica could not be handed on");
+        }
+    }
+
+    /// A message another replica received for a session of this one: an
+    /// answer to a request relayed from here, or a cancellation of a call
+    /// running here. Never handed on again.
+    fn take_forwarded(&self, session: &str, message: &str) {
+        let (Some(session), Ok(message)) = (
+            self.sessions.get(session),
+            serde_json::from_str::<Message>(message),
+        ) else {
+            return;
+        };
+        tracing::debug!("took a client's message that reached another replica");
+        match message {
+            Message::Notification { method, params }
+                if method == methods::NOTIFICATION_CANCELLED =>
+            {
+                if let Some(id) = cancelled_request(params.as_ref()) {
+                    session.cancel_request(&id);
+                }
+            }
+            answer => deliver_answer(&session, answer),
+        }
+    }
+
+    /// A client's answer (a response or an error) to one of the gateway's
+    /// requests: delivered here when this replica waits for it, else handed
+    /// to the one that relayed the request.
+    pub(crate) async fn answer(&self, session: &Session, answer: Message) {
+        let elsewhere = answer
+            .id()
+            .is_some_and(|id| session.is_shared() && !session.awaits(id));
+        if elsewhere {
+            self.forward(session, &answer).await;
+        } else {
+            deliver_answer(session, answer);
         }
     }
 
@@ -414,12 +463,37 @@ impl Drop for ListenRegistration {
     }
 }
 
-/// Ends here the sessions another replica deleted, until the gateway goes.
-/// An empty id says the channel was (re)joined: what was deleted meanwhile
-/// is looked up.
-async fn follow_ended_sessions(
+/// Gives a client's answer to the request of the session's it answers;
+/// anything else is left.
+fn deliver_answer(session: &Session, answer: Message) {
+    match answer {
+        Message::Response { id, result } => {
+            session.resolve(&id, Ok(result));
+        }
+        Message::Error {
+            id: Some(id),
+            error,
+        } => {
+            session.resolve(&id, Err(error));
+        }
+        _ => {}
+    }
+}
+
+/// The id of the request a `notifications/cancelled` names.
+pub(crate) fn cancelled_request(params: Option<&Value>) -> Option<RequestId> {
+    params
+        .and_then(|p| p.get("requestId"))
+        .and_then(|v| serde_json::from_value::<RequestId>(v.clone()).ok())
+}
+
+/// What the other replicas say, until the gateway goes: sessions they
+/// deleted end here, messages they received for a session's waiting part
+/// here are taken. After the channel was (re)joined, what was deleted
+/// meanwhile is looked up.
+async fn follow_replicas(
     downstream: Weak<Downstream>,
-    mut ended: tokio::sync::broadcast::Receiver<String>,
+    mut events: tokio::sync::broadcast::Receiver<StateEvent>,
 ) {
     use tokio::sync::broadcast::error::RecvError;
     let Some(stop) = downstream.upgrade().map(|d| d.stop.clone()) else {
@@ -427,17 +501,22 @@ async fn follow_ended_sessions(
     };
     loop {
         let next = tokio::select! {
-            next = ended.recv() => next,
+            next = events.recv() => next,
             () = stop.cancelled() => return,
         };
         let Some(downstream) = downstream.upgrade() else {
             return;
         };
         match next {
-            Ok(id) if !id.is_empty() => {
+            Ok(StateEvent::SessionEnded(id)) => {
                 downstream.end(&id);
             }
-            Ok(_) | Err(RecvError::Lagged(_)) => downstream.forget_deleted().await,
+            Ok(StateEvent::ForSession { session, message }) => {
+                downstream.take_forwarded(&session, &message);
+            }
+            Ok(StateEvent::Rejoined) | Err(RecvError::Lagged(_)) => {
+                downstream.forget_deleted().await;
+            }
             Err(RecvError::Closed) => return,
         }
     }

@@ -462,10 +462,14 @@ impl Session {
                 ))),
             };
         }
-        let id = RequestId::String(format!(
-            "mcpyard-{}",
-            self.next_id.fetch_add(1, Ordering::Relaxed)
-        ));
+        let n = self.next_id.fetch_add(1, Ordering::Relaxed);
+        // A shared session gets requests from several replicas: each names
+        // its own, so that the client's answers never mix them up.
+        let id = RequestId::String(if self.is_shared() {
+            format!("mcpyard-{}-{n}", process_tag())
+        } else {
+            format!("mcpyard-{n}")
+        });
         let (tx, rx) = oneshot::channel();
         self.pending
             .lock()
@@ -496,6 +500,22 @@ impl Session {
             .expect("session lock poisoned")
             .remove(&id);
         outcome
+    }
+
+    /// Whether a request of ours with this id waits for the client's answer.
+    pub(crate) fn awaits(&self, id: &RequestId) -> bool {
+        self.pending
+            .lock()
+            .expect("session lock poisoned")
+            .contains_key(id)
+    }
+
+    /// Whether a request of the client's with this id is being served here.
+    pub(crate) fn serves(&self, id: &RequestId) -> bool {
+        self.in_flight
+            .lock()
+            .expect("session lock poisoned")
+            .contains_key(id)
     }
 
     /// Delivers a client's response to one of our requests. Returns false
@@ -554,6 +574,12 @@ impl Session {
     pub async fn ended(&self) {
         self.ended.cancelled().await
     }
+}
+
+/// This process among the replicas, in the ids of its requests to clients.
+fn process_tag() -> &'static str {
+    static TAG: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TAG.get_or_init(|| uuid::Uuid::new_v4().simple().to_string()[..8].to_owned())
 }
 
 /// The token of a `notifications/progress`, as a map key.

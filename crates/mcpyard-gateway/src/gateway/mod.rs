@@ -472,14 +472,8 @@ impl Gateway {
             Message::Notification { method, params } => {
                 self.on_notification(session, &method, params).await;
             }
-            Message::Response { id, result } => {
-                session.resolve(&id, Ok(result));
-            }
-            Message::Error {
-                id: Some(id),
-                error,
-            } => {
-                session.resolve(&id, Err(error));
+            answer @ (Message::Response { .. } | Message::Error { id: Some(_), .. }) => {
+                self.inner.downstream.answer(session, answer).await;
             }
             Message::Error { id: None, error } => {
                 tracing::debug!(%error, "client sent an error without id");
@@ -705,11 +699,14 @@ impl Gateway {
                 }
             }
             methods::NOTIFICATION_CANCELLED => {
-                let id = params
-                    .as_ref()
-                    .and_then(|p| p.get("requestId"))
-                    .and_then(|v| serde_json::from_value::<RequestId>(v.clone()).ok());
-                if let Some(id) = id {
+                let Some(id) = crate::downstream::cancelled_request(params.as_ref()) else {
+                    return;
+                };
+                if session.is_shared() && !session.serves(&id) {
+                    // The call runs on another replica.
+                    let cancel = Message::notification(method, params);
+                    self.inner.downstream.forward(session, &cancel).await;
+                } else {
                     session.cancel_request(&id);
                 }
             }

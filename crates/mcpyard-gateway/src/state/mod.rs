@@ -60,6 +60,17 @@ impl SessionRecord {
     }
 }
 
+/// What one replica tells the others through the shared state.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StateEvent {
+    /// A session was deleted.
+    SessionEnded(String),
+    /// A client's message for whichever replica waits for it in `session`.
+    ForSession { session: String, message: String },
+    /// The channel was (re)joined: what was said meanwhile is lost.
+    Rejoined,
+}
+
 /// Where shared state is kept. Implementations answer within their own
 /// timeout: a store that does not answer is an error, never a hang.
 #[async_trait]
@@ -100,12 +111,17 @@ pub trait StateBackend: Send + Sync + std::fmt::Debug + 'static {
     async fn refresh_session(&self, id: &str, ttl: Duration) -> Result<(), StateError>;
 
     /// Deletes session `id` and tells every replica (see
-    /// [`StateBackend::ended_sessions`]).
+    /// [`StateBackend::events`]).
     async fn delete_session(&self, id: &str) -> Result<(), StateError>;
 
-    /// The ids of sessions deleted anywhere, as they are deleted; `None`
-    /// when nobody else can delete one.
-    fn ended_sessions(&self) -> Option<tokio::sync::broadcast::Receiver<String>>;
+    /// Hands a client's message to the replica that waits for it (the
+    /// answer to a request it relayed, a cancellation of a call it runs):
+    /// every replica hears it, the one that holds the waiting part takes it.
+    async fn forward(&self, session: &str, message: &str) -> Result<(), StateError>;
+
+    /// What the other replicas say, as they say it; `None` when there are
+    /// none.
+    fn events(&self) -> Option<tokio::sync::broadcast::Receiver<StateEvent>>;
 
     /// Stops what listens in the background (shutdown).
     fn close(&self) {}
@@ -153,7 +169,11 @@ impl StateBackend for MemoryState {
         Ok(())
     }
 
-    fn ended_sessions(&self) -> Option<tokio::sync::broadcast::Receiver<String>> {
+    async fn forward(&self, _: &str, _: &str) -> Result<(), StateError> {
+        Ok(())
+    }
+
+    fn events(&self) -> Option<tokio::sync::broadcast::Receiver<StateEvent>> {
         None
     }
 }

@@ -15,7 +15,7 @@ use redis::{AsyncCommands, IntoConnectionInfo};
 use tokio::sync::{broadcast, OnceCell};
 use tokio_util::sync::CancellationToken;
 
-use super::{SessionRecord, StateBackend, StateError};
+use super::{SessionRecord, StateBackend, StateError, StateEvent};
 
 /// How to reach Redis.
 #[derive(Clone)]
@@ -44,8 +44,8 @@ impl std::fmt::Debug for RedisSettings {
     }
 }
 
-/// Ended-session ids waiting for slow listeners at most.
-const ENDED_BACKLOG: usize = 1024;
+/// Events waiting for a slow listener at most.
+const EVENT_BACKLOG: usize = 1024;
 
 /// State shared through one Redis.
 pub struct RedisState {
@@ -55,13 +55,13 @@ pub struct RedisState {
     prefix: String,
     timeout: Duration,
     gcra: redis::Script,
-    ended: broadcast::Sender<String>,
+    events: broadcast::Sender<StateEvent>,
     /// Commands that failed (unreachable, refused, timed out).
     failures: AtomicU64,
     /// Whether the last command succeeded.
     up: std::sync::atomic::AtomicBool,
     stop: CancellationToken,
-    /// Set when the channel of ended sessions is first asked for.
+    /// Set when the replicas' channels are first asked for.
     listening: std::sync::Once,
     me: std::sync::Weak<RedisState>,
 }
@@ -76,8 +76,8 @@ impl std::fmt::Debug for RedisState {
 
 impl RedisState {
     /// Checks the settings and prepares the client; nothing connects until
-    /// the first command, or until the channel of ended sessions is first
-    /// asked for.
+    /// the first command, or until the replicas' channels are first asked
+    /// for.
     pub fn new(settings: &RedisSettings) -> Result<Arc<Self>, StateError> {
         let mut info = settings
             .url
@@ -109,7 +109,7 @@ impl RedisState {
             prefix: settings.prefix.clone(),
             timeout: settings.timeout,
             gcra: redis::Script::new(include_str!("gcra.lua")),
-            ended: broadcast::channel(ENDED_BACKLOG).0,
+            events: broadcast::channel(EVENT_BACKLOG).0,
             failures: AtomicU64::new(0),
             up: std::sync::atomic::AtomicBool::new(true),
             stop: CancellationToken::new(),
@@ -124,6 +124,10 @@ impl RedisState {
 
     fn ended_channel(&self) -> String {
         format!("{}:session-ended", self.prefix)
+    }
+
+    fn forward_channel(&self) -> String {
+        format!("{}:for-session", self.prefix)
     }
 
     async fn connection(&self) -> Result<ConnectionManager, StateError> {
@@ -210,7 +214,9 @@ impl RedisState {
                 let Some(this) = state.upgrade() else { return };
                 let subscribed = async {
                     let mut pubsub = this.client.get_async_pubsub().await?;
-                    pubsub.subscribe(this.ended_channel()).await?;
+                    pubsub
+                        .subscribe(&[this.ended_channel(), this.forward_channel()])
+                        .await?;
                     redis::RedisResult::Ok(pubsub)
                 };
                 let pubsub = tokio::select! {
@@ -219,8 +225,8 @@ impl RedisState {
                 };
                 match pubsub {
                     Ok(Ok(pubsub)) => {
-                        let _ = this.ended.send(String::new());
-                        let ended = this.ended.clone();
+                        let _ = this.events.send(StateEvent::Rejoined);
+                        let (events, ended_channel) = (this.events.clone(), this.ended_channel());
                         drop(this);
                         let mut messages = pubsub.into_on_message();
                         loop {
@@ -229,15 +235,23 @@ impl RedisState {
                                 () = stop.cancelled() => return,
                             };
                             let Some(message) = message else { break };
-                            if let Ok(id) = message.get_payload::<String>() {
-                                let _ = ended.send(id);
+                            let Ok(payload) = message.get_payload::<String>() else {
+                                continue;
+                            };
+                            let event = if message.get_channel_name() == ended_channel {
+                                Some(StateEvent::SessionEnded(payload))
+                            } else {
+                                forwarded(&payload)
+                            };
+                            if let Some(event) = event {
+                                let _ = events.send(event);
                             }
                         }
-                        tracing::warn!("lost the Redis channel of ended sessions; reconnecting");
+                        tracing::warn!("lost the replicas' Redis channels; reconnecting");
                     }
                     Ok(Err(e)) => {
                         this.note_failure();
-                        tracing::warn!(error = %e, "cannot listen for ended sessions in Redis; retrying");
+                        tracing::warn!(error = %e, "cannot listen to the replicas' Redis channels; retrying");
                     }
                     Err(_) => {
                         this.note_failure();
@@ -251,6 +265,21 @@ impl RedisState {
             }
         });
     }
+}
+
+/// A forwarded message as published: the session and the message's JSON.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Forwarded<'a> {
+    session: std::borrow::Cow<'a, str>,
+    message: std::borrow::Cow<'a, str>,
+}
+
+fn forwarded(payload: &str) -> Option<StateEvent> {
+    let f: Forwarded<'_> = serde_json::from_str(payload).ok()?;
+    Some(StateEvent::ForSession {
+        session: f.session.into_owned(),
+        message: f.message.into_owned(),
+    })
 }
 
 /// A TTL in whole milliseconds, at least one.
@@ -325,8 +354,19 @@ impl StateBackend for RedisState {
         .await
     }
 
-    fn ended_sessions(&self) -> Option<broadcast::Receiver<String>> {
-        let receiver = self.ended.subscribe();
+    async fn forward(&self, session: &str, message: &str) -> Result<(), StateError> {
+        let channel = self.forward_channel();
+        let payload = serde_json::to_string(&Forwarded {
+            session: session.into(),
+            message: message.into(),
+        })
+        .map_err(|e| StateError(format!("forwarded message: {e}")))?;
+        self.run(|mut c| async move { c.publish::<_, _, ()>(channel, payload).await })
+            .await
+    }
+
+    fn events(&self) -> Option<broadcast::Receiver<StateEvent>> {
+        let receiver = self.events.subscribe();
         self.listening.call_once(|| self.listen());
         Some(receiver)
     }
