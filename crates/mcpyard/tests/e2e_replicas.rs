@@ -12,6 +12,11 @@
 //!   where they fail open, `/ready` says 503; all recovers when Redis is
 //!   back.
 //! - Redis over TLS (`rediss://`, a CA of the test's own) with a password.
+//! - A replica stopped (SIGTERM: its call in flight finishes, its stream
+//!   closes with a retry hint) and another killed: the session goes on
+//!   through the balancer on the last one.
+//! - Sampling and elicitation relayed by one replica are answered through
+//!   the other.
 
 #[path = "support/replicas.rs"]
 mod replicas;
