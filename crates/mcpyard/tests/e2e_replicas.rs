@@ -248,24 +248,13 @@ async fn redis_lost_and_back_fails_as_configured_and_recovers() {
     let env = [("TEST_REDIS_PASSWORD", password)];
     let limit = "password_env = \"TEST_REDIS_PASSWORD\"\ntimeout = \"1s\"\n\n\
                  [[limits.rate]]\nname = \"docs\"\nrate = \"1000/min\"\ntools = [\"mcpyard__docs\"]\n";
-    let closed = start_replicas(
-        &dir.path().join("closed"),
-        1,
-        &redis.url(),
-        &format!("fail_mode = \"closed\"\n{limit}"),
-        &env,
-    )
-    .await;
-    let open = start_replicas(
-        &dir.path().join("open"),
-        1,
-        &redis.url(),
-        &format!("fail_mode = \"open\"\n{limit}"),
-        &env,
-    )
-    .await;
-    let url_of = |g: &Gateway| g.url();
-    let (closed_url, open_url) = (url_of(&closed[0].0), url_of(&open[0].0));
+    let mut by_mode = Vec::new();
+    for mode in ["closed", "open"] {
+        let state = format!("fail_mode = \"{mode}\"\n{limit}");
+        by_mode.push(start_replicas(&dir.path().join(mode), 1, &redis.url(), &state, &env).await);
+    }
+    let (closed, open) = (&by_mode[0], &by_mode[1]);
+    let (closed_url, open_url) = (closed[0].0.url(), open[0].0.url());
     assert_eq!(call_docs(&closed_url, 2).await, (2, vec![]));
 
     redis.kill();

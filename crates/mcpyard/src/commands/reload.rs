@@ -58,6 +58,7 @@ impl Known {
                 ("[audit]", hash(&settings.audit)),
                 ("[metrics]", hash(&settings.metrics)),
                 ("[telemetry]", hash(&settings.telemetry)),
+                ("[state]", settings.state_fingerprint),
                 (
                     "the sessions' and lists' settings (page_size, session_idle_timeout, max_sessions, search_tools, apps, client_request_timeout)",
                     hash(&(

@@ -115,6 +115,8 @@ pub(crate) struct Settings {
     pub(crate) metrics: MetricsSettings,
     /// `[telemetry]`: where traces go, if anywhere.
     pub(crate) telemetry: TelemetrySettings,
+    /// A hash of `[state]` (restart-only).
+    pub(crate) state_fingerprint: u64,
 }
 
 impl Settings {
@@ -549,8 +551,8 @@ fn from_text(
         apps: apps::settings(top.apps.as_ref()),
         policy: access,
         rate_limiter,
-        state: state.backend,
-        replica: state.replica,
+        state: state.backend(),
+        replica: state.replica.clone(),
         ..defaults
     };
     // Local models as tools: on by default (it only looks on loopback, and
@@ -642,6 +644,7 @@ fn from_text(
         audit,
         metrics,
         telemetry,
+        state_fingerprint: state.fingerprint,
     })
 }
 

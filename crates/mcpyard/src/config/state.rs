@@ -41,12 +41,32 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
 /// What `[state]` makes.
 #[derive(Debug, Clone)]
 pub(crate) struct StateSettings {
-    pub(crate) backend: Arc<dyn StateBackend>,
-    /// The Redis backend itself, for the rate limits it counts.
+    /// The Redis backend, when `[state]` shares state (else memory).
     pub(crate) redis: Option<Arc<RedisState>>,
     pub(crate) replica: String,
     /// Rate limits let calls through while Redis cannot be asked.
     pub(crate) fail_open: bool,
+    /// A hash of `[state]` as written: a reload that changes it says that
+    /// the change waits for a restart.
+    pub(crate) fingerprint: u64,
+}
+
+impl StateSettings {
+    /// Where the gateway keeps what it shares.
+    pub(crate) fn backend(&self) -> Arc<dyn StateBackend> {
+        match &self.redis {
+            Some(redis) => redis.clone(),
+            None => Arc::new(MemoryState),
+        }
+    }
+}
+
+/// `[state]` as written, hashed (the password's variable by name only).
+fn fingerprint(raw: &RawState) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    format!("{raw:?}").hash(&mut hasher);
+    hasher.finish()
 }
 
 /// This replica's name: `[state] replica`, else `$HOSTNAME` (a pod's name
@@ -96,10 +116,10 @@ pub(crate) fn build(
             ));
         }
         return Ok(StateSettings {
-            backend: Arc::new(MemoryState),
             redis: None,
             replica,
             fail_open,
+            fingerprint: fingerprint(raw),
         });
     }
     let url = match &raw.url {
@@ -161,10 +181,10 @@ pub(crate) fn build(
     };
     let redis = RedisState::new(&settings).map_err(|e| ctx.error("state.url", e.0))?;
     Ok(StateSettings {
-        backend: redis.clone(),
         redis: Some(redis),
         replica,
         fail_open,
+        fingerprint: fingerprint(raw),
     })
 }
 
@@ -190,7 +210,7 @@ mod tests {
     #[test]
     fn memory_is_the_default_and_takes_no_redis_keys() {
         let s = parse("", &[("HOSTNAME", "pod-7")]).unwrap();
-        assert_eq!(s.backend.kind(), "memory");
+        assert_eq!(s.backend().kind(), "memory");
         assert_eq!(s.replica, "pod-7");
         let e = parse(r#"url = "redis://127.0.0.1""#, &[])
             .unwrap_err()
@@ -205,7 +225,7 @@ mod tests {
             &[],
         )
         .unwrap();
-        assert_eq!(s.backend.kind(), "redis");
+        assert_eq!(s.backend().kind(), "redis");
         assert_eq!(s.replica, "a");
         for (text, key) in [
             ("backend = \"redis\"", "state.url"),
