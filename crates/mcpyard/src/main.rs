@@ -6,6 +6,7 @@ mod commands;
 mod compose;
 mod config;
 mod logging;
+mod shared_tokens;
 mod token_store;
 mod upstream_auth;
 

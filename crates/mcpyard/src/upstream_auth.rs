@@ -1,4 +1,5 @@
-//! The OAuth client of each upstream, with its tokens in the file store.
+//! The OAuth client of each upstream, with its tokens in the file store
+//! (or, for a team's replicas, in the shared state).
 //!
 //! A running gateway must see a `mcpyard login` made meanwhile: the
 //! library's client reads the store once and keeps what it read, so after
@@ -9,11 +10,39 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use mcpyard_client::oauth::{OAuthClient, OAuthError, TokenKey};
+use mcpyard_client::oauth::{OAuthClient, OAuthError, TokenKey, TokenStore};
 use mcpyard_client::{ClientError, HttpAuth, Refusal};
 
 use crate::config::OAuthSettings;
+use crate::shared_tokens::SharedTokenStore;
 use crate::token_store::FileTokenStore;
+
+/// Where upstream OAuth tokens are kept.
+#[derive(Debug, Clone)]
+pub(crate) enum TokenPlace {
+    /// A file per upstream in this machine's state folder.
+    Folder(PathBuf),
+    /// Redis, shared by every replica, sealed.
+    Shared(Arc<SharedTokenStore>),
+}
+
+impl TokenPlace {
+    fn store(&self) -> Arc<dyn TokenStore> {
+        match self {
+            Self::Folder(dir) => Arc::new(FileTokenStore::new(dir.clone())),
+            Self::Shared(store) => store.clone(),
+        }
+    }
+}
+
+impl std::fmt::Display for TokenPlace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Folder(dir) => write!(f, "under {}", dir.display()),
+            Self::Shared(_) => f.write_str("in the shared state (Redis), sealed"),
+        }
+    }
+}
 
 /// The OAuth client of `upstream` at `url`; `redirect_uri` is where a login
 /// receives the authorization server's redirect.
@@ -21,14 +50,14 @@ pub(crate) fn oauth_client(
     upstream: &str,
     url: &str,
     oauth: &OAuthSettings,
-    token_dir: PathBuf,
+    tokens: &TokenPlace,
     redirect_uri: String,
 ) -> Result<OAuthClient, OAuthError> {
     OAuthClient::new(
         url,
         TokenKey::upstream(upstream),
         oauth.client_config(redirect_uri),
-        Arc::new(FileTokenStore::new(token_dir)),
+        tokens.store(),
     )
 }
 
@@ -39,7 +68,7 @@ pub(crate) struct UpstreamAuth {
     upstream: String,
     url: String,
     oauth: OAuthSettings,
-    token_dir: PathBuf,
+    tokens: TokenPlace,
     current: Mutex<Arc<OAuthClient>>,
 }
 
@@ -48,20 +77,20 @@ impl UpstreamAuth {
         upstream: &str,
         url: &str,
         oauth: OAuthSettings,
-        token_dir: PathBuf,
+        tokens: TokenPlace,
     ) -> Result<Self, OAuthError> {
         let client = oauth_client(
             upstream,
             url,
             &oauth,
-            token_dir.clone(),
+            &tokens,
             OAuthSettings::redirect_uri(oauth.redirect_port),
         )?;
         Ok(Self {
             upstream: upstream.to_owned(),
             url: url.to_owned(),
             oauth,
-            token_dir,
+            tokens,
             current: Mutex::new(Arc::new(client)),
         })
     }
@@ -80,7 +109,7 @@ impl UpstreamAuth {
                 &self.upstream,
                 &self.url,
                 &self.oauth,
-                self.token_dir.clone(),
+                &self.tokens,
                 OAuthSettings::redirect_uri(self.oauth.redirect_port),
             ) {
                 Ok(fresh) => {

@@ -7,6 +7,8 @@
 //! secret and every access and refresh token it saw in every log line,
 //! error, status and command output: none may appear.
 
+#[path = "support/replicas.rs"]
+mod replicas;
 mod support;
 
 use std::io::{BufRead, BufReader, Write};
@@ -221,10 +223,20 @@ fn assert_no_secrets(texts: &[(&str, String)], secrets: &[String]) {
 /// `mcpyard login` with a stand-in browser ($BROWSER) that follows the
 /// authorization server's redirects back to the login's loopback port.
 fn login_with_browser(config: &Path, state: &Path, server: &str) -> (bool, String, String) {
+    login_with_browser_env(config, state, server, &[])
+}
+
+fn login_with_browser_env(
+    config: &Path,
+    state: &Path,
+    server: &str,
+    env: &[(&str, &str)],
+) -> (bool, String, String) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_mcpyard"));
     cmd.args(["--log-level", "trace", "login", server, "--config"])
         .arg(config)
         .args(["--timeout", "60s"])
+        .envs(env.iter().copied())
         .env("XDG_STATE_HOME", state)
         .env("M2M_SECRET", M2M_SECRET)
         .env(
@@ -567,4 +579,126 @@ client_secret = "${{M2M_SECRET}}"
     secrets.sort();
     secrets.dedup();
     assert_no_secrets(&texts, &secrets);
+}
+
+/// The values Redis holds, as `redis-cli` prints them.
+fn redis_dump(url: &str) -> String {
+    let cli = |args: &[&str]| {
+        let out = Command::new("redis-cli")
+            .args(["-u", url, "--raw"])
+            .args(args)
+            .output()
+            .expect("redis-cli runs");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let keys = cli(&["KEYS", "*"]);
+    let mut dump = keys.clone();
+    for key in keys.lines().filter(|k| !k.is_empty()) {
+        dump += &cli(&["DUMP", key]);
+        dump += &cli(&["GET", key]);
+    }
+    dump
+}
+
+/// A team's replicas share one `mcpyard login` through Redis, sealed, and
+/// refresh its rotated token one at a time: refreshing at once with one
+/// refresh token would spend it twice, and the authorization server (which
+/// takes a reused refresh token for a stolen one) would revoke the login.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_share_one_login_and_refresh_its_rotated_token_once() {
+    let dir = scratch();
+    let state = dir.path().join("state");
+    let auth = AuthServer::start(dir.path(), 3).await;
+    let user_rs = ResourceServer::start(dir.path(), "rs-user", &auth.issuer()).await;
+    let redis = replicas::Redis::start(dir.path(), None).await;
+    let key_env = (
+        "TEST_TOKEN_KEY",
+        "8f1c2b3a4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f8",
+    );
+    let config = format!(
+        r#"
+[state]
+backend = "redis"
+url = "{}"
+token_key_env = "TEST_TOKEN_KEY"
+
+[servers.user]
+url = "{}"
+[servers.user.oauth]
+client_id = "gateway-user"
+scopes = ["mcp:tools", "offline_access"]
+redirect_port = 0
+"#,
+        redis.url(),
+        user_rs.url()
+    );
+    let config_path = dir.path().join("mcpyard.toml");
+    std::fs::write(&config_path, &config).expect("write config");
+
+    // One login, for every replica: into Redis, no file on this machine.
+    let (ok, out, err) = login_with_browser_env(&config_path, &state, "user", &[key_env]);
+    assert!(ok, "login failed:\n{out}\n{err}");
+    assert!(err.contains("tokens saved in the shared state"), "{err}");
+    assert!(!token_file(&state, "user").exists(), "no token file");
+    let sealed = redis_dump(&redis.url());
+    assert!(sealed.contains("mcpyard:oauth:user"), "{sealed}");
+
+    let state_str = state.display().to_string();
+    let mut env = gateway_env(&state_str);
+    env.push(key_env);
+    let mut replicas = Vec::new();
+    for i in 0..2 {
+        let folder = dir.path().join(format!("replica-{i}"));
+        std::fs::create_dir_all(&folder).expect("replica folder");
+        let gateway = Gateway::start_with_env(&config, &folder, &env).await;
+        let client = gateway.client(Arc::new(NoopHandler), json!({})).await;
+        wait_for_tools(&client, &["user__whoami"], Duration::from_secs(30)).await;
+        replicas.push((gateway, client));
+    }
+    // Past the access token's life, both replicas call at once, three
+    // times: each time both need a fresh token.
+    for _ in 0..3 {
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        let (a, b) = tokio::join!(
+            try_call(&replicas[0].1, "user__whoami"),
+            try_call(&replicas[1].1, "user__whoami"),
+        );
+        for who in [a, b] {
+            let who = who.expect("both replicas still call");
+            assert_eq!(who_of(&who)["sub"], json!("alice"), "{who}");
+        }
+    }
+    let stats = auth.stats();
+    assert!(
+        stats["success"]["refresh_token"].as_u64() >= Some(3),
+        "{stats}"
+    );
+    assert_eq!(
+        stats["error"]["refresh_token"].as_u64().unwrap_or(0),
+        0,
+        "a refresh token was never spent twice: {stats}"
+    );
+    let reused: usize = replicas
+        .iter()
+        .map(|(g, _)| {
+            g.proc
+                .log_text()
+                .matches("another process refreshed the tokens")
+                .count()
+        })
+        .sum();
+    assert!(reused >= 1, "a replica that waited used the other's tokens");
+
+    // The tokens in Redis are sealed: their JSON is not there in clear.
+    let stored = redis_dump(&redis.url());
+    for clear in ["alice", "access_token", "refresh_token", key_env.1] {
+        assert!(!stored.contains(clear), "{clear} in Redis: {stored}");
+    }
+    for (gateway, client) in replicas {
+        client.shutdown().await;
+        assert!(
+            !gateway.proc.log_text().contains(key_env.1),
+            "the key is not logged"
+        );
+    }
 }

@@ -17,6 +17,9 @@
 //!   through the balancer on the last one.
 //! - Sampling and elicitation relayed by one replica are answered through
 //!   the other.
+//! - A task created on one replica is polled, waited on, listed and
+//!   cancelled through the others (the Python SDK 1.x through the
+//!   balancer); a task whose replica is killed fails, never stays working.
 
 #[path = "support/replicas.rs"]
 mod replicas;
@@ -488,4 +491,152 @@ async fn sampling_and_elicitation_are_answered_through_the_other_replica() {
         })
         .sum();
     assert!(handed_on >= 1, "no answer crossed replicas");
+}
+
+/// Opens a 2025-11-25 session at `url`; its id.
+async fn open_session(url: &str) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "replica-test", "version": "1"}}});
+    let (status, session, answer) = rpc(url, None, init).await;
+    assert_eq!(status, 200, "{answer}");
+    let session = session.expect("a session id");
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(rpc(url, Some(&session), initialized).await.0, 202);
+    session
+}
+
+/// Starts, as a task the gateway runs at `url`, a call that never ends;
+/// the task's id.
+async fn start_endless_task(url: &str, session: &str, id: u64) -> String {
+    let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": "asker__slow", "arguments": {}, "task": {"ttl": 120_000}}});
+    let (status, _, answer) = rpc(url, Some(session), call).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["result"]["task"]["status"], "working", "{answer}");
+    answer["result"]["task"]["taskId"]
+        .as_str()
+        .expect("a task id")
+        .to_owned()
+}
+
+/// A `tasks/*` request for `task` at `url`; the JSON answer.
+async fn task_request(url: &str, session: &str, method: &str, task: &str) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 99, "method": method, "params": {"taskId": task}});
+    let (status, _, answer) = rpc(url, Some(session), body).await;
+    assert_eq!(status, 200, "{answer}");
+    answer
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_created_on_one_replica_are_followed_on_the_others() {
+    let dir = scratch();
+    let redis = Redis::start(dir.path(), None).await;
+    let log = [("RUST_LOG", "mcpyard_gateway=debug,info")];
+    // An upstream without tasks of its own: the gateway runs them.
+    let asker = format!(
+        "[servers.asker]\n{}",
+        misbehaving("asking", &dir.path().join("cancelled.jsonl"))
+    );
+    let replicas = start_replicas(dir.path(), 2, &redis.url(), &asker, &log).await;
+    let ports: Vec<u16> = replicas.iter().map(|(g, _)| g.port).collect();
+    let balancer = Balancer::start(dir.path(), &ports).await;
+
+    // The Python SDK 1.x follows a task through the balancer: it is
+    // created on one replica, polled, waited on and listed on both.
+    let summary = python_task(&balancer.url(), "asker__echo", &json!({"delay": 2}));
+    assert_eq!(
+        summary["statuses"].as_array().and_then(|s| s.last()),
+        Some(&json!("completed")),
+        "{summary}"
+    );
+    assert_eq!(
+        summary["result"]["content"][0]["text"], r#"{"delay": 2}"#,
+        "{summary}"
+    );
+    assert!(
+        summary["statuses"].as_array().is_some_and(|s| s.len() >= 2),
+        "polled while it worked: {summary}"
+    );
+    assert_eq!(summary["listed"], json!([summary["taskId"]]), "{summary}");
+    let answered_elsewhere: usize = replicas
+        .iter()
+        .map(|(g, _)| {
+            g.proc
+                .log_text()
+                .matches("answered for a task another replica runs")
+                .count()
+        })
+        .sum();
+    assert!(answered_elsewhere >= 1, "no tasks/* crossed replicas");
+
+    // A task running on r0, cancelled through r1: r0 stops it, and every
+    // replica says cancelled. Another session finds no such task.
+    let (r0, r1) = (replicas[0].0.url(), replicas[1].0.url());
+    let session = open_session(&balancer.url()).await;
+    let long = start_endless_task(&r0, &session, 1).await;
+    let seen = task_request(&r1, &session, "tasks/get", &long).await;
+    assert_eq!(seen["result"]["status"], "working", "{seen}");
+    let stranger = open_session(&r1).await;
+    let hidden = task_request(&r1, &stranger, "tasks/get", &long).await;
+    assert_eq!(hidden["error"]["code"], -32602, "{hidden}");
+    let cancelled = task_request(&r1, &session, "tasks/cancel", &long).await;
+    assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
+    let again = task_request(&r1, &session, "tasks/cancel", &long).await;
+    assert!(
+        again["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("terminal status 'cancelled'")),
+        "{again}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        // r0 answers from its own store: cancelled only if r1's cancel
+        // reached the call it runs.
+        let there = task_request(&r0, &session, "tasks/get", &long).await;
+        if there["result"]["status"] == "cancelled" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "r0 still runs it: {there}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let result = task_request(&r1, &session, "tasks/result", &long).await;
+    assert_eq!(result["error"]["data"]["status"], "cancelled", "{result}");
+
+    // A task whose replica is killed fails on the others, within the
+    // replica's mark of life (10 s), rather than staying `working`.
+    let orphan = start_endless_task(&r0, &session, 2).await;
+    let waiting = {
+        let (url, session, orphan) = (r1.clone(), session.clone(), orphan.clone());
+        tokio::spawn(async move { task_request(&url, &session, "tasks/result", &orphan).await })
+    };
+    replicas[0].0.proc.signal_group(libc::SIGKILL);
+    let answered = tokio::time::timeout(Duration::from_secs(30), waiting)
+        .await
+        .expect("tasks/result ends once the replica is found dead")
+        .expect("joined");
+    assert!(
+        answered["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("replica that ran this task stopped")),
+        "{answered}"
+    );
+    let failed = task_request(&r1, &session, "tasks/get", &orphan).await;
+    assert_eq!(failed["result"]["status"], "failed", "{failed}");
+    let listed = rpc(
+        &r1,
+        Some(&session),
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tasks/list"}),
+    )
+    .await
+    .2;
+    let statuses: Vec<&Value> = listed["result"]["tasks"]
+        .as_array()
+        .map(|t| t.iter().map(|t| &t["status"]).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        statuses,
+        [&json!("cancelled"), &json!("failed")],
+        "{listed}"
+    );
 }

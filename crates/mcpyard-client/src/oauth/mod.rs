@@ -49,7 +49,8 @@ pub use config::{ClientAuthMethod, Grant, OAuthConfig, PrivateKeyJwt};
 pub use error::OAuthError;
 pub use secret::Secret;
 pub use store::{
-    MemoryTokenStore, RegisteredClient, StoredCredentials, TokenKey, TokenSet, TokenStore,
+    MemoryTokenStore, RegisteredClient, StoredCredentials, TokenKey, TokenLock, TokenSet,
+    TokenStore,
 };
 
 #[cfg(feature = "oauth")]

@@ -91,6 +91,27 @@ pub trait TokenStore: Send + Sync + fmt::Debug {
         -> Result<(), OAuthError>;
     /// Forgets `key` (a refresh token the server revoked, a logout).
     async fn clear(&self, key: &TokenKey) -> Result<(), OAuthError>;
+
+    /// For a store that several processes share: waits until this one
+    /// alone may refresh `key`'s tokens, and holds that until the lock is
+    /// released (or its own timeout ends). A refresh token that the server
+    /// rotates is then used once, and a process that waited reads the
+    /// tokens the other obtained. `None`: one process uses the store, and
+    /// the client's own lock suffices.
+    async fn lock_refresh(
+        &self,
+        _key: &TokenKey,
+    ) -> Result<Option<Box<dyn TokenLock>>, OAuthError> {
+        Ok(None)
+    }
+}
+
+/// Held while one process refreshes a shared store's tokens
+/// ([`TokenStore::lock_refresh`]).
+#[async_trait]
+pub trait TokenLock: Send {
+    /// Lets the next process refresh.
+    async fn release(self: Box<Self>);
 }
 
 /// A [`TokenStore`] in memory: tokens last as long as the process.

@@ -517,6 +517,8 @@ async fn follow_replicas(
             Ok(StateEvent::Rejoined) | Err(RecvError::Lagged(_)) => {
                 downstream.forget_deleted().await;
             }
+            // The tasks' own listener hears these.
+            Ok(StateEvent::TaskChanged(_) | StateEvent::TaskCancelled(_)) => {}
             Err(RecvError::Closed) => return,
         }
     }

@@ -5,6 +5,7 @@
 
 mod reload;
 mod sessions;
+mod task_requests;
 
 pub use reload::{Governance, Reconfiguration, Reloaded};
 
@@ -12,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpyard_proto::{codes, envelope, methods, ErrorObject, Message, RequestId};
+use mcpyard_proto::{codes, methods, ErrorObject, Message, RequestId};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -26,7 +27,7 @@ use crate::downstream::announce::{discover, initialize};
 use crate::downstream::{era, is_log_level, round_trips, Downstream, SessionCaps, Sessions};
 use crate::governance::trace::{self};
 use crate::router::stack::{self, StackParts};
-use crate::router::{task_owner, Router, Slot};
+use crate::router::{Router, Slot};
 use crate::source::builtin::{self, Builtin};
 use crate::source::mcp::pass_through;
 use crate::source::{ClientHandle, Progress, Relaying, Source, SourceEvents};
@@ -220,15 +221,23 @@ impl Gateway {
             stats,
         };
         let layers = stack::build(kept_stack.clone());
+        let shared_tasks = tasks::SharedTasks::new(&config.state, TaskLimits::default());
         let own_tasks = TaskStore::new(TaskLimits::default(), {
-            let sessions = sessions.clone();
+            let (sessions, shared) = (sessions.clone(), shared_tasks.clone());
             move |event: TaskEvent| {
                 if let Some(session) = event.owner.as_deref().and_then(|id| sessions.get(id)) {
                     session.notify(event.notification(), None);
                 }
+                if let Some(shared) = &shared {
+                    shared.changed(event);
+                }
             }
         });
-        let router = Router::new(catalog.clone(), slots, layers, own_tasks, stop.clone());
+        if let Some(shared) = &shared_tasks {
+            shared.follow(own_tasks.clone(), stop.clone());
+        }
+        let tasks = (own_tasks, shared_tasks);
+        let router = Router::new(catalog.clone(), slots, layers, tasks, stop.clone());
         builtin.attach(&router);
         let mut first_reports = Vec::new();
         for (index, slot) in router.slots()[..handshake_slots].iter().enumerate() {
@@ -627,49 +636,16 @@ impl Gateway {
             | methods::TASKS_RESULT
             | methods::TASKS_CANCEL
             | methods::TASKS_UPDATE => {
-                if session.is_stateless() && !declares_tasks(session) {
-                    return Err(RouteError::Protocol(ErrorObject::new(
-                        envelope::MISSING_REQUIRED_CLIENT_CAPABILITY,
-                        format!("{method} is of the tasks extension, which this request does not declare"),
-                    )
-                    .with_data(json!({
-                        "requiredCapabilities": {"extensions": {tasks::EXTENSION: {}}}
-                    }))));
-                }
-                let task_id = params
-                    .get("taskId")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| RouteError::invalid_params("`taskId` must be a string"))?;
-                let own = &router.own_tasks;
-                if own.owns(task_id) {
-                    let owner = task_owner(session);
-                    let owner = owner.as_deref();
-                    return match method {
-                        methods::TASKS_GET => own.get(task_id, owner).map_err(Into::into),
-                        methods::TASKS_CANCEL => own.cancel(task_id, owner).map_err(Into::into),
-                        // The tasks the gateway runs itself ask their
-                        // client through the call, never through the task.
-                        methods::TASKS_UPDATE => Err(RouteError::invalid_params(format!(
-                            "task {task_id} is waiting for no input"
-                        ))),
-                        _ => tokio::select! {
-                            r = own.result(task_id, owner, related) => Ok(r?),
-                            _ = cancel.cancelled() => Err(RouteError::Cancelled { what: "the request".into() }),
-                        },
-                    };
-                }
-                // Another requestor's task gets the answer of one never made.
-                let owner = task_owner(session);
-                let source = router
-                    .task_source(task_id, owner.as_deref())
-                    .ok_or_else(|| {
-                        RouteError::from(tasks::TaskError::NotFound {
-                            task_id: task_id.to_owned(),
-                        })
-                    })?;
-                Ok(source
-                    .request(method, params.clone(), Some(&context(&params)))
-                    .await?)
+                let call_context = || context(&params);
+                self.on_task_request(
+                    session,
+                    method,
+                    &params,
+                    related.clone(),
+                    call_context,
+                    &cancel,
+                )
+                .await
             }
             methods::TASKS_LIST => self.list_tasks(session, cursor()).await,
             other => Err(RouteError::MethodNotFound(other.to_owned())),
@@ -719,40 +695,6 @@ impl Gateway {
         }
     }
 
-    /// The session's own tasks a page at a time; the last page also
-    /// carries the tasks upstreams created.
-    async fn list_tasks(&self, session: &Session, cursor: Option<&str>) -> Outcome {
-        let router = &self.inner.router;
-        let mut page = router
-            .own_tasks
-            .list(task_owner(session).as_deref(), cursor)?;
-        if page.get("nextCursor").is_some() {
-            return Ok(page);
-        }
-        // An upstream lists every task it runs: keep the requestor's only.
-        let mut all = Vec::new();
-        for (source, ids) in router.task_sources(task_owner(session).as_deref()) {
-            if let Ok(r) = source.request(methods::TASKS_LIST, json!({}), None).await {
-                if let Some(items) = r.get("tasks").and_then(Value::as_array) {
-                    all.extend(
-                        items
-                            .iter()
-                            .filter(|t| {
-                                t.get("taskId")
-                                    .and_then(Value::as_str)
-                                    .is_some_and(|id| ids.iter().any(|i| i == id))
-                            })
-                            .cloned(),
-                    );
-                }
-            }
-        }
-        if let Some(tasks) = page.get_mut("tasks").and_then(Value::as_array_mut) {
-            tasks.extend(all);
-        }
-        Ok(page)
-    }
-
     /// Stops every source (child processes killed and reaped) and ends
     /// every session.
     pub async fn shutdown(&self) {
@@ -763,16 +705,6 @@ impl Gateway {
             slot.source.stop().await;
         }
     }
-}
-
-/// Whether a 2026-07-28 request declares the tasks extension.
-fn declares_tasks(session: &Session) -> bool {
-    session
-        .negotiated()
-        .capabilities
-        .pointer("/extensions")
-        .and_then(|e| e.get(tasks::EXTENSION))
-        .is_some()
 }
 
 /// Whether a request's answer depends on the sources, and so waits for

@@ -24,7 +24,7 @@ use crate::call::{Era, ListItem, ListKind};
 use crate::source::{
     CallContext, ClientHandle, InnerCalls, Progress, RouterHandle, Source, SourceRequest,
 };
-use crate::tasks::{TaskRequest, TaskStore};
+use crate::tasks::{SharedTasks, TaskRequest, TaskStore};
 use crate::RouteError;
 
 /// A task an upstream created: which slot runs it and whose it is, as
@@ -54,6 +54,8 @@ pub(crate) struct Router {
     layers: RwLock<Arc<[Arc<dyn Layer>]>>,
     /// Tasks the gateway runs itself (tools/call with `task`).
     pub(crate) own_tasks: TaskStore,
+    /// Their records for the other replicas, when state is shared.
+    pub(crate) shared_tasks: Option<SharedTasks>,
     /// The tasks upstreams created and ran themselves, by id: tasks/* are
     /// routed by it, and only to the requestor that created the task.
     source_tasks: Mutex<HashMap<String, SourceTask>>,
@@ -66,7 +68,7 @@ impl Router {
         catalog: Arc<Catalog>,
         slots: Vec<Slot>,
         layers: Vec<Arc<dyn Layer>>,
-        own_tasks: TaskStore,
+        (own_tasks, shared_tasks): (TaskStore, Option<SharedTasks>),
         stop: CancellationToken,
     ) -> Arc<Self> {
         Arc::new_cyclic(|me| Self {
@@ -74,6 +76,7 @@ impl Router {
             slots: RwLock::new(slots.into_iter().map(Arc::new).collect()),
             layers: RwLock::new(layers.into()),
             own_tasks,
+            shared_tasks,
             source_tasks: Mutex::default(),
             stop,
             me: me.clone(),
@@ -228,7 +231,7 @@ impl Router {
         }
         let runs_tasks = slot.source.offers("/tasks/requests/tools/call");
         match task {
-            Some(task) if !runs_tasks => self.start_task(slot, target, params, context, task),
+            Some(task) if !runs_tasks => self.start_task(slot, target, params, context, task).await,
             _ => {
                 let owner = task_owner(&context.client.session);
                 let result = self
@@ -435,7 +438,7 @@ impl Router {
 
     /// Answers a task-augmented `tools/call` at once with a task and runs
     /// the call in the background; its outcome goes to `tasks/result`.
-    fn start_task(
+    async fn start_task(
         &self,
         slot: Arc<Slot>,
         target: String,
@@ -450,6 +453,11 @@ impl Router {
         let (created, handle) = self
             .own_tasks
             .create(owner.as_deref(), task.ttl, &self.stop)?;
+        if let Some(shared) = &self.shared_tasks {
+            shared
+                .created(owner.as_deref(), &created, handle.ttl())
+                .await;
+        }
         // No `related` stream: the request that created the task has been
         // answered; progress goes to the session stream, and requests for
         // the client to the stream of its `tasks/result`.

@@ -1,6 +1,6 @@
 //! State that outlives one request and that every replica of a team's
-//! gateway must see alike: the sessions clients hold and the rate-limit
-//! buckets their calls draw from.
+//! gateway must see alike: the sessions clients hold, the tasks the
+//! gateway runs for them and the rate-limit buckets their calls draw from.
 //!
 //! One process keeps it in its own memory ([`MemoryState`], the default:
 //! the session registry is the only record, and rate limits count in
@@ -60,6 +60,40 @@ impl SessionRecord {
     }
 }
 
+/// A task the gateway runs, as every replica sees it: the replica that
+/// runs it writes each change, the others answer `tasks/*` from it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskRecord {
+    /// The requestor it belongs to (a session id or a qualified identity;
+    /// `None`: unbound).
+    pub owner: Option<String>,
+    /// The process that runs it ([`StateBackend::instance`]).
+    pub instance: String,
+    /// Creation time in milliseconds since the epoch: the listing order.
+    pub created_ms: u64,
+    /// The `Task` as `tasks/get` answers it.
+    pub task: Value,
+    /// Once terminal: what the call returned, or its error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<mcpyard_proto::ErrorObject>,
+}
+
+impl TaskRecord {
+    /// The task's status as its `Task` says.
+    pub fn status(&self) -> &str {
+        self.task
+            .get("status")
+            .and_then(Value::as_str)
+            .unwrap_or("working")
+    }
+
+    pub fn is_terminal(&self) -> bool {
+        matches!(self.status(), "completed" | "failed" | "cancelled")
+    }
+}
+
 /// What one replica tells the others through the shared state.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StateEvent {
@@ -67,6 +101,10 @@ pub enum StateEvent {
     SessionEnded(String),
     /// A client's message for whichever replica waits for it in `session`.
     ForSession { session: String, message: String },
+    /// A task's record changed.
+    TaskChanged(String),
+    /// A client cancelled a task; the replica that runs it stops it.
+    TaskCancelled(String),
     /// The channel was (re)joined: what was said meanwhile is lost.
     Rejoined,
 }
@@ -118,6 +156,51 @@ pub trait StateBackend: Send + Sync + std::fmt::Debug + 'static {
     /// answer to a request it relayed, a cancellation of a call it runs):
     /// every replica hears it, the one that holds the waiting part takes it.
     async fn forward(&self, session: &str, message: &str) -> Result<(), StateError>;
+
+    /// This process among the replicas: a task's record names the one that
+    /// runs it. Alive while [`StateBackend::instance_alive`] says so.
+    fn instance(&self) -> &str {
+        "local"
+    }
+
+    /// Whether the process `instance` still runs (it renews a mark of
+    /// life while it does).
+    async fn instance_alive(&self, _instance: &str) -> Result<bool, StateError> {
+        Ok(true)
+    }
+
+    /// Writes task `id`'s record unless the stored one is already terminal
+    /// (terminal is final), and tells every replica. `ttl`: the task is
+    /// new, and the record lives that long; `None`: a change, which never
+    /// brings back a record that expired. Returns whether it was written.
+    /// A store that no other replica shares keeps no tasks (the gateway's
+    /// own task store is their only record) and writes nothing.
+    async fn save_task(
+        &self,
+        _id: &str,
+        _record: &TaskRecord,
+        _ttl: Option<Duration>,
+    ) -> Result<bool, StateError> {
+        Ok(false)
+    }
+
+    /// Task `id`'s record, unless it expired or was never shared.
+    async fn load_task(&self, _id: &str) -> Result<Option<TaskRecord>, StateError> {
+        Ok(None)
+    }
+
+    /// Every live task of `owner` with its id, oldest first.
+    async fn owner_tasks(
+        &self,
+        _owner: Option<&str>,
+    ) -> Result<Vec<(String, TaskRecord)>, StateError> {
+        Ok(Vec::new())
+    }
+
+    /// Asks the replica that runs task `id` to stop it.
+    async fn cancel_task(&self, _id: &str) -> Result<(), StateError> {
+        Ok(())
+    }
 
     /// What the other replicas say, as they say it; `None` when there are
     /// none.

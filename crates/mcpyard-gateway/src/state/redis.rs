@@ -1,7 +1,8 @@
-//! The Redis backend: session records with a TTL, GCRA buckets in a Lua
-//! script, and a pub/sub channel that tells every replica of a deleted
-//! session. One connection manager (reconnecting by itself) carries the
-//! commands; a second connection listens.
+//! The Redis backend: session and task records with a TTL, GCRA buckets
+//! and task writes in Lua scripts, pub/sub channels that tell every replica
+//! of deleted sessions, forwarded messages and tasks that changed, and a
+//! mark of life per process. One connection manager (reconnecting by
+//! itself) carries the commands; a second connection listens.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,7 +16,7 @@ use redis::{AsyncCommands, IntoConnectionInfo};
 use tokio::sync::{broadcast, OnceCell};
 use tokio_util::sync::CancellationToken;
 
-use super::{SessionRecord, StateBackend, StateError, StateEvent};
+use super::{SessionRecord, StateBackend, StateError, StateEvent, TaskRecord};
 
 /// How to reach Redis.
 #[derive(Clone)]
@@ -47,6 +48,11 @@ impl std::fmt::Debug for RedisSettings {
 /// Events waiting for a slow listener at most.
 const EVENT_BACKLOG: usize = 1024;
 
+/// How long a process's mark of life lasts, and how often it renews it: a
+/// replica silent for longer is taken for dead, and the tasks it ran fail.
+const LIFE: Duration = Duration::from_secs(10);
+const BEAT: Duration = Duration::from_secs(3);
+
 /// State shared through one Redis.
 pub struct RedisState {
     client: redis::Client,
@@ -55,6 +61,11 @@ pub struct RedisState {
     prefix: String,
     timeout: Duration,
     gcra: redis::Script,
+    save_task: redis::Script,
+    unlock: redis::Script,
+    /// This process among the replicas (a fresh id per start: a replica
+    /// that restarts under the same name no longer runs the old tasks).
+    instance: String,
     events: broadcast::Sender<StateEvent>,
     /// Commands that failed (unreachable, refused, timed out).
     failures: AtomicU64,
@@ -109,6 +120,11 @@ impl RedisState {
             prefix: settings.prefix.clone(),
             timeout: settings.timeout,
             gcra: redis::Script::new(include_str!("gcra.lua")),
+            save_task: redis::Script::new(include_str!("task.lua")),
+            unlock: redis::Script::new(
+                "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end",
+            ),
+            instance: uuid::Uuid::new_v4().simple().to_string(),
             events: broadcast::channel(EVENT_BACKLOG).0,
             failures: AtomicU64::new(0),
             up: std::sync::atomic::AtomicBool::new(true),
@@ -128,6 +144,48 @@ impl RedisState {
 
     fn forward_channel(&self) -> String {
         format!("{}:for-session", self.prefix)
+    }
+
+    fn task_changed_channel(&self) -> String {
+        format!("{}:task-changed", self.prefix)
+    }
+
+    fn task_cancel_channel(&self) -> String {
+        format!("{}:task-cancel", self.prefix)
+    }
+
+    /// The index of `owner`'s tasks (`None`: the unbound ones).
+    fn owner_key(&self, owner: Option<&str>) -> String {
+        match owner {
+            Some(owner) => self.key("tasks-of", &format!("o:{owner}")),
+            None => self.key("tasks-of", "unbound"),
+        }
+    }
+
+    /// Renews this process's mark of life.
+    async fn beat(&self) -> Result<(), StateError> {
+        let key = self.key("instance", &self.instance);
+        self.run(|mut c| async move { c.pset_ex::<_, _, ()>(key, 1, millis(LIFE)).await })
+            .await
+    }
+
+    /// Renews the mark of life every [`BEAT`] until the backend is closed.
+    fn keep_alive(&self) {
+        let state = self.me.clone();
+        let stop = self.stop.clone();
+        tokio::spawn(async move {
+            loop {
+                let Some(this) = state.upgrade() else { return };
+                if let Err(e) = this.beat().await {
+                    tracing::debug!(error = %e, "cannot renew this replica's mark of life");
+                }
+                drop(this);
+                tokio::select! {
+                    () = tokio::time::sleep(BEAT) => {}
+                    () = stop.cancelled() => return,
+                }
+            }
+        });
     }
 
     async fn connection(&self) -> Result<ConnectionManager, StateError> {
@@ -203,6 +261,66 @@ impl RedisState {
         Ok((wait_us > 0).then(|| Duration::from_micros(wait_us)))
     }
 
+    /// The bytes kept under `kind`/`id` (for what the binary keeps shared
+    /// itself, such as upstream OAuth tokens, encrypted before they come
+    /// here).
+    pub async fn get_bytes(&self, kind: &str, id: &str) -> Result<Option<Vec<u8>>, StateError> {
+        let key = self.key(kind, id);
+        self.run(|mut c| async move { c.get(key).await }).await
+    }
+
+    /// Keeps `value` under `kind`/`id`, without expiry.
+    pub async fn set_bytes(&self, kind: &str, id: &str, value: &[u8]) -> Result<(), StateError> {
+        let key = self.key(kind, id);
+        self.run(|mut c| async move { c.set::<_, _, ()>(key, value).await })
+            .await
+    }
+
+    /// Forgets what is kept under `kind`/`id`.
+    pub async fn delete_bytes(&self, kind: &str, id: &str) -> Result<(), StateError> {
+        let key = self.key(kind, id);
+        self.run(|mut c| async move { c.del::<_, ()>(key).await })
+            .await
+    }
+
+    /// Takes lock `name` for `holder` unless another holds it; it lapses
+    /// after `ttl` if never released. Whether it was taken.
+    pub async fn try_lock(
+        &self,
+        name: &str,
+        holder: &str,
+        ttl: Duration,
+    ) -> Result<bool, StateError> {
+        let key = self.key("lock", name);
+        let set: Option<String> = self
+            .run(|mut c| async move {
+                redis::cmd("SET")
+                    .arg(key)
+                    .arg(holder)
+                    .arg("NX")
+                    .arg("PX")
+                    .arg(millis(ttl))
+                    .query_async(&mut c)
+                    .await
+            })
+            .await?;
+        Ok(set.is_some())
+    }
+
+    /// Releases lock `name` if `holder` still holds it (it may have lapsed
+    /// and been taken by another).
+    pub async fn unlock(&self, name: &str, holder: &str) -> Result<(), StateError> {
+        let key = self.key("lock", name);
+        self.run(|mut c| async move {
+            self.unlock
+                .key(key)
+                .arg(holder)
+                .invoke_async::<()>(&mut c)
+                .await
+        })
+        .await
+    }
+
     /// Listens for sessions deleted by any replica until the backend is
     /// closed, reconnecting after a failure. Each (re)subscription is
     /// announced with an empty id: deletions may have been missed meanwhile.
@@ -215,7 +333,12 @@ impl RedisState {
                 let subscribed = async {
                     let mut pubsub = this.client.get_async_pubsub().await?;
                     pubsub
-                        .subscribe(&[this.ended_channel(), this.forward_channel()])
+                        .subscribe(&[
+                            this.ended_channel(),
+                            this.forward_channel(),
+                            this.task_changed_channel(),
+                            this.task_cancel_channel(),
+                        ])
                         .await?;
                     redis::RedisResult::Ok(pubsub)
                 };
@@ -226,7 +349,12 @@ impl RedisState {
                 match pubsub {
                     Ok(Ok(pubsub)) => {
                         let _ = this.events.send(StateEvent::Rejoined);
-                        let (events, ended_channel) = (this.events.clone(), this.ended_channel());
+                        let events = this.events.clone();
+                        let channels = [
+                            this.ended_channel(),
+                            this.task_changed_channel(),
+                            this.task_cancel_channel(),
+                        ];
                         drop(this);
                         let mut messages = pubsub.into_on_message();
                         loop {
@@ -238,8 +366,13 @@ impl RedisState {
                             let Ok(payload) = message.get_payload::<String>() else {
                                 continue;
                             };
-                            let event = if message.get_channel_name() == ended_channel {
+                            let channel = message.get_channel_name();
+                            let event = if channel == channels[0] {
                                 Some(StateEvent::SessionEnded(payload))
+                            } else if channel == channels[1] {
+                                Some(StateEvent::TaskChanged(payload))
+                            } else if channel == channels[2] {
+                                Some(StateEvent::TaskCancelled(payload))
                             } else {
                                 forwarded(&payload)
                             };
@@ -365,9 +498,108 @@ impl StateBackend for RedisState {
             .await
     }
 
+    fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    async fn instance_alive(&self, instance: &str) -> Result<bool, StateError> {
+        let key = self.key("instance", instance);
+        self.run(|mut c| async move { c.exists(key).await }).await
+    }
+
+    async fn save_task(
+        &self,
+        id: &str,
+        record: &TaskRecord,
+        ttl: Option<Duration>,
+    ) -> Result<bool, StateError> {
+        let value =
+            serde_json::to_string(record).map_err(|e| StateError(format!("task record: {e}")))?;
+        if ttl.is_some() {
+            // The task's replica is alive from its first task on, whatever
+            // the timing of its first beat.
+            self.beat().await?;
+        }
+        let (task_key, owner_key) = (
+            self.key("task", id),
+            self.owner_key(record.owner.as_deref()),
+        );
+        let ttl_ms = ttl.map_or(0, millis);
+        let channel = self.task_changed_channel();
+        let written: i64 = self
+            .run(|mut c| async move {
+                self.save_task
+                    .key(task_key)
+                    .key(owner_key)
+                    .arg(record.status())
+                    .arg(value)
+                    .arg(ttl_ms)
+                    .arg(record.created_ms)
+                    .arg(id)
+                    .arg(channel)
+                    .invoke_async(&mut c)
+                    .await
+            })
+            .await?;
+        Ok(written == 1)
+    }
+
+    async fn load_task(&self, id: &str) -> Result<Option<TaskRecord>, StateError> {
+        let key = self.key("task", id);
+        let text: Option<String> = self
+            .run(|mut c| async move { c.hget(key, "record").await })
+            .await?;
+        Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
+    }
+
+    async fn owner_tasks(
+        &self,
+        owner: Option<&str>,
+    ) -> Result<Vec<(String, TaskRecord)>, StateError> {
+        let index = self.owner_key(owner);
+        let ids: Vec<String> = {
+            let index = index.clone();
+            self.run(|mut c| async move { c.zrange(index, 0, -1).await })
+                .await?
+        };
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut read = redis::pipe();
+        for id in &ids {
+            read.hget(self.key("task", id), "record");
+        }
+        let texts: Vec<Option<String>> = self
+            .run(|mut c| async move { read.query_async(&mut c).await })
+            .await?;
+        let (mut live, mut gone) = (Vec::new(), Vec::new());
+        for (id, text) in ids.into_iter().zip(texts) {
+            match text.and_then(|t| serde_json::from_str::<TaskRecord>(&t).ok()) {
+                Some(record) => live.push((id, record)),
+                None => gone.push(id),
+            }
+        }
+        if !gone.is_empty() {
+            // Expired tasks leave the index as they are found.
+            let _ = self
+                .run(|mut c| async move { c.zrem::<_, _, ()>(index, gone).await })
+                .await;
+        }
+        Ok(live)
+    }
+
+    async fn cancel_task(&self, id: &str) -> Result<(), StateError> {
+        let channel = self.task_cancel_channel();
+        self.run(|mut c| async move { c.publish::<_, _, ()>(channel, id).await })
+            .await
+    }
+
     fn events(&self) -> Option<broadcast::Receiver<StateEvent>> {
         let receiver = self.events.subscribe();
-        self.listening.call_once(|| self.listen());
+        self.listening.call_once(|| {
+            self.listen();
+            self.keep_alive();
+        });
         Some(receiver)
     }
 

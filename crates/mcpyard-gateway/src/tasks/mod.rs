@@ -31,11 +31,17 @@
 //! for elicitation or sampling), the task shows `input_required` and the
 //! request, tagged with the task, travels on the stream of the requestor's
 //! `tasks/result`, which the spec tells it to call on seeing that status.
+//!
+//! Replicas (see [`SharedTasks`]): with a shared state backend, every
+//! replica answers for every task from its record; the call runs where it
+//! started.
 
+mod shared;
 mod status;
 mod store;
 mod wire;
 
+pub(crate) use shared::{list_own, SharedTasks};
 pub(crate) use status::{TaskError, TaskEvent, TaskLimits};
 pub(crate) use store::{TaskSignal, TaskStore};
 pub(crate) use wire::{advertise, capability, with_related_task, TaskRequest, EXTENSION};

@@ -27,6 +27,18 @@ impl TaskStatus {
         }
     }
 
+    pub(crate) fn parse(status: &str) -> Option<Self> {
+        [
+            Self::Working,
+            Self::InputRequired,
+            Self::Completed,
+            Self::Failed,
+            Self::Cancelled,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == status)
+    }
+
     pub(crate) fn is_terminal(self) -> bool {
         matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
     }
@@ -131,6 +143,8 @@ pub(crate) struct TaskEvent {
     pub(crate) owner: Option<String>,
     /// The full `Task`, as `tasks/get` would answer.
     pub(crate) task: Value,
+    /// Once terminal: what `tasks/result` answers.
+    pub(crate) outcome: Option<Result<Value, ErrorObject>>,
 }
 
 impl TaskEvent {

@@ -115,7 +115,7 @@ impl Entry {
     }
 }
 
-fn rfc3339(t: SystemTime) -> String {
+pub(super) fn rfc3339(t: SystemTime) -> String {
     humantime::format_rfc3339_millis(t).to_string()
 }
 
@@ -158,6 +158,7 @@ impl Shared {
             TaskEvent {
                 owner: entry.owner.clone(),
                 task: entry.to_json(task_id, &self.limits),
+                outcome: entry.outcome.clone(),
             }
         };
         self.emit(event);
@@ -283,6 +284,7 @@ impl TaskStore {
             shared: self.shared.clone(),
             task_id,
             cancel,
+            ttl,
             expires_at: now + ttl,
             finished: false,
             awaiting_input: Arc::default(),
@@ -436,12 +438,38 @@ impl TaskStore {
             let event = TaskEvent {
                 owner: entry.owner.clone(),
                 task: task.clone(),
+                outcome: entry.outcome.clone(),
             };
             (task, event)
         };
         tracing::debug!(task = %task_id, "task cancelled by request");
         self.shared.emit(event);
         Ok(task)
+    }
+
+    /// Stops a task that runs here, for a `tasks/cancel` another replica
+    /// accepted (it checked the requestor).
+    pub(crate) fn cancel_for_another_replica(&self, task_id: &str) {
+        let owner = self
+            .shared
+            .state()
+            .tasks
+            .get(task_id)
+            .map(|e| e.owner.clone());
+        if let Some(owner) = owner {
+            let _ = self.cancel(task_id, owner.as_deref());
+        }
+    }
+
+    /// The ids of the tasks that run here and have not finished.
+    pub(crate) fn unfinished(&self) -> Vec<String> {
+        self.shared
+            .state()
+            .tasks
+            .iter()
+            .filter(|(_, e)| !e.status.is_terminal())
+            .map(|(id, _)| id.clone())
+            .collect()
     }
 
     /// Forgets every task of a session that ended, stopping those that run:
@@ -485,7 +513,7 @@ fn stamped(outcome: Outcome, task_id: &str) -> Outcome {
 
 /// What `tasks/result` answers for a cancelled task: the call has no result,
 /// so it gets the error a cancelled call gets elsewhere in the gateway.
-fn cancelled_error(task_id: &str) -> ErrorObject {
+pub(super) fn cancelled_error(task_id: &str) -> ErrorObject {
     ErrorObject::new(codes::REQUEST_TIMEOUT, "The task was cancelled")
         .with_data(json!({ "taskId": task_id, "status": "cancelled" }))
 }
@@ -518,6 +546,7 @@ pub(crate) struct TaskHandle {
     shared: Arc<Shared>,
     task_id: String,
     cancel: CancellationToken,
+    ttl: Duration,
     expires_at: Instant,
     finished: bool,
     /// Requests of the call awaiting the requestor, shared by every
@@ -539,6 +568,11 @@ impl TaskHandle {
     /// session and by gateway shutdown: give it to the call.
     pub(crate) fn cancellation(&self) -> CancellationToken {
         self.cancel.clone()
+    }
+
+    /// How long the task lives from its creation.
+    pub(crate) fn ttl(&self) -> Duration {
+        self.ttl
     }
 
     /// What the call uses to ask the requestor for input.

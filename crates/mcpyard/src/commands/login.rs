@@ -57,8 +57,8 @@ pub(super) async fn run(args: LoginArgs) -> anyhow::Result<()> {
             oauth.grant.as_str()
         );
     }
-    let token_dir = settings
-        .token_dir
+    let tokens = settings
+        .tokens
         .clone()
         .context("no folder for the tokens: set XDG_STATE_HOME or HOME")?;
     let url = http_url(&upstream.transport).context("OAuth is for HTTP servers")?;
@@ -74,7 +74,7 @@ pub(super) async fn run(args: LoginArgs) -> anyhow::Result<()> {
         })?;
     let port = listener.local_addr().context("the redirect port")?.port();
     let redirect_uri = OAuthSettings::redirect_uri(port);
-    let client = oauth_client(name, url, oauth, token_dir.clone(), redirect_uri)?;
+    let client = oauth_client(name, url, oauth, &tokens, redirect_uri)?;
     let pending = client
         .begin_login()
         .await
@@ -122,8 +122,7 @@ pub(super) async fn run(args: LoginArgs) -> anyhow::Result<()> {
     }
     finished.with_context(|| format!("the login to `{name}` failed"))?;
     eprintln!(
-        "Logged in to `{name}`; tokens saved under {}. A running gateway uses them at its next attempt.",
-        token_dir.display()
+        "Logged in to `{name}`; tokens saved {tokens}. A running gateway uses them at its next attempt."
     );
     Ok(())
 }

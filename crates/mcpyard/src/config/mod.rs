@@ -36,6 +36,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::Path;
 use std::time::Duration;
 
+use crate::upstream_auth::TokenPlace;
 use mcpyard_client::TransportSpec;
 use mcpyard_gateway::{
     ConfigError as GatewayConfigError, GatewayConfig, Listing, SourceSpec, UpstreamSpec,
@@ -104,8 +105,9 @@ pub(crate) struct Settings {
     pub(crate) apis: Vec<ApiSummary>,
     /// The OAuth settings of the enabled servers that have them.
     pub(crate) oauth: Vec<(String, OAuthSettings)>,
-    /// Where OAuth tokens are kept (`None`: no XDG_STATE_HOME nor HOME).
-    pub(crate) token_dir: Option<std::path::PathBuf>,
+    /// Where upstream OAuth tokens are kept (`None`: no shared state, and
+    /// neither XDG_STATE_HOME nor HOME).
+    pub(crate) tokens: Option<TokenPlace>,
     /// One line on the policy and the rate limits, for `check`.
     pub(crate) governance: String,
     /// `[audit]`: the trail is opened when the gateway starts serving.
@@ -366,7 +368,13 @@ fn from_text(
     let mut upstreams = Vec::new();
     let mut summaries = Vec::new();
     let mut oauth_settings = Vec::new();
-    let token_dir = crate::token_store::default_dir(lookup);
+    // Built before the servers: a team's replicas keep their upstreams'
+    // tokens in it.
+    let state = state::build(&ctx, top.state.as_ref())?;
+    let tokens = match &state.shared_tokens {
+        Some(shared) => Some(TokenPlace::Shared(shared.clone())),
+        None => crate::token_store::default_dir(lookup).map(TokenPlace::Folder),
+    };
     for (name, raw) in servers {
         let key = format!("{section}.{name}");
         let enabled = raw.is_enabled(&ctx, &key)?;
@@ -384,13 +392,19 @@ fn from_text(
             None => None,
             Some(mut built) => {
                 if let (Some(o), Some(okey)) = (built.oauth, oauth_key) {
-                    let dir = token_dir.clone().ok_or_else(|| {
+                    if state.redis.is_some() && state.shared_tokens.is_none() {
+                        return Err(ctx.error(
+                            "state.token_key_env",
+                            format!("replicas share `{name}`'s OAuth tokens in Redis, sealed: name a variable that holds a 32-byte key (64 hex digits or base64)"),
+                        ));
+                    }
+                    let place = tokens.clone().ok_or_else(|| {
                         ctx.error(
                             &okey,
                             "no folder for the tokens: set XDG_STATE_HOME or HOME",
                         )
                     })?;
-                    let auth = oauth_auth(&built.upstream, &o, dir)
+                    let auth = oauth_auth(&built.upstream, &o, place)
                         .map_err(|e| ctx.error(&okey, e.to_string()))?;
                     built.upstream.http_auth = Some(auth);
                     oauth_settings.push((name.clone(), o));
@@ -492,7 +506,6 @@ fn from_text(
         ..StdioOptions::default()
     };
     let rate_limits = top.limits.as_ref().map_or(&[][..], |l| &l.rate[..]);
-    let state = state::build(&ctx, top.state.as_ref())?;
     let rate_limiter = policy::build_rate_limits(&ctx, rate_limits, &state)?;
     let access = policy::build_policy(&ctx, top.policy.as_ref())?;
     let governance = policy::summary(access.as_deref(), rate_limits.len(), http.per_address);
@@ -639,7 +652,7 @@ fn from_text(
         local_models,
         apis,
         oauth: oauth_settings,
-        token_dir,
+        tokens,
         governance,
         audit,
         metrics,
@@ -648,16 +661,16 @@ fn from_text(
     })
 }
 
-/// The OAuth client of an upstream, its tokens kept in `dir`. The gateway
+/// The OAuth client of an upstream, its tokens kept in `tokens`. The gateway
 /// runs no browser: an authorization-code upstream without a usable token
 /// waits for `mcpyard login`.
 fn oauth_auth(
     upstream: &UpstreamSpec,
     oauth: &OAuthSettings,
-    dir: std::path::PathBuf,
+    tokens: TokenPlace,
 ) -> Result<std::sync::Arc<dyn mcpyard_client::HttpAuth>, mcpyard_client::oauth::OAuthError> {
     let url = http_url(&upstream.transport).expect("OAuth is refused for stdio servers");
-    let auth = crate::upstream_auth::UpstreamAuth::new(&upstream.name, url, oauth.clone(), dir)?;
+    let auth = crate::upstream_auth::UpstreamAuth::new(&upstream.name, url, oauth.clone(), tokens)?;
     Ok(std::sync::Arc::new(auth))
 }
 

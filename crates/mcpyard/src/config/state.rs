@@ -20,6 +20,7 @@ use mcpyard_gateway::state::{MemoryState, RedisSettings, RedisState, StateBacken
 use super::context::Context;
 use super::error::ConfigError;
 use super::values::RawDuration;
+use crate::shared_tokens::{parse_key, SharedTokenStore};
 
 /// `[state]`, as written.
 #[derive(Debug, Default, Deserialize)]
@@ -33,6 +34,7 @@ pub(crate) struct RawState {
     ca_file: Option<String>,
     replica: Option<String>,
     fail_mode: Option<String>,
+    token_key_env: Option<String>,
 }
 
 /// How long one Redis command may take by default.
@@ -46,6 +48,8 @@ pub(crate) struct StateSettings {
     pub(crate) replica: String,
     /// Rate limits let calls through while Redis cannot be asked.
     pub(crate) fail_open: bool,
+    /// Upstream OAuth tokens in Redis, sealed under `token_key_env`.
+    pub(crate) shared_tokens: Option<Arc<SharedTokenStore>>,
     /// A hash of `[state]` as written: a reload that changes it says that
     /// the change waits for a restart.
     pub(crate) fingerprint: u64,
@@ -106,6 +110,7 @@ pub(crate) fn build(
             ("url", raw.url.is_some()),
             ("password_env", raw.password_env.is_some()),
             ("ca_file", raw.ca_file.is_some()),
+            ("token_key_env", raw.token_key_env.is_some()),
         ]
         .iter()
         .find_map(|(k, set)| set.then_some(*k))
@@ -119,6 +124,7 @@ pub(crate) fn build(
             redis: None,
             replica,
             fail_open,
+            shared_tokens: None,
             fingerprint: fingerprint(raw),
         });
     }
@@ -180,10 +186,30 @@ pub(crate) fn build(
         ca_file,
     };
     let redis = RedisState::new(&settings).map_err(|e| ctx.error("state.url", e.0))?;
+    let shared_tokens = match &raw.token_key_env {
+        None => None,
+        Some(var) => {
+            let text = (ctx.lookup)(var).filter(|k| !k.is_empty()).ok_or_else(|| {
+                ctx.error(
+                    "state.token_key_env",
+                    format!("the variable {var} is not set"),
+                )
+            })?;
+            // The error says what is wrong with the key, never the key.
+            let key = parse_key(&text).map_err(|why| {
+                ctx.error(
+                    "state.token_key_env",
+                    format!("{var} must hold a 32-byte key: {why}"),
+                )
+            })?;
+            Some(Arc::new(SharedTokenStore::new(redis.clone(), &key)))
+        }
+    };
     Ok(StateSettings {
         redis: Some(redis),
         replica,
         fail_open,
+        shared_tokens,
         fingerprint: fingerprint(raw),
     })
 }

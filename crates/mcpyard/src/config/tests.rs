@@ -654,9 +654,11 @@ scopes = ["mcp:tools", "offline_access"]
     );
     assert!(s.warnings.is_empty(), "{:?}", s.warnings);
     assert!(!format!("{s:?}").contains("tok-123"));
-    assert_eq!(
-        s.token_dir.as_deref(),
-        Some(Path::new("/home/u/.local/state/mcpyard/oauth"))
+    assert!(
+        matches!(&s.tokens, Some(crate::upstream_auth::TokenPlace::Folder(dir))
+            if dir == Path::new("/home/u/.local/state/mcpyard/oauth")),
+        "{:?}",
+        s.tokens
     );
     assert!(s.upstream("kc").unwrap().http_auth.is_some());
 }

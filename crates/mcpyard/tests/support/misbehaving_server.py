@@ -8,7 +8,8 @@ Modes (argv[1]):
            notifications/tools/list_changed.
   asking   a call to `ask` asks the client (elicitation/create) for a colour,
            after `delay` seconds when the arguments say so, and answers with
-           what the client said; `slow` never answers.
+           what the client said; `slow` never answers; `echo` answers
+           after `delay` seconds when the arguments say so.
   watching offers resources `mem://a` and `mem://b` with subscriptions; a
            call to `touch` sends notifications/resources/updated for each
            subscribed URI, in order, and answers with the list of them.
@@ -118,8 +119,14 @@ for line in sys.stdin:
         if msg["params"]["name"] == "grow" and MODE == "changing":
             TOOLS.append({"name": "extra", "description": "added later", "inputSchema": {"type": "object"}})
             sys.stdout.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}) + "\n")
-        text = json.dumps(msg["params"].get("arguments", {}))
-        send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": text}]}})
+        arguments = msg["params"].get("arguments", {})
+        answer = {"jsonrpc": "2.0", "id": mid, "result": {
+            "content": [{"type": "text", "text": json.dumps(arguments)}]}}
+        delay = arguments.get("delay") if MODE == "asking" else None
+        if delay:
+            threading.Timer(delay, send, [answer]).start()
+        else:
+            send(answer)
     elif method == "notifications/cancelled" and LOG:
         with open(LOG, "a") as f:
             f.write(json.dumps(msg["params"]) + "\n")

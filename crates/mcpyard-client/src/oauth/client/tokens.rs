@@ -6,7 +6,7 @@ use url::Url;
 use crate::oauth::discovery::Discovered;
 use crate::oauth::http::{self as oauth_http, RawToken};
 use crate::oauth::pkce;
-use crate::oauth::{ClientAuthMethod, Grant, OAuthError, Secret, TokenSet};
+use crate::oauth::{ClientAuthMethod, Grant, OAuthError, Secret, StoredCredentials, TokenSet};
 
 use super::creds::{
     client_assertion, grant_name, ClientCreds, CLIENT_ASSERTION_JWT, ID_JAG, ID_TOKEN,
@@ -150,6 +150,36 @@ impl OAuthClient {
 
     /// Refreshes the tokens; a refused refresh token ends in `LoginRequired`.
     pub(super) async fn refresh(&self, state: &mut State) -> Result<(), OAuthError> {
+        let Some(lock) = self.store.lock_refresh(&self.key).await? else {
+            return self.refresh_now(state).await;
+        };
+        // The store is shared: another process may have refreshed while
+        // this one waited, and its tokens are the ones to use (the refresh
+        // token this one holds may be spent).
+        let held = |state: &State| state.stored.tokens.as_ref().map(|t| t.access_token.clone());
+        let before = held(state);
+        let outcome = match self.store.load(&self.key).await {
+            Ok(Some(stored)) => {
+                state.stored = stored;
+                if held(state).is_some() && held(state) != before {
+                    tracing::debug!(target: "mcpyard::oauth", upstream = %self.key.upstream, "another process refreshed the tokens");
+                    Ok(())
+                } else {
+                    self.refresh_now(state).await
+                }
+            }
+            Ok(None) => {
+                state.stored = StoredCredentials::default();
+                Err(self.login_required("no tokens are stored"))
+            }
+            Err(e) => Err(e),
+        };
+        lock.release().await;
+        outcome
+    }
+
+    /// Refreshes with the refresh token held now.
+    async fn refresh_now(&self, state: &mut State) -> Result<(), OAuthError> {
         let Some(refresh_token) = state
             .stored
             .tokens
