@@ -12,6 +12,9 @@
 //!   where they fail open, `/ready` says 503; all recovers when Redis is
 //!   back.
 //! - Redis over TLS (`rediss://`, a CA of the test's own) with a password.
+//! - Redis restarted under load: limited calls fail at once with a clear
+//!   error, calls in known sessions go on, nothing hangs, and all passes
+//!   once Redis is back.
 //! - A replica stopped (SIGTERM: its call in flight finishes, its stream
 //!   closes with a retry hint) and another killed: the session goes on
 //!   through the balancer on the last one.
@@ -638,5 +641,174 @@ async fn tasks_created_on_one_replica_are_followed_on_the_others() {
         statuses,
         [&json!("cancelled"), &json!("failed")],
         "{listed}"
+    );
+}
+
+/// One call of the load below: when it was sent (since the start), how
+/// long it took, and its answer (or the transport's failure).
+struct Sent {
+    at: Duration,
+    took: Duration,
+    answer: Result<Value, String>,
+}
+
+/// Calls `every__echo` in `session` and the rate-limited `mcpyard__docs`
+/// in turn, round-robin over `urls`, until `stop`; every call bounded by
+/// 10 s.
+async fn keep_calling(
+    urls: Vec<String>,
+    session: String,
+    start: Instant,
+    stop: Instant,
+) -> Vec<Sent> {
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .expect("client");
+    let mut sent = Vec::new();
+    for i in 0u64.. {
+        if Instant::now() >= stop {
+            break;
+        }
+        let name = if i % 2 == 0 {
+            "every__echo"
+        } else {
+            "mcpyard__docs"
+        };
+        let url = &urls[(i / 2) as usize % urls.len()];
+        let body = json!({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                          "params": {"name": name, "arguments": {"message": "load"}}});
+        let at = start.elapsed();
+        let answer = async {
+            let text = http
+                .post(url)
+                .header("Accept", "application/json, text/event-stream")
+                .header("Mcp-Session-Id", &session)
+                .header("MCP-Protocol-Version", "2025-11-25")
+                .json(&body)
+                .send()
+                .await
+                .map_err(|e| e.to_string())?
+                .text()
+                .await
+                .map_err(|e| e.to_string())?;
+            let data = text
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .next_back()
+                .unwrap_or(&text);
+            serde_json::from_str::<Value>(data.trim()).map_err(|e| format!("{e}: {text}"))
+        }
+        .await;
+        sent.push(Sent {
+            at,
+            took: start.elapsed() - at,
+            answer,
+        });
+    }
+    sent
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_restarted_under_load_fails_calls_clearly_and_recovers() {
+    let dir = scratch();
+    let mut redis = Redis::start(dir.path(), None).await;
+    let state = "timeout = \"1s\"\n\n\
+                 [[limits.rate]]\nname = \"docs\"\nrate = \"100000/min\"\ntools = [\"mcpyard__docs\"]\n";
+    let replicas = start_replicas(dir.path(), 2, &redis.url(), state, &[]).await;
+    // The clients go round-robin to the replicas themselves: a balancer
+    // checking `/ready` takes both out while Redis is away (503 from the
+    // balancer), and it is the replicas' own answers that are tested here.
+    let urls: Vec<String> = replicas.iter().map(|(g, _)| g.url()).collect();
+    let session = open_session(&urls[0]).await;
+    // Both replicas serve the session before Redis goes.
+    for (i, url) in urls.iter().enumerate() {
+        let (status, _, answer) = rpc(url, Some(&session), echo(100 + i as u64, "warm")).await;
+        assert_eq!(status, 200, "{answer}");
+    }
+
+    // Four clients call without pause; Redis is killed after 2 s, started
+    // again (empty) 3 s later, and the load goes on 8 s more.
+    let start = Instant::now();
+    let stop = start + Duration::from_secs(13);
+    let workers: Vec<_> = (0..4)
+        .map(|_| tokio::spawn(keep_calling(urls.clone(), session.clone(), start, stop)))
+        .collect();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let killed = start.elapsed();
+    redis.kill();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    redis.restart().await;
+    let restarted = start.elapsed();
+    let mut sent = Vec::new();
+    for worker in workers {
+        let finished = tokio::time::timeout(Duration::from_secs(30), worker)
+            .await
+            .expect("no client hangs");
+        sent.extend(finished.expect("joined"));
+    }
+
+    let slowest = sent.iter().map(|s| s.took).max().unwrap_or_default();
+    assert!(
+        slowest < Duration::from_secs(5),
+        "every call ended within the backend's timeout and a margin: {slowest:?}"
+    );
+    let (mut passed, mut refused_clearly) = (0, 0);
+    for s in &sent {
+        let answer = s
+            .answer
+            .as_ref()
+            .unwrap_or_else(|e| panic!("at {:?}: {e}", s.at));
+        if answer["result"].is_object() {
+            assert_ne!(answer["result"]["isError"], true, "{answer}");
+            passed += 1;
+            continue;
+        }
+        // A refusal only for the limited tool, only while Redis was away
+        // (and a moment after, while the connection comes back), saying why.
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("could not be checked (the shared state does not answer)"),
+            "a clear error: {answer}"
+        );
+        assert!(
+            s.at + s.took >= killed && s.at <= restarted + Duration::from_secs(5),
+            "refused at {:?}, Redis away from {killed:?} to {restarted:?}: {answer}",
+            s.at
+        );
+        refused_clearly += 1;
+    }
+    assert!(refused_clearly >= 1, "the limited calls failed closed");
+    // The session went on throughout, on both replicas, and the limited
+    // tool passes again at the end.
+    let echoed_during = sent.iter().any(|s| {
+        s.at > killed + Duration::from_millis(500)
+            && s.at + s.took < restarted
+            && s.answer
+                .as_ref()
+                .is_ok_and(|a| a["result"]["content"][0]["text"] == "Echo: load")
+    });
+    assert!(echoed_during, "calls in the known session went on");
+    let late = sent
+        .iter()
+        .filter(|s| s.at > restarted + Duration::from_secs(5))
+        .collect::<Vec<_>>();
+    assert!(late.len() >= 10, "load went on after the restart");
+    assert!(
+        late.iter()
+            .all(|s| s.answer.as_ref().is_ok_and(|a| a["result"].is_object())),
+        "all passes once Redis is back"
+    );
+    assert!(
+        passed > refused_clearly,
+        "{passed} passed, {refused_clearly} refused"
+    );
+    // A new session opened on one replica is served by the other again.
+    let fresh = open_session(&urls[0]).await;
+    let (status, _, answer) = rpc(&urls[1], Some(&fresh), echo(200, "new")).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "Echo: new",
+        "{answer}"
     );
 }

@@ -44,6 +44,8 @@ pub(crate) struct Downstream {
     stop: CancellationToken,
     /// Where sessions are recorded for the other replicas (see `state`).
     state: Arc<dyn StateBackend>,
+    /// The shared store's generation last seen (see [`StateBackend::epoch`]).
+    epoch: std::sync::Mutex<Option<String>>,
 }
 
 /// A source a subscription goes to, with its catalogue index.
@@ -68,6 +70,7 @@ impl Downstream {
             caps,
             stop,
             state,
+            epoch: std::sync::Mutex::default(),
         });
         tokio::spawn(expire_idle_sessions(Arc::downgrade(&downstream)));
         if let Some(events) = events {
@@ -93,7 +96,12 @@ impl Downstream {
             .save_session(session.id(), &session.record(), self.idle_timeout)
             .await
         {
-            Ok(()) => session.mark_shared(),
+            Ok(()) => {
+                session.mark_shared();
+                if self.seen_epoch().is_none() {
+                    self.note_epoch().await;
+                }
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "a session could not be recorded for the other replicas: only this one serves it")
             }
@@ -195,15 +203,53 @@ impl Downstream {
     }
 
     /// Ends here the shared sessions no replica has a record of any more
-    /// (deleted while this one was not listening).
+    /// (deleted while this one was not listening), unless the store lost
+    /// every record (restarted empty): then they are recorded again.
     async fn forget_deleted(&self) {
+        let before = self.seen_epoch();
+        let Some(now) = self.note_epoch().await else {
+            // Nothing can be told apart without it: ending nothing is safe.
+            return;
+        };
+        let lost = before.is_some_and(|b| b != now);
+        if lost {
+            tracing::warn!(
+                "the shared state lost its records; this replica's sessions are recorded again"
+            );
+        }
         for session in self.sessions.all() {
             if session.is_shared()
                 && matches!(self.state.load_session(session.id()).await, Ok(None))
             {
-                self.end(session.id());
+                if lost {
+                    self.share(&session).await;
+                } else {
+                    self.end(session.id());
+                }
             }
         }
+    }
+
+    fn seen_epoch(&self) -> Option<String> {
+        self.epoch.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Asks the store's generation (a few times, a second apart, while it
+    /// does not answer) and keeps it.
+    async fn note_epoch(&self) -> Option<String> {
+        if !self.state.shared() {
+            return None;
+        }
+        for attempt in 0..5 {
+            if attempt > 0 {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            if let Ok(Some(now)) = self.state.epoch().await {
+                *self.epoch.lock().unwrap_or_else(|e| e.into_inner()) = Some(now.clone());
+                return Some(now);
+            }
+        }
+        None
     }
 
     /// See [`crate::Gateway::register_session`].

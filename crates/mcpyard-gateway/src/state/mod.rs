@@ -157,6 +157,12 @@ pub trait StateBackend: Send + Sync + std::fmt::Debug + 'static {
     /// every replica hears it, the one that holds the waiting part takes it.
     async fn forward(&self, session: &str, message: &str) -> Result<(), StateError>;
 
+    /// The store's generation: the same while it keeps its data, another
+    /// once it lost them (a Redis restarted empty). `None`: not shared.
+    async fn epoch(&self) -> Result<Option<String>, StateError> {
+        Ok(None)
+    }
+
     /// This process among the replicas: a task's record names the one that
     /// runs it. Alive while [`StateBackend::instance_alive`] says so.
     fn instance(&self) -> &str {

@@ -498,6 +498,25 @@ impl StateBackend for RedisState {
             .await
     }
 
+    async fn epoch(&self) -> Result<Option<String>, StateError> {
+        let key = self.key("epoch", "current");
+        let fresh = uuid::Uuid::new_v4().simple().to_string();
+        let (epoch,): (String,) = self
+            .run(|mut c| async move {
+                redis::pipe()
+                    .cmd("SET")
+                    .arg(&key)
+                    .arg(fresh)
+                    .arg("NX")
+                    .ignore()
+                    .get(&key)
+                    .query_async(&mut c)
+                    .await
+            })
+            .await?;
+        Ok(Some(epoch))
+    }
+
     fn instance(&self) -> &str {
         &self.instance
     }
