@@ -19,7 +19,8 @@
 //!   closes with a retry hint) and another killed: the session goes on
 //!   through the balancer on the last one.
 //! - Sampling and elicitation relayed by one replica are answered through
-//!   the other.
+//!   the other; in the 2026-07-28 era, the retry that carries the client's
+//!   answer is served by the replica holding the suspended call.
 //! - A task created on one replica is polled, waited on, listed and
 //!   cancelled through the others (the Python SDK 1.x through the
 //!   balancer); a task whose replica is killed fails, never stays working.
@@ -494,6 +495,51 @@ async fn sampling_and_elicitation_are_answered_through_the_other_replica() {
         })
         .sum();
     assert!(handed_on >= 1, "no answer crossed replicas");
+
+    // The Python SDK 2.x in its default mode (2026-07-28): each request
+    // that needs the client is answered `input_required`, and the retry
+    // that carries the client's answer lands on the other replica, which
+    // has the one holding the suspended call serve it.
+    let calls = json!([
+        ["every__trigger-sampling-request", {"prompt": "hello", "maxTokens": 10}],
+        ["every__trigger-elicitation-request", {}],
+        ["every__trigger-sampling-request", {"prompt": "again", "maxTokens": 10}],
+        ["every__trigger-elicitation-request", {}],
+    ]);
+    let mut cmd = std::process::Command::new(tool("venv/bin/python"));
+    cmd.arg(support_file("py_input_check.py"))
+        .arg(balancer.url())
+        .arg("M")
+        .arg(calls.to_string());
+    let (ok, stdout, stderr) = run(cmd, Duration::from_secs(150));
+    assert!(ok, "py_input_check failed:\n{stdout}\n{stderr}");
+    let summary: Value = serde_json::from_str(stdout.trim()).expect("a JSON summary");
+    assert_eq!(summary["ok"], true, "{summary}");
+    assert_eq!(summary["protocolVersion"], "2026-07-28", "{summary}");
+    assert_eq!(
+        summary["asked"],
+        json!(["sampling", "elicitation", "sampling", "elicitation"]),
+        "{summary}"
+    );
+    let results = summary["results"].as_array().expect("results");
+    assert_eq!(results.len(), 4, "{summary}");
+    for (result, wanted) in
+        results
+            .iter()
+            .zip(["sampled for M", "user M", "sampled for M", "user M"])
+    {
+        assert!(result.to_string().contains(wanted), "{wanted}: {result}");
+    }
+    let served_elsewhere: usize = replicas
+        .iter()
+        .map(|(g, _)| {
+            g.proc
+                .log_text()
+                .matches("served a request for another replica")
+                .count()
+        })
+        .sum();
+    assert!(served_elsewhere >= 1, "no retry crossed replicas");
 }
 
 /// Opens a 2025-11-25 session at `url`; its id.

@@ -43,6 +43,17 @@ impl IdentityKind {
             IdentityKind::Local => "local",
         }
     }
+
+    /// The kind [`IdentityKind::as_str`] names; anonymous for any other
+    /// name.
+    pub fn from_name(name: &str) -> Self {
+        match name {
+            "api_key" => IdentityKind::ApiKey,
+            "token" => IdentityKind::Token,
+            "local" => IdentityKind::Local,
+            _ => IdentityKind::Anonymous,
+        }
+    }
 }
 
 impl Identity {

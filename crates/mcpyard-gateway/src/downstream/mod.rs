@@ -563,8 +563,12 @@ async fn follow_replicas(
             Ok(StateEvent::Rejoined) | Err(RecvError::Lagged(_)) => {
                 downstream.forget_deleted().await;
             }
-            // The tasks' own listener hears these.
-            Ok(StateEvent::TaskChanged(_) | StateEvent::TaskCancelled(_)) => {}
+            // The tasks' own listener hears these, the gateway the questions.
+            Ok(
+                StateEvent::TaskChanged(_)
+                | StateEvent::TaskCancelled(_)
+                | StateEvent::Asked { .. },
+            ) => {}
             Err(RecvError::Closed) => return,
         }
     }

@@ -4,6 +4,7 @@
 //! the sessions they hold, here and on the other replicas.
 
 mod reload;
+mod replicas;
 mod sessions;
 mod task_requests;
 
@@ -274,7 +275,7 @@ impl Gateway {
             stop.clone(),
             config.state.clone(),
         );
-        Ok(Self {
+        let gateway = Self {
             inner: Arc::new(Inner {
                 router,
                 downstream,
@@ -291,7 +292,9 @@ impl Gateway {
                 state: config.state,
                 replica: config.replica,
             }),
-        })
+        };
+        gateway.serve_other_replicas();
+        Ok(gateway)
     }
 
     /// Waits until every source has made its first report (an upstream:
@@ -431,6 +434,18 @@ impl Gateway {
                 metrics.session_started(&request_session.protocol_version());
             }
         }
+        if let Some(holder) = self
+            .held_elsewhere(&request_session, method, params.as_ref())
+            .await
+        {
+            let answer = self
+                .ask_holder(&holder, &request_session, id, method, params)
+                .await;
+            if derived {
+                request_session.end();
+            }
+            return answer;
+        }
         // On a connection (stdio) the era's streams are the connection's own.
         let related = related.or_else(|| derived.then(|| request_session.stream()).flatten());
         // Registered on the connection's session, so that its
@@ -460,6 +475,7 @@ impl Gateway {
         }
         if let Ok(result) = &mut outcome {
             if request_session.is_stateless() {
+                self.note_held(&request_session, method, result).await;
                 era::stamp_stateless_result(method, result);
             } else {
                 era::unstamp_for_handshake_era(result);

@@ -45,15 +45,9 @@ impl SessionRecord {
     /// The owner as an identity without groups or scopes (the request that
     /// uses the session brings its own).
     pub fn owner(&self) -> Identity {
-        let kind = match self.identity_kind.as_str() {
-            "api_key" => IdentityKind::ApiKey,
-            "token" => IdentityKind::Token,
-            "local" => IdentityKind::Local,
-            _ => IdentityKind::Anonymous,
-        };
         Identity {
             name: self.identity_name.clone(),
-            kind,
+            kind: IdentityKind::from_name(&self.identity_kind),
             groups: Vec::new(),
             scopes: Vec::new(),
         }
@@ -105,6 +99,13 @@ pub enum StateEvent {
     TaskChanged(String),
     /// A client cancelled a task; the replica that runs it stops it.
     TaskCancelled(String),
+    /// Another replica asks this one to serve a request for it (one whose
+    /// state this one holds); answer with [`StateBackend::reply`].
+    Asked {
+        from: String,
+        id: u64,
+        question: String,
+    },
     /// The channel was (re)joined: what was said meanwhile is lost.
     Rejoined,
 }
@@ -205,6 +206,34 @@ pub trait StateBackend: Send + Sync + std::fmt::Debug + 'static {
 
     /// Asks the replica that runs task `id` to stop it.
     async fn cancel_task(&self, _id: &str) -> Result<(), StateError> {
+        Ok(())
+    }
+
+    /// Notes that this process holds what `key` names (a suspended call,
+    /// an upstream's task), for `ttl`: another replica that meets it asks
+    /// this one.
+    async fn note_held(&self, _key: &str, _ttl: Duration) -> Result<(), StateError> {
+        Ok(())
+    }
+
+    /// The process that holds what `key` names, if one noted it.
+    async fn holder(&self, _key: &str) -> Result<Option<String>, StateError> {
+        Ok(None)
+    }
+
+    /// Asks process `instance` a question and waits, at most `timeout`, for
+    /// its reply (see [`StateEvent::Asked`]).
+    async fn ask(
+        &self,
+        _instance: &str,
+        _question: &str,
+        _timeout: Duration,
+    ) -> Result<String, StateError> {
+        Err(StateError("no other replica shares this state".into()))
+    }
+
+    /// Replies to question `id` of process `to`.
+    async fn reply(&self, _to: &str, _id: u64, _answer: &str) -> Result<(), StateError> {
         Ok(())
     }
 

@@ -66,6 +66,10 @@ pub struct RedisState {
     /// This process among the replicas (a fresh id per start: a replica
     /// that restarts under the same name no longer runs the old tasks).
     instance: String,
+    /// Questions this process asked other replicas, by number, awaiting
+    /// their replies.
+    asked: std::sync::Mutex<std::collections::HashMap<u64, tokio::sync::oneshot::Sender<String>>>,
+    next_question: AtomicU64,
     events: broadcast::Sender<StateEvent>,
     /// Commands that failed (unreachable, refused, timed out).
     failures: AtomicU64,
@@ -125,6 +129,8 @@ impl RedisState {
                 "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end",
             ),
             instance: uuid::Uuid::new_v4().simple().to_string(),
+            asked: std::sync::Mutex::default(),
+            next_question: AtomicU64::new(1),
             events: broadcast::channel(EVENT_BACKLOG).0,
             failures: AtomicU64::new(0),
             up: std::sync::atomic::AtomicBool::new(true),
@@ -152,6 +158,34 @@ impl RedisState {
 
     fn task_cancel_channel(&self) -> String {
         format!("{}:task-cancel", self.prefix)
+    }
+
+    fn ask_channel(&self) -> String {
+        format!("{}:ask", self.prefix)
+    }
+
+    fn reply_channel(&self) -> String {
+        format!("{}:reply", self.prefix)
+    }
+
+    /// A question or reply published for another replica, taken when it
+    /// is addressed to this one.
+    fn addressed(&self, payload: &str) -> Option<Addressed> {
+        serde_json::from_str::<Addressed>(payload)
+            .ok()
+            .filter(|a| a.to == self.instance)
+    }
+
+    /// Hands a reply to the question waiting for it.
+    fn replied(&self, reply: Addressed) {
+        let waiting = self
+            .asked
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&reply.id);
+        if let Some(waiting) = waiting {
+            let _ = waiting.send(reply.body);
+        }
     }
 
     /// The index of `owner`'s tasks (`None`: the unbound ones).
@@ -338,6 +372,8 @@ impl RedisState {
                             this.forward_channel(),
                             this.task_changed_channel(),
                             this.task_cancel_channel(),
+                            this.ask_channel(),
+                            this.reply_channel(),
                         ])
                         .await?;
                     redis::RedisResult::Ok(pubsub)
@@ -354,6 +390,8 @@ impl RedisState {
                             this.ended_channel(),
                             this.task_changed_channel(),
                             this.task_cancel_channel(),
+                            this.ask_channel(),
+                            this.reply_channel(),
                         ];
                         drop(this);
                         let mut messages = pubsub.into_on_message();
@@ -373,6 +411,20 @@ impl RedisState {
                                 Some(StateEvent::TaskChanged(payload))
                             } else if channel == channels[2] {
                                 Some(StateEvent::TaskCancelled(payload))
+                            } else if channel == channels[3] || channel == channels[4] {
+                                let Some(this) = state.upgrade() else { return };
+                                let Some(addressed) = this.addressed(&payload) else {
+                                    continue;
+                                };
+                                if channel == channels[4] {
+                                    this.replied(addressed);
+                                    continue;
+                                }
+                                Some(StateEvent::Asked {
+                                    from: addressed.from,
+                                    id: addressed.id,
+                                    question: addressed.body,
+                                })
                             } else {
                                 forwarded(&payload)
                             };
@@ -398,6 +450,15 @@ impl RedisState {
             }
         });
     }
+}
+
+/// A question or a reply between two replicas, as published.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Addressed {
+    to: String,
+    from: String,
+    id: u64,
+    body: String,
 }
 
 /// A forwarded message as published: the session and the message's JSON.
@@ -605,6 +666,87 @@ impl StateBackend for RedisState {
                 .await;
         }
         Ok(live)
+    }
+
+    async fn note_held(&self, key: &str, ttl: Duration) -> Result<(), StateError> {
+        let (key, instance) = (self.key("held", key), self.instance.clone());
+        self.run(|mut c| async move { c.pset_ex::<_, _, ()>(key, instance, millis(ttl)).await })
+            .await
+    }
+
+    async fn holder(&self, key: &str) -> Result<Option<String>, StateError> {
+        let key = self.key("held", key);
+        self.run(|mut c| async move { c.get(key).await }).await
+    }
+
+    async fn ask(
+        &self,
+        instance: &str,
+        question: &str,
+        timeout: Duration,
+    ) -> Result<String, StateError> {
+        let id = self.next_question.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.asked
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, tx);
+        let forget = || {
+            self.asked
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&id);
+        };
+        let payload = serde_json::to_string(&Addressed {
+            to: instance.to_owned(),
+            from: self.instance.clone(),
+            id,
+            body: question.to_owned(),
+        })
+        .map_err(|e| StateError(format!("question: {e}")))?;
+        let channel = self.ask_channel();
+        if let Err(e) = self
+            .run(|mut c| async move { c.publish::<_, _, ()>(channel, payload).await })
+            .await
+        {
+            forget();
+            return Err(e);
+        }
+        // The replica asked may die meanwhile: its mark of life is
+        // checked while the reply is awaited.
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut rx = rx;
+        loop {
+            let check = (deadline - tokio::time::Instant::now()).min(BEAT);
+            match tokio::time::timeout(check, &mut rx).await {
+                Ok(Ok(reply)) => return Ok(reply),
+                Ok(Err(_)) => break,
+                Err(_) if tokio::time::Instant::now() >= deadline => break,
+                Err(_) => {
+                    if matches!(self.instance_alive(instance).await, Ok(false)) {
+                        forget();
+                        return Err(StateError("the replica that holds it stopped".into()));
+                    }
+                }
+            }
+        }
+        forget();
+        Err(StateError(format!(
+            "the replica that holds it did not answer within {timeout:?}"
+        )))
+    }
+
+    async fn reply(&self, to: &str, id: u64, answer: &str) -> Result<(), StateError> {
+        let payload = serde_json::to_string(&Addressed {
+            to: to.to_owned(),
+            from: self.instance.clone(),
+            id,
+            body: answer.to_owned(),
+        })
+        .map_err(|e| StateError(format!("reply: {e}")))?;
+        let channel = self.reply_channel();
+        self.run(|mut c| async move { c.publish::<_, _, ()>(channel, payload).await })
+            .await
     }
 
     async fn cancel_task(&self, id: &str) -> Result<(), StateError> {

@@ -1,0 +1,228 @@
+//! Requests of the stateless era that another replica must serve: a retry
+//! whose `requestState` that replica handed out (the suspended call waits
+//! there, and a server's own state belongs to that replica's connection),
+//! and `tasks/*` for a task an upstream runs behind that replica. The
+//! replica that answers with such state or such a task notes it in the
+//! shared store; a replica that receives the follow-up asks the holder to
+//! serve it whole, and gives its client the holder's answer.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcpyard_proto::{ErrorObject, Message, RequestId};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use tokio::sync::broadcast::error::RecvError;
+
+use super::{Answer, Gateway};
+use crate::call::{Identity, IdentityKind};
+use crate::downstream::era;
+use crate::state::StateEvent;
+use crate::Session;
+
+/// How long a suspended call's state is looked for elsewhere: longer than
+/// a client may take to retry.
+const HELD_STATE_TTL: Duration = Duration::from_secs(10 * 60);
+/// How long an upstream's task is, when its answer says no `ttl`, and at
+/// most.
+const HELD_TASK_TTL: Duration = Duration::from_secs(60 * 60);
+const HELD_TASK_TTL_MAX: Duration = Duration::from_secs(24 * 60 * 60);
+/// How long the replica asked may take to serve the request.
+const ASK_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+
+/// A request handed to the replica that holds its state, with what the
+/// stateless era's request carried besides: who sent it and what its
+/// client declared.
+#[derive(Debug, Serialize, Deserialize)]
+struct Question {
+    kind: String,
+    name: String,
+    groups: Vec<String>,
+    scopes: Vec<String>,
+    protocol_version: String,
+    capabilities: Value,
+    request: Value,
+}
+
+/// What a follow-up request names that one replica holds: the state of a
+/// retry, or a task.
+fn held_key(method: &str, params: &Value) -> Option<String> {
+    if let Some(state) = params.get("requestState").and_then(Value::as_str) {
+        let digest = Sha256::digest(state.as_bytes());
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        return Some(format!("state:{hex}"));
+    }
+    if method.starts_with("tasks/") {
+        let task = params.get("taskId").and_then(Value::as_str)?;
+        return Some(format!("task:{task}"));
+    }
+    None
+}
+
+impl Gateway {
+    /// The replica that holds what this stateless request follows up,
+    /// when it is another one.
+    pub(super) async fn held_elsewhere(
+        &self,
+        session: &Session,
+        method: &str,
+        params: Option<&Value>,
+    ) -> Option<String> {
+        let state = &self.inner.state;
+        if !state.shared() || !session.is_stateless() {
+            return None;
+        }
+        let key = held_key(method, params?)?;
+        match state.holder(&key).await {
+            Ok(Some(holder)) if holder != state.instance() => Some(holder),
+            _ => None,
+        }
+    }
+
+    /// Notes, for the other replicas, the state or the upstream task this
+    /// answer hands its client (the gateway's own tasks are shared through
+    /// their records).
+    pub(super) async fn note_held(&self, session: &Session, method: &str, result: &Value) {
+        let state = &self.inner.state;
+        if !state.shared() || !session.is_stateless() {
+            return;
+        }
+        let held = if let Some(request_state) = result.get("requestState").and_then(Value::as_str) {
+            let params = serde_json::json!({ "requestState": request_state });
+            held_key("", &params).map(|key| (key, HELD_STATE_TTL))
+        } else if method == mcpyard_proto::methods::TOOLS_CALL {
+            let task = result.get("task").unwrap_or(result);
+            let ttl = task
+                .get("ttlMs")
+                .or_else(|| task.get("ttl"))
+                .and_then(Value::as_u64)
+                .map_or(HELD_TASK_TTL, Duration::from_millis)
+                .min(HELD_TASK_TTL_MAX);
+            task.get("taskId")
+                .and_then(Value::as_str)
+                .filter(|id| !self.inner.router.own_tasks.owns(id))
+                .map(|id| (format!("task:{id}"), ttl))
+        } else {
+            None
+        };
+        if let Some((key, ttl)) = held {
+            if let Err(e) = state.note_held(&key, ttl).await {
+                tracing::warn!(error = %e, "not shared: only this replica can take the follow-up");
+            }
+        }
+    }
+
+    /// Has replica `holder` serve the request, and answers with its answer.
+    pub(super) async fn ask_holder(
+        &self,
+        holder: &str,
+        session: &Session,
+        id: RequestId,
+        method: &str,
+        params: Option<Value>,
+    ) -> Answer {
+        let identity = session.identity();
+        let negotiated = session.negotiated();
+        let retry = params
+            .as_ref()
+            .is_some_and(|p| p.get("requestState").is_some());
+        let question = Question {
+            kind: identity.kind.as_str().to_owned(),
+            name: identity.name.clone(),
+            groups: identity.groups.clone(),
+            scopes: identity.scopes.clone(),
+            protocol_version: negotiated.protocol_version,
+            capabilities: negotiated.capabilities,
+            request: Message::request(id.clone(), method, params).to_value(),
+        };
+        let asked = match serde_json::to_string(&question) {
+            Ok(text) => self.inner.state.ask(holder, &text, ASK_TIMEOUT).await,
+            Err(e) => Err(crate::state::StateError(e.to_string())),
+        };
+        tracing::debug!(method, "asked the replica that holds the request's state");
+        let failed = |why: String| {
+            let error = if retry {
+                ErrorObject::invalid_params(format!(
+                    "`requestState` was handed out by a replica that cannot be reached ({why}): send the request again without it"
+                ))
+            } else {
+                ErrorObject::internal(format!(
+                    "the replica that runs this task cannot be reached ({why})"
+                ))
+            };
+            Answer::Reply(Message::error(
+                Some(id.clone()),
+                era::error_for_modern_era(error),
+            ))
+        };
+        match asked {
+            Ok(reply) => match serde_json::from_str::<Option<Message>>(&reply) {
+                Ok(Some(answer)) => Answer::Reply(answer),
+                Ok(None) => Answer::Withheld(id),
+                Err(e) => failed(format!("its answer cannot be read: {e}")),
+            },
+            Err(e) => failed(e.0),
+        }
+    }
+
+    /// Serves the requests other replicas hand this one, until shutdown.
+    pub(super) fn serve_other_replicas(&self) {
+        let Some(mut events) = self.inner.state.events() else {
+            return;
+        };
+        let inner = Arc::downgrade(&self.inner);
+        let stop = self.inner.stop.clone();
+        tokio::spawn(async move {
+            loop {
+                let event = tokio::select! {
+                    e = events.recv() => e,
+                    () = stop.cancelled() => return,
+                };
+                match event {
+                    Ok(StateEvent::Asked { from, id, question }) => {
+                        let Some(inner) = inner.upgrade() else { return };
+                        let gateway = Gateway { inner };
+                        tokio::spawn(async move { gateway.answer(&from, id, &question).await });
+                    }
+                    Err(RecvError::Closed) => return,
+                    _ => {}
+                }
+            }
+        });
+    }
+
+    async fn answer(&self, from: &str, question_id: u64, question: &str) {
+        let answer = match serde_json::from_str::<Question>(question) {
+            Ok(q) => {
+                let identity = Identity {
+                    name: q.name,
+                    kind: IdentityKind::from_name(&q.kind),
+                    groups: q.groups,
+                    scopes: q.scopes,
+                };
+                let session = Session::stateless_as(identity, &q.protocol_version, q.capabilities);
+                match Message::from_value(q.request) {
+                    Ok(Message::Request { id, method, params }) => {
+                        tracing::debug!(method, "served a request for another replica");
+                        let answer = self.request(&session, id, &method, params, None).await;
+                        session.end();
+                        answer.into_reply()
+                    }
+                    _ => Some(Message::error(
+                        None,
+                        ErrorObject::invalid_params("not a request"),
+                    )),
+                }
+            }
+            Err(e) => Some(Message::error(
+                None,
+                ErrorObject::internal(format!("a question this replica cannot read: {e}")),
+            )),
+        };
+        let text = serde_json::to_string(&answer).unwrap_or_else(|_| "null".into());
+        if let Err(e) = self.inner.state.reply(from, question_id, &text).await {
+            tracing::warn!(error = %e, "cannot answer another replica");
+        }
+    }
+}
