@@ -349,8 +349,8 @@ async fn initialize(
         session.end();
         return too_many_sessions();
     }
-    if accepted {
-        state.gateway.share_session(&session).await;
+    if accepted && !state.gateway.share_session(&session).await {
+        return too_many_sessions();
     }
     let mut response = if accepts.json {
         json_response(StatusCode::OK, &answer)

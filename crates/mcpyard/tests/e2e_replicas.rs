@@ -6,7 +6,7 @@
 //!   works through the balancer: a session opened on one replica is served
 //!   by the other, a DELETE on one ends it on both.
 //! - A rate limit of 10/min lets exactly 10 calls through across three
-//!   replicas.
+//!   replicas; `max_sessions` counts the sessions of every replica.
 //! - Redis (with a password) killed under the gateway: a rate-limited call
 //!   fails at once with a clear error where the limits fail closed, passes
 //!   where they fail open, `/ready` says 503; all recovers when Redis is
@@ -855,6 +855,78 @@ async fn redis_restarted_under_load_fails_calls_clearly_and_recovers() {
     assert_eq!(status, 200, "{answer}");
     assert_eq!(
         answer["result"]["content"][0]["text"], "Echo: new",
+        "{answer}"
+    );
+}
+
+/// Asks `url` for a new session: the HTTP status and the session id.
+async fn try_open_session(url: &str) -> (u16, Option<String>, Value) {
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "replica-test", "version": "1"}}});
+    rpc(url, None, init).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_session_caps_hold_across_replicas() {
+    let dir = scratch();
+    let redis = Redis::start(dir.path(), None).await;
+    let mut replicas = Vec::new();
+    for i in 0..2 {
+        let folder = dir.path().join(format!("replica-{i}"));
+        std::fs::create_dir_all(&folder).expect("replica folder");
+        let config = format!(
+            "max_sessions = 3\n{}",
+            replica_config(&folder, &format!("r{i}"), &redis.url(), "")
+        );
+        let gateway = Gateway::start_with_env(&config, &folder, &[]).await;
+        let ready = format!("http://127.0.0.1:{}/ready", gateway.port);
+        wait_for_status(&ready, 200, Duration::from_secs(60)).await;
+        replicas.push(gateway);
+    }
+    let (r0, r1) = (replicas[0].url(), replicas[1].url());
+
+    // Three sessions in all, on two replicas: r1 holds one, yet the
+    // fourth is refused there, as the team's cap says.
+    let mut open = Vec::new();
+    for url in [&r0, &r1, &r0] {
+        let (status, id, answer) = try_open_session(url).await;
+        assert_eq!(status, 200, "{answer}");
+        open.push(id.expect("a session id"));
+    }
+    let (status, id, answer) = try_open_session(&r1).await;
+    assert_eq!(status, 503, "{answer}");
+    assert!(id.is_none(), "no session id is handed out");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("Too many sessions")),
+        "{answer}"
+    );
+    assert!(
+        replicas[1]
+            .proc
+            .log_text()
+            .contains("the team's session caps are reached"),
+        "r1 says why"
+    );
+
+    // A session deleted through the other replica frees its place.
+    let deleted = reqwest::Client::new()
+        .delete(&r1)
+        .header("Mcp-Session-Id", &open[0])
+        .header("MCP-Protocol-Version", "2025-11-25")
+        .send()
+        .await
+        .expect("DELETE answered");
+    assert!(deleted.status().is_success(), "{}", deleted.status());
+    let (status, id, answer) = try_open_session(&r1).await;
+    assert_eq!(status, 200, "{answer}");
+    let fresh = id.expect("a session id");
+    let (status, _, answer) = rpc(&r0, Some(&fresh), echo(1, "counted")).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "Echo: counted",
         "{answer}"
     );
 }

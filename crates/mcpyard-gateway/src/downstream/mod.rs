@@ -26,7 +26,7 @@ pub(crate) use sessions::{SessionCaps, Sessions};
 use crate::error::RouteError;
 use crate::router::Router;
 use crate::source::{ClientHandle, Progress, Source};
-use crate::state::{StateBackend, StateEvent};
+use crate::state::{SessionAdmission, StateBackend, StateEvent};
 use listen::{ListenFilter, Listener, SUBSCRIPTION_ID};
 use round_trips::RoundTrips;
 use sessions::AtCapacity;
@@ -87,6 +87,36 @@ impl Downstream {
     /// Records `session` for the other replicas (shared state only), so
     /// that a request of its client that lands on another finds it. A
     /// session that could not be recorded is served here alone.
+    /// Takes a new session on: counts it among the team's sessions under
+    /// the caps (shared state), then records it for the other replicas.
+    /// False when the team's caps are reached: the session is ended here.
+    pub(crate) async fn admit(&self, session: &Session) -> bool {
+        if self.state.shared() && !session.is_stateless() && !session.is_observer() {
+            let owner = session.identity().qualified_name();
+            let caps = (self.caps.total, self.caps.per_identity);
+            match self
+                .state
+                .admit_session(session.id(), &owner, caps, self.idle_timeout)
+                .await
+            {
+                Ok(SessionAdmission::Admitted) => {}
+                Ok(refused) => {
+                    tracing::warn!(
+                        ?refused,
+                        "refused a new session: the team's session caps are reached"
+                    );
+                    self.end(session.id());
+                    return false;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "a new session could not be counted among the team's")
+                }
+            }
+        }
+        self.share(session).await;
+        true
+    }
+
     pub(crate) async fn share(&self, session: &Session) {
         if !self.state.shared() || session.is_stateless() || session.is_observer() {
             return;

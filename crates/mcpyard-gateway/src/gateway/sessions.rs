@@ -28,10 +28,12 @@ impl Gateway {
         self.inner.downstream.find(id).await
     }
 
-    /// Records a registered session for the other replicas (shared state
-    /// only), before its id is given to the client.
-    pub async fn share_session(&self, session: &Session) {
-        self.inner.downstream.share(session).await;
+    /// Counts a registered session among the team's and records it for
+    /// the other replicas (shared state only), before its id is given to
+    /// the client. False when the team's session caps are reached: the
+    /// session is ended, and the client must be told so.
+    pub async fn share_session(&self, session: &Session) -> bool {
+        self.inner.downstream.admit(session).await
     }
 
     /// Ends a session on every replica (DELETE). Returns false when it was

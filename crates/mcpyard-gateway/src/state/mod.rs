@@ -88,6 +88,16 @@ impl TaskRecord {
     }
 }
 
+/// Whether a new session fits under the caps, counted across replicas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionAdmission {
+    Admitted,
+    /// `max_sessions` live sessions already.
+    Full,
+    /// Its owner has `max_sessions_per_identity` already.
+    FullForOwner,
+}
+
 /// What one replica tells the others through the shared state.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StateEvent {
@@ -141,6 +151,20 @@ pub trait StateBackend: Send + Sync + std::fmt::Debug + 'static {
         record: &SessionRecord,
         ttl: Duration,
     ) -> Result<(), StateError>;
+
+    /// Counts new session `id` of `owner` (a qualified identity) among the
+    /// team's sessions for `ttl`, unless that would pass `total` sessions
+    /// in all or `per_owner` of that owner. A store no other replica
+    /// shares admits every session (the registry applies the caps).
+    async fn admit_session(
+        &self,
+        _id: &str,
+        _owner: &str,
+        _caps: (usize, usize),
+        _ttl: Duration,
+    ) -> Result<SessionAdmission, StateError> {
+        Ok(SessionAdmission::Admitted)
+    }
 
     /// The record of session `id`, when some replica saved it and it has
     /// not expired or been deleted.

@@ -10,13 +10,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use futures::StreamExt;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{AsyncCommands, IntoConnectionInfo};
 use tokio::sync::{broadcast, OnceCell};
 use tokio_util::sync::CancellationToken;
 
-use super::{SessionRecord, StateBackend, StateError, StateEvent, TaskRecord};
+mod channels;
+
+use super::{SessionAdmission, SessionRecord, StateBackend, StateError, StateEvent, TaskRecord};
 
 /// How to reach Redis.
 #[derive(Clone)]
@@ -63,6 +64,8 @@ pub struct RedisState {
     gcra: redis::Script,
     save_task: redis::Script,
     unlock: redis::Script,
+    admit: redis::Script,
+    renew_or_end: redis::Script,
     /// This process among the replicas (a fresh id per start: a replica
     /// that restarts under the same name no longer runs the old tasks).
     instance: String,
@@ -125,6 +128,8 @@ impl RedisState {
             timeout: settings.timeout,
             gcra: redis::Script::new(include_str!("gcra.lua")),
             save_task: redis::Script::new(include_str!("task.lua")),
+            admit: redis::Script::new(include_str!("admit.lua")),
+            renew_or_end: redis::Script::new(include_str!("session.lua")),
             unlock: redis::Script::new(
                 "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end",
             ),
@@ -144,50 +149,6 @@ impl RedisState {
         format!("{}:{kind}:{id}", self.prefix)
     }
 
-    fn ended_channel(&self) -> String {
-        format!("{}:session-ended", self.prefix)
-    }
-
-    fn forward_channel(&self) -> String {
-        format!("{}:for-session", self.prefix)
-    }
-
-    fn task_changed_channel(&self) -> String {
-        format!("{}:task-changed", self.prefix)
-    }
-
-    fn task_cancel_channel(&self) -> String {
-        format!("{}:task-cancel", self.prefix)
-    }
-
-    fn ask_channel(&self) -> String {
-        format!("{}:ask", self.prefix)
-    }
-
-    fn reply_channel(&self) -> String {
-        format!("{}:reply", self.prefix)
-    }
-
-    /// A question or reply published for another replica, taken when it
-    /// is addressed to this one.
-    fn addressed(&self, payload: &str) -> Option<Addressed> {
-        serde_json::from_str::<Addressed>(payload)
-            .ok()
-            .filter(|a| a.to == self.instance)
-    }
-
-    /// Hands a reply to the question waiting for it.
-    fn replied(&self, reply: Addressed) {
-        let waiting = self
-            .asked
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&reply.id);
-        if let Some(waiting) = waiting {
-            let _ = waiting.send(reply.body);
-        }
-    }
-
     /// The index of `owner`'s tasks (`None`: the unbound ones).
     fn owner_key(&self, owner: Option<&str>) -> String {
         match owner {
@@ -201,25 +162,6 @@ impl RedisState {
         let key = self.key("instance", &self.instance);
         self.run(|mut c| async move { c.pset_ex::<_, _, ()>(key, 1, millis(LIFE)).await })
             .await
-    }
-
-    /// Renews the mark of life every [`BEAT`] until the backend is closed.
-    fn keep_alive(&self) {
-        let state = self.me.clone();
-        let stop = self.stop.clone();
-        tokio::spawn(async move {
-            loop {
-                let Some(this) = state.upgrade() else { return };
-                if let Err(e) = this.beat().await {
-                    tracing::debug!(error = %e, "cannot renew this replica's mark of life");
-                }
-                drop(this);
-                tokio::select! {
-                    () = tokio::time::sleep(BEAT) => {}
-                    () = stop.cancelled() => return,
-                }
-            }
-        });
     }
 
     async fn connection(&self) -> Result<ConnectionManager, StateError> {
@@ -295,6 +237,27 @@ impl RedisState {
         Ok((wait_us > 0).then(|| Duration::from_micros(wait_us)))
     }
 
+    /// Renews session `id` for `ttl_ms`, or ends it (0): its record and
+    /// its place among the counted sessions (see `session.lua`).
+    async fn renew_or_end(&self, id: &str, ttl_ms: u64) -> Result<(), StateError> {
+        let (record, all) = (self.key("session", id), self.key("sessions", "all"));
+        let owners = format!("{}:sessions-of:", self.prefix);
+        let channel = self.ended_channel();
+        self.run(|mut c| async move {
+            self.renew_or_end
+                .key(record)
+                .key(all)
+                .arg(id)
+                .arg(ttl_ms)
+                .arg(owners)
+                .arg(channel)
+                .invoke_async::<i64>(&mut c)
+                .await
+        })
+        .await
+        .map(drop)
+    }
+
     /// The bytes kept under `kind`/`id` (for what the binary keeps shared
     /// itself, such as upstream OAuth tokens, encrypted before they come
     /// here).
@@ -354,126 +317,22 @@ impl RedisState {
         })
         .await
     }
-
-    /// Listens for sessions deleted by any replica until the backend is
-    /// closed, reconnecting after a failure. Each (re)subscription is
-    /// announced with an empty id: deletions may have been missed meanwhile.
-    fn listen(&self) {
-        let state = self.me.clone();
-        let stop = self.stop.clone();
-        tokio::spawn(async move {
-            loop {
-                let Some(this) = state.upgrade() else { return };
-                let subscribed = async {
-                    let mut pubsub = this.client.get_async_pubsub().await?;
-                    pubsub
-                        .subscribe(&[
-                            this.ended_channel(),
-                            this.forward_channel(),
-                            this.task_changed_channel(),
-                            this.task_cancel_channel(),
-                            this.ask_channel(),
-                            this.reply_channel(),
-                        ])
-                        .await?;
-                    redis::RedisResult::Ok(pubsub)
-                };
-                let pubsub = tokio::select! {
-                    p = tokio::time::timeout(this.timeout, subscribed) => p,
-                    () = stop.cancelled() => return,
-                };
-                match pubsub {
-                    Ok(Ok(pubsub)) => {
-                        let _ = this.events.send(StateEvent::Rejoined);
-                        let events = this.events.clone();
-                        let channels = [
-                            this.ended_channel(),
-                            this.task_changed_channel(),
-                            this.task_cancel_channel(),
-                            this.ask_channel(),
-                            this.reply_channel(),
-                        ];
-                        drop(this);
-                        let mut messages = pubsub.into_on_message();
-                        loop {
-                            let message = tokio::select! {
-                                m = messages.next() => m,
-                                () = stop.cancelled() => return,
-                            };
-                            let Some(message) = message else { break };
-                            let Ok(payload) = message.get_payload::<String>() else {
-                                continue;
-                            };
-                            let channel = message.get_channel_name();
-                            let event = if channel == channels[0] {
-                                Some(StateEvent::SessionEnded(payload))
-                            } else if channel == channels[1] {
-                                Some(StateEvent::TaskChanged(payload))
-                            } else if channel == channels[2] {
-                                Some(StateEvent::TaskCancelled(payload))
-                            } else if channel == channels[3] || channel == channels[4] {
-                                let Some(this) = state.upgrade() else { return };
-                                let Some(addressed) = this.addressed(&payload) else {
-                                    continue;
-                                };
-                                if channel == channels[4] {
-                                    this.replied(addressed);
-                                    continue;
-                                }
-                                Some(StateEvent::Asked {
-                                    from: addressed.from,
-                                    id: addressed.id,
-                                    question: addressed.body,
-                                })
-                            } else {
-                                forwarded(&payload)
-                            };
-                            if let Some(event) = event {
-                                let _ = events.send(event);
-                            }
-                        }
-                        tracing::warn!("lost the replicas' Redis channels; reconnecting");
-                    }
-                    Ok(Err(e)) => {
-                        this.note_failure();
-                        tracing::warn!(error = %e, "cannot listen to the replicas' Redis channels; retrying");
-                    }
-                    Err(_) => {
-                        this.note_failure();
-                        tracing::warn!("Redis did not answer the subscription; retrying");
-                    }
-                }
-                tokio::select! {
-                    () = tokio::time::sleep(Duration::from_secs(1)) => {}
-                    () = stop.cancelled() => return,
-                }
-            }
-        });
-    }
 }
 
 /// A question or a reply between two replicas, as published.
 #[derive(serde::Serialize, serde::Deserialize)]
-struct Addressed {
-    to: String,
-    from: String,
-    id: u64,
-    body: String,
+pub(super) struct Addressed {
+    pub(super) to: String,
+    pub(super) from: String,
+    pub(super) id: u64,
+    pub(super) body: String,
 }
 
 /// A forwarded message as published: the session and the message's JSON.
 #[derive(serde::Serialize, serde::Deserialize)]
-struct Forwarded<'a> {
-    session: std::borrow::Cow<'a, str>,
-    message: std::borrow::Cow<'a, str>,
-}
-
-fn forwarded(payload: &str) -> Option<StateEvent> {
-    let f: Forwarded<'_> = serde_json::from_str(payload).ok()?;
-    Some(StateEvent::ForSession {
-        session: f.session.into_owned(),
-        message: f.message.into_owned(),
-    })
+pub(super) struct Forwarded<'a> {
+    pub(super) session: std::borrow::Cow<'a, str>,
+    pub(super) message: std::borrow::Cow<'a, str>,
 }
 
 /// A TTL in whole milliseconds, at least one.
@@ -525,27 +384,40 @@ impl StateBackend for RedisState {
         Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
     }
 
+    async fn admit_session(
+        &self,
+        id: &str,
+        owner: &str,
+        (total, per_owner): (usize, usize),
+        ttl: Duration,
+    ) -> Result<SessionAdmission, StateError> {
+        let (all, mine) = (self.key("sessions", "all"), self.key("sessions-of", owner));
+        let admitted: i64 = self
+            .run(|mut c| async move {
+                self.admit
+                    .key(all)
+                    .key(mine)
+                    .arg(id)
+                    .arg(millis(ttl))
+                    .arg(total)
+                    .arg(per_owner)
+                    .invoke_async(&mut c)
+                    .await
+            })
+            .await?;
+        Ok(match admitted {
+            0 => SessionAdmission::Admitted,
+            2 => SessionAdmission::FullForOwner,
+            _ => SessionAdmission::Full,
+        })
+    }
+
     async fn refresh_session(&self, id: &str, ttl: Duration) -> Result<(), StateError> {
-        let key = self.key("session", id);
-        let ttl = i64::try_from(millis(ttl)).unwrap_or(i64::MAX);
-        self.run(|mut c| async move { c.pexpire::<_, ()>(key, ttl).await })
-            .await
+        self.renew_or_end(id, millis(ttl)).await
     }
 
     async fn delete_session(&self, id: &str) -> Result<(), StateError> {
-        let key = self.key("session", id);
-        let channel = self.ended_channel();
-        let id = id.to_owned();
-        self.run(|mut c| async move {
-            redis::pipe()
-                .del(key)
-                .ignore()
-                .publish(channel, id)
-                .ignore()
-                .query_async::<()>(&mut c)
-                .await
-        })
-        .await
+        self.renew_or_end(id, 0).await
     }
 
     async fn forward(&self, session: &str, message: &str) -> Result<(), StateError> {
