@@ -124,6 +124,8 @@ pub(super) struct Reload {
     source: String,
     known: Known,
     keys: Option<DoorKeys>,
+    /// What `[state]` made at start, which every reload keeps.
+    state: config::StateSettings,
 }
 
 impl Reload {
@@ -135,6 +137,7 @@ impl Reload {
             source: loaded.source.clone(),
             known: Known::of(loaded),
             keys: None,
+            state: loaded.state.clone(),
         }
     }
 
@@ -187,7 +190,7 @@ impl Reload {
     /// One reload.
     async fn once(&mut self, gateway: &Gateway, why: &str) {
         let source = &self.source;
-        let mut fresh = match config::load_or_default(self.path.as_deref()) {
+        let mut fresh = match config::reload(self.path.as_deref(), &self.state) {
             Ok(fresh) => fresh,
             Err(e) => return refuse(gateway, why, &format!("{source} has an error"), &e),
         };

@@ -27,6 +27,8 @@ mod policy;
 mod redact;
 mod server;
 mod state;
+
+pub(crate) use state::StateSettings;
 mod telemetry;
 mod toml_file;
 mod values;
@@ -119,6 +121,8 @@ pub(crate) struct Settings {
     pub(crate) telemetry: TelemetrySettings,
     /// A hash of `[state]` (restart-only).
     pub(crate) state_fingerprint: u64,
+    /// What `[state]` made: a reload keeps it (see [`reload`]).
+    pub(crate) state: StateSettings,
 }
 
 impl Settings {
@@ -263,6 +267,31 @@ fn detect_format(path: &Path, text: &str) -> Option<Format> {
 /// Reads and validates a configuration file, expanding `${VAR}` from the
 /// process environment.
 pub(crate) fn load(path: &Path) -> Result<Settings, ConfigError> {
+    load_keeping(path, None)
+}
+
+/// The file at `path` (or the embedded default) read again for a reload:
+/// what `[state]` made at start is kept (it changes at a restart only), so
+/// that the reloaded rate limits and OAuth upstreams use the running
+/// backend rather than a second one.
+pub(crate) fn reload(
+    path: Option<&Path>,
+    running: &StateSettings,
+) -> Result<Settings, ConfigError> {
+    match path {
+        Some(p) => load_keeping(p, Some(running)),
+        None => from_text_keeping(
+            EMBEDDED_NAME,
+            None,
+            EMBEDDED_DEFAULT,
+            Format::Toml,
+            &|name| std::env::var(name).ok(),
+            Some(running),
+        ),
+    }
+}
+
+fn load_keeping(path: &Path, running: Option<&StateSettings>) -> Result<Settings, ConfigError> {
     let file = path.display().to_string();
     let bytes = std::fs::read(path)
         .map_err(|e| ConfigError::file(&file, format!("cannot read the file: {e}")))?;
@@ -283,9 +312,10 @@ pub(crate) fn load(path: &Path) -> Result<Settings, ConfigError> {
         )
     })?;
     let workspace = workspace_folder(path);
-    from_text(&file, base_dir, &text, format, &|name| {
+    let lookup = |name: &str| {
         editor_variable(workspace.as_deref(), name).or_else(|| std::env::var(name).ok())
-    })
+    };
+    from_text_keeping(&file, base_dir, &text, format, &lookup, running)
 }
 
 /// The folder VS Code calls `${workspaceFolder}` for this file: the one
@@ -347,6 +377,18 @@ fn from_text(
     format: Format,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Settings, ConfigError> {
+    from_text_keeping(file, base_dir, text, format, lookup, None)
+}
+
+/// [`from_text`], keeping `running` for `[state]` when given.
+fn from_text_keeping(
+    file: &str,
+    base_dir: Option<&Path>,
+    text: &str,
+    format: Format,
+    lookup: &dyn Fn(&str) -> Option<String>,
+    running: Option<&StateSettings>,
+) -> Result<Settings, ConfigError> {
     let ctx = Context {
         file,
         base_dir,
@@ -370,7 +412,10 @@ fn from_text(
     let mut oauth_settings = Vec::new();
     // Built before the servers: a team's replicas keep their upstreams'
     // tokens in it.
-    let state = state::build(&ctx, top.state.as_ref())?;
+    let state = match running {
+        Some(running) => state::kept(running, top.state.as_ref()),
+        None => state::build(&ctx, top.state.as_ref())?,
+    };
     let tokens = match &state.shared_tokens {
         Some(shared) => Some(TokenPlace::Shared(shared.clone())),
         None => crate::token_store::default_dir(lookup).map(TokenPlace::Folder),
@@ -658,6 +703,7 @@ fn from_text(
         metrics,
         telemetry,
         state_fingerprint: state.fingerprint,
+        state,
     })
 }
 

@@ -88,6 +88,16 @@ fn replica_name(ctx: &Context<'_>, raw: Option<&String>) -> Result<String, Confi
     }))
 }
 
+/// What a reload keeps of the running `[state]`: all of it, with the
+/// fingerprint of `raw` as now written, so that a change is reported as
+/// waiting for a restart.
+pub(crate) fn kept(running: &StateSettings, raw: Option<&RawState>) -> StateSettings {
+    StateSettings {
+        fingerprint: fingerprint(raw.unwrap_or(&RawState::default())),
+        ..running.clone()
+    }
+}
+
 pub(crate) fn build(
     ctx: &Context<'_>,
     raw: Option<&RawState>,

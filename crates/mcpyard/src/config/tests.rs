@@ -772,3 +772,36 @@ fn apps_are_on_unless_turned_off() {
     let e = toml_err("[apps]\nenable = true\n");
     assert!(e.contains("enable"), "{e}");
 }
+
+#[test]
+fn a_reload_keeps_the_running_state_backend_and_sees_a_change_of_it() {
+    let first = "[state]\nbackend = \"redis\"\nurl = \"redis://127.0.0.1:6390/0\"\n\n\
+                 [[limits.rate]]\nrate = \"5/min\"\n";
+    let running = toml(first).expect("valid").state;
+    let again = |text: &str| {
+        from_text_keeping(
+            "mcpyard.toml",
+            Some(Path::new("/cfg")),
+            text,
+            Format::Toml,
+            &env,
+            Some(&running),
+        )
+        .expect("valid")
+    };
+    let same = again(first);
+    let kept = |s: &Settings| {
+        s.state
+            .redis
+            .as_ref()
+            .zip(running.redis.as_ref())
+            .is_some_and(|(a, b)| std::sync::Arc::ptr_eq(a, b))
+    };
+    assert!(kept(&same), "the running backend, not a second client");
+    assert_eq!(same.state_fingerprint, running.fingerprint);
+    // Another URL waits for a restart: the running backend stays, and the
+    // fingerprint says that [state] changed.
+    let moved = again(&first.replace("6390", "6391"));
+    assert!(kept(&moved));
+    assert_ne!(moved.state_fingerprint, running.fingerprint);
+}
