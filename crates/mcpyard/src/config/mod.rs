@@ -14,11 +14,13 @@ mod auth;
 mod context;
 #[cfg(test)]
 mod documented;
+mod editor;
 mod error;
 mod expand;
 mod expose;
 mod file;
 mod governance;
+mod inference;
 mod json_file;
 mod jsonc;
 mod limits;
@@ -28,6 +30,9 @@ mod redact;
 mod server;
 mod state;
 
+pub(crate) use editor::editor_variable_of;
+use editor::{editor_variable, workspace_folder};
+use inference::describe_inference;
 pub(crate) use state::StateSettings;
 mod telemetry;
 mod toml_file;
@@ -316,39 +321,6 @@ fn load_keeping(path: &Path, running: Option<&StateSettings>) -> Result<Settings
         editor_variable(workspace.as_deref(), name).or_else(|| std::env::var(name).ok())
     };
     from_text_keeping(&file, base_dir, &text, format, &lookup, running)
-}
-
-/// The folder VS Code calls `${workspaceFolder}` for this file: the one
-/// holding `.vscode/` when the file is in it, else the file's own folder;
-/// absolute, so that it means the same wherever mcpyard is started.
-fn workspace_folder(path: &Path) -> Option<std::path::PathBuf> {
-    let absolute = std::path::absolute(path).ok()?;
-    let dir = absolute.parent()?;
-    match dir.file_name().and_then(|n| n.to_str()) {
-        Some(".vscode") => dir.parent().map(Path::to_path_buf),
-        _ => Some(dir.to_path_buf()),
-    }
-}
-
-/// What VS Code's predefined variable `name` stands for in the file at
-/// `path` (`None`: not one of them), for a tool that copies its entries.
-pub(crate) fn editor_variable_of(path: &Path, name: &str) -> Option<String> {
-    editor_variable(workspace_folder(path).as_deref(), name)
-}
-
-/// VS Code's predefined variables, so that its `mcp.json` files are read
-/// unchanged: `${workspaceFolder}`, `${workspaceFolderBasename}`,
-/// `${userHome}` and `${pathSeparator}` (`${/}` is handled by `expand`).
-fn editor_variable(workspace: Option<&Path>, name: &str) -> Option<String> {
-    match name {
-        "workspaceFolder" => workspace.map(|w| w.display().to_string()),
-        "workspaceFolderBasename" => workspace
-            .and_then(Path::file_name)
-            .map(|n| n.to_string_lossy().into_owned()),
-        "userHome" => std::env::var("HOME").ok(),
-        "pathSeparator" => Some(std::path::MAIN_SEPARATOR.to_string()),
-        _ => None,
-    }
 }
 
 /// The file at `path`, or the embedded default without one.
@@ -763,24 +735,6 @@ fn check_log_level(level: &str) -> Result<(), String> {
 
 /// Warns about credentials written in the file itself rather than taken
 /// from the environment.
-/// `check`'s line on the local models source.
-fn describe_inference(c: &mcpyard_inference::InferenceConfig) -> String {
-    if !c.enabled {
-        return "off".into();
-    }
-    let mut parts = vec![format!("tools as `{}<tool>`", c.prefix)];
-    if !c.backends.is_empty() {
-        let names: Vec<&str> = c.backends.iter().map(|b| b.name.as_str()).collect();
-        parts.push(format!("backends {}", names.join(", ")));
-    }
-    if c.discovery_enabled() {
-        let ports: Vec<String> = c.discover_ports.iter().map(u16::to_string).collect();
-        parts.push(format!("discovery on 127.0.0.1 ports {}", ports.join(", ")));
-    }
-    parts.push(format!("output {}", c.effective_output_dir().display()));
-    format!("on ({})", parts.join("; "))
-}
-
 fn warn_about_clear_secrets(
     ctx: &Context<'_>,
     key: &str,
