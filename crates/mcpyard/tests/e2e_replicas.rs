@@ -21,6 +21,9 @@
 //! - Sampling and elicitation relayed by one replica are answered through
 //!   the other; in the 2026-07-28 era, the retry that carries the client's
 //!   answer is served by the replica holding the suspended call.
+//! - Resource updates from a subscription made through one replica reach
+//!   the client's stream on the other, and an unsubscribe through either
+//!   ends it.
 //! - A task created on one replica is polled, waited on, listed and
 //!   cancelled through the others (the Python SDK 1.x through the
 //!   balancer); a task whose replica is killed fails, never stays working.
@@ -929,4 +932,72 @@ async fn the_session_caps_hold_across_replicas() {
         answer["result"]["content"][0]["text"], "Echo: counted",
         "{answer}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resource_updates_reach_the_stream_on_another_replica() {
+    let dir = scratch();
+    let redis = Redis::start(dir.path(), None).await;
+    let watch = format!(
+        "[servers.watch]\n{}",
+        misbehaving("watching", &dir.path().join("watch.log"))
+    );
+    let log = [("RUST_LOG", "mcpyard_gateway=debug,info")];
+    let replicas = start_replicas(dir.path(), 2, &redis.url(), &watch, &log).await;
+    let (r0, r1) = (replicas[0].0.url(), replicas[1].0.url());
+    let session = open_session(&r0).await;
+    let touch = |url: String, id: u64| {
+        let session = session.clone();
+        async move {
+            let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                              "params": {"name": "watch__touch", "arguments": {}}});
+            let (status, _, answer) = rpc(&url, Some(&session), call).await;
+            assert_eq!(status, 200, "{answer}");
+            answer["result"]["content"][0]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        }
+    };
+    // The client's GET stream is on r1; it subscribes through r0, whose
+    // upstream connection then sends the updates.
+    let mut stream = reqwest::Client::new()
+        .get(&r1)
+        .header("Accept", "text/event-stream")
+        .header("Mcp-Session-Id", &session)
+        .header("MCP-Protocol-Version", "2025-11-25")
+        .send()
+        .await
+        .expect("the GET stream opens");
+    assert_eq!(stream.status(), 200);
+    let subscribe = json!({"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe",
+                           "params": {"uri": "mem://a"}});
+    let (status, _, answer) = rpc(&r0, Some(&session), subscribe).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(touch(r0.clone(), 2).await, r#"["mem://a"]"#);
+    let mut seen = String::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !seen.contains("notifications/resources/updated") {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let chunk = tokio::time::timeout(left, stream.chunk())
+            .await
+            .expect("the update reaches the stream on r1 within 10 s")
+            .expect("the stream is read");
+        seen += &String::from_utf8_lossy(&chunk.expect("the stream stays open"));
+    }
+    assert!(seen.contains("mem://a"), "{seen}");
+
+    // Unsubscribed through r1: r0, which made the subscription, drops it,
+    // and tells its upstream.
+    let unsubscribe = json!({"jsonrpc": "2.0", "id": 3, "method": "resources/unsubscribe",
+                             "params": {"uri": "mem://a"}});
+    let (status, _, answer) = rpc(&r1, Some(&session), unsubscribe).await;
+    assert_eq!(status, 200, "{answer}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut id = 10;
+    while touch(r0.clone(), id).await != "[]" {
+        assert!(Instant::now() < deadline, "r0 still subscribed to mem://a");
+        id += 1;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }

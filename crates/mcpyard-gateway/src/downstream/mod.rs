@@ -73,6 +73,25 @@ impl Downstream {
             epoch: std::sync::Mutex::default(),
         });
         tokio::spawn(expire_idle_sessions(Arc::downgrade(&downstream)));
+        if downstream.state.shared() {
+            // One queue, so that a client's messages keep their order.
+            let (queue, mut queued) = tokio::sync::mpsc::unbounded_channel::<(String, String)>();
+            let state = downstream.state.clone();
+            tokio::spawn(async move {
+                while let Some((session, text)) = queued.recv().await {
+                    if let Err(e) = state.to_client(&session, &text).await {
+                        tracing::debug!(error = %e, "a message for a client on another replica was lost");
+                    }
+                }
+            });
+            downstream.sessions.send_elsewhere_with(Arc::new(
+                move |session: &str, msg: &Message| {
+                    if let Ok(text) = serde_json::to_string(msg) {
+                        let _ = queue.send((session.to_owned(), text));
+                    }
+                },
+            ));
+        }
         if let Some(events) = events {
             tokio::spawn(follow_replicas(Arc::downgrade(&downstream), events));
         }
@@ -198,7 +217,7 @@ impl Downstream {
     /// A message another replica received for a session of this one: an
     /// answer to a request relayed from here, or a cancellation of a call
     /// running here. Never handed on again.
-    fn take_forwarded(&self, session: &str, message: &str) {
+    fn take_forwarded(self: &Arc<Self>, session: &str, message: &str) {
         let (Some(session), Ok(message)) = (
             self.sessions.get(session),
             serde_json::from_str::<Message>(message),
@@ -214,6 +233,23 @@ impl Downstream {
                     session.cancel_request(&id);
                 }
             }
+            // An unsubscribe made through another replica: this one drops
+            // the session's subscription if it made it.
+            Message::Request { method, params, .. } if method == methods::RESOURCES_UNSUBSCRIBE => {
+                let downstream = self.clone();
+                let client = ClientHandle {
+                    session,
+                    related: None,
+                };
+                let params = params.unwrap_or_default();
+                tokio::spawn(async move {
+                    let cancel = CancellationToken::new();
+                    let _ = downstream
+                        .change_subscription(&method, params, client, cancel)
+                        .await;
+                });
+            }
+            Message::Request { .. } => {}
             answer => deliver_answer(&session, answer),
         }
     }
@@ -257,6 +293,21 @@ impl Downstream {
                     self.end(session.id());
                 }
             }
+        }
+    }
+
+    /// Sends another replica's message for a client on the session's
+    /// stream, when this replica holds it.
+    fn to_own_stream(&self, session: &str, message: &str) {
+        let Some(session) = self.sessions.get(session) else {
+            return;
+        };
+        if session.stream().is_none() {
+            return;
+        }
+        if let Ok(msg) = serde_json::from_str::<Message>(message) {
+            tracing::debug!("sent a client the message another replica made for it");
+            session.notify(msg, None);
         }
     }
 
@@ -592,6 +643,9 @@ async fn follow_replicas(
             }
             Ok(StateEvent::Rejoined) | Err(RecvError::Lagged(_)) => {
                 downstream.forget_deleted().await;
+            }
+            Ok(StateEvent::ToClient { session, message }) => {
+                downstream.to_own_stream(&session, &message);
             }
             // The tasks' own listener hears these, the gateway the questions.
             Ok(

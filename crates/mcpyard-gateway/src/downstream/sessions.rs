@@ -22,16 +22,52 @@ pub(crate) struct SessionCaps {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct AtCapacity;
 
-#[derive(Debug, Default)]
+/// Hands a message for a client whose stream this replica does not hold
+/// to the replica that holds it (shared state).
+pub(crate) type ElsewhereSink = Arc<dyn Fn(&str, &Message) + Send + Sync>;
+
+#[derive(Default)]
 pub(crate) struct Sessions {
     map: RwLock<HashMap<String, Arc<Session>>>,
+    elsewhere: RwLock<Option<ElsewhereSink>>,
     /// Which sessions (and listen streams) watch which upstream resources.
     pub(crate) subscriptions: Subscriptions,
     /// Open `subscriptions/listen` streams, by subscriber key.
     listeners: RwLock<HashMap<String, Arc<Listener>>>,
 }
 
+impl std::fmt::Debug for Sessions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sessions")
+            .field("sessions", &self.len())
+            .finish_non_exhaustive()
+    }
+}
+
 impl Sessions {
+    /// Where a shared session's messages go when this replica holds no
+    /// stream of it.
+    pub(crate) fn send_elsewhere_with(&self, sink: ElsewhereSink) {
+        *self.elsewhere.write().expect("sessions lock poisoned") = Some(sink);
+    }
+
+    /// Sends `msg` on `session`'s stream; a shared session whose stream is
+    /// held by another replica gets it there.
+    pub(crate) fn notify(&self, session: &Session, msg: Message) {
+        if session.is_shared() && session.stream().is_none() {
+            if let Some(sink) = self
+                .elsewhere
+                .read()
+                .expect("sessions lock poisoned")
+                .as_ref()
+            {
+                sink(session.id(), &msg);
+                return;
+            }
+        }
+        session.notify(msg, None);
+    }
+
     /// Inserts `session` while its identity has fewer than
     /// `caps.per_identity` sessions and the registry fewer than
     /// `caps.total`. At a cap an idle session (not `in_use` by the caller's
@@ -179,7 +215,7 @@ impl Sessions {
     pub(crate) fn notify_subscribers(&self, source: usize, uri: &str, msg: &Message) {
         for id in self.subscriptions.subscribers(source, uri) {
             if let Some(session) = self.get(&id) {
-                session.notify(msg.clone(), None);
+                self.notify(&session, msg.clone());
             } else if let Some(listener) = self
                 .listeners
                 .read()

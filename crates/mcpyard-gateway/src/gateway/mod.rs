@@ -137,6 +137,9 @@ type Twin = (usize, Arc<dyn Source>, CancellationToken);
 /// currency of the gateway (made wire form at the edge, in its era).
 type Outcome = Result<Value, RouteError>;
 
+/// The id of an unsubscribe handed to the other replicas (nobody answers it).
+const UNSUBSCRIBE_ID: &str = "mcpyard-unsubscribe";
+
 impl Gateway {
     /// Starts the gateway: each source is started (an upstream connects in
     /// the background; one that is down is retried, and left out of the
@@ -227,7 +230,7 @@ impl Gateway {
             let (sessions, shared) = (sessions.clone(), shared_tasks.clone());
             move |event: TaskEvent| {
                 if let Some(session) = event.owner.as_deref().and_then(|id| sessions.get(id)) {
-                    session.notify(event.notification(), None);
+                    sessions.notify(&session, event.notification());
                 }
                 if let Some(shared) = &shared {
                     shared.changed(event);
@@ -627,8 +630,15 @@ impl Gateway {
                     session: session.clone(),
                     related,
                 };
-                self.inner
-                    .downstream
+                let downstream = &self.inner.downstream;
+                if method == methods::RESOURCES_UNSUBSCRIBE && session.is_shared() {
+                    // The subscription may have been made through another
+                    // replica: each drops its own.
+                    let unsubscribe =
+                        Message::request(UNSUBSCRIBE_ID.to_owned(), method, Some(params.clone()));
+                    downstream.forward(session, &unsubscribe).await;
+                }
+                downstream
                     .change_subscription(method, params, client, cancel)
                     .await
             }

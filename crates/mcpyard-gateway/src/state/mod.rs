@@ -105,6 +105,9 @@ pub enum StateEvent {
     SessionEnded(String),
     /// A client's message for whichever replica waits for it in `session`.
     ForSession { session: String, message: String },
+    /// A message for the client of `session`, for the replica that holds
+    /// its stream (the one that made it holds none).
+    ToClient { session: String, message: String },
     /// A task's record changed.
     TaskChanged(String),
     /// A client cancelled a task; the replica that runs it stops it.
@@ -230,6 +233,12 @@ pub trait StateBackend: Send + Sync + std::fmt::Debug + 'static {
 
     /// Asks the replica that runs task `id` to stop it.
     async fn cancel_task(&self, _id: &str) -> Result<(), StateError> {
+        Ok(())
+    }
+
+    /// Hands a message for the client of `session` to whichever replica
+    /// holds the session's stream.
+    async fn to_client(&self, _session: &str, _message: &str) -> Result<(), StateError> {
         Ok(())
     }
 

@@ -26,6 +26,10 @@ impl RedisState {
         format!("{}:task-cancel", self.prefix)
     }
 
+    pub(super) fn to_client_channel(&self) -> String {
+        format!("{}:to-client", self.prefix)
+    }
+
     pub(super) fn ask_channel(&self) -> String {
         format!("{}:ask", self.prefix)
     }
@@ -92,6 +96,7 @@ impl RedisState {
                             this.task_cancel_channel(),
                             this.ask_channel(),
                             this.reply_channel(),
+                            this.to_client_channel(),
                         ])
                         .await?;
                     redis::RedisResult::Ok(pubsub)
@@ -110,6 +115,7 @@ impl RedisState {
                             this.task_cancel_channel(),
                             this.ask_channel(),
                             this.reply_channel(),
+                            this.to_client_channel(),
                         ];
                         drop(this);
                         let mut messages = pubsub.into_on_message();
@@ -129,6 +135,11 @@ impl RedisState {
                                 Some(StateEvent::TaskChanged(payload))
                             } else if channel == channels[2] {
                                 Some(StateEvent::TaskCancelled(payload))
+                            } else if channel == channels[5] {
+                                forwarded(&payload).map(|f| StateEvent::ToClient {
+                                    session: f.session.into_owned(),
+                                    message: f.message.into_owned(),
+                                })
                             } else if channel == channels[3] || channel == channels[4] {
                                 let Some(this) = state.upgrade() else { return };
                                 let Some(addressed) = this.addressed(&payload) else {
@@ -144,7 +155,10 @@ impl RedisState {
                                     question: addressed.body,
                                 })
                             } else {
-                                forwarded(&payload)
+                                forwarded(&payload).map(|f| StateEvent::ForSession {
+                                    session: f.session.into_owned(),
+                                    message: f.message.into_owned(),
+                                })
                             };
                             if let Some(event) = event {
                                 let _ = events.send(event);
@@ -170,10 +184,7 @@ impl RedisState {
     }
 }
 
-fn forwarded(payload: &str) -> Option<StateEvent> {
-    let f: Forwarded<'_> = serde_json::from_str(payload).ok()?;
-    Some(StateEvent::ForSession {
-        session: f.session.into_owned(),
-        message: f.message.into_owned(),
-    })
+/// A session's message as published (see [`Forwarded`]).
+fn forwarded(payload: &str) -> Option<Forwarded<'_>> {
+    serde_json::from_str(payload).ok()
 }

@@ -540,6 +540,17 @@ impl StateBackend for RedisState {
         Ok(live)
     }
 
+    async fn to_client(&self, session: &str, message: &str) -> Result<(), StateError> {
+        let channel = self.to_client_channel();
+        let payload = serde_json::to_string(&Forwarded {
+            session: session.into(),
+            message: message.into(),
+        })
+        .map_err(|e| StateError(format!("message for a client: {e}")))?;
+        self.run(|mut c| async move { c.publish::<_, _, ()>(channel, payload).await })
+            .await
+    }
+
     async fn note_held(&self, key: &str, ttl: Duration) -> Result<(), StateError> {
         let (key, instance) = (self.key("held", key), self.instance.clone());
         self.run(|mut c| async move { c.pset_ex::<_, _, ()>(key, instance, millis(ttl)).await })
