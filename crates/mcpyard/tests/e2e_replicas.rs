@@ -367,6 +367,20 @@ async fn rpc(url: &str, session: Option<&str>, body: Value) -> (u16, Option<Stri
     (status, issued, json)
 }
 
+/// Opens the GET stream of `session` at `url`.
+async fn open_stream(url: &str, session: &str) -> reqwest::Response {
+    let stream = reqwest::Client::new()
+        .get(url)
+        .header("Accept", "text/event-stream")
+        .header("Mcp-Session-Id", session)
+        .header("MCP-Protocol-Version", "2025-11-25")
+        .send()
+        .await
+        .expect("the GET stream opens");
+    assert_eq!(stream.status(), 200);
+    stream
+}
+
 fn echo(id: u64, message: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
            "params": {"name": "every__echo", "arguments": {"message": message}}})
@@ -390,15 +404,7 @@ async fn a_replica_stopped_or_killed_hands_its_sessions_to_the_others() {
     let session = session.expect("a session id");
     let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
     assert_eq!(rpc(&first, Some(&session), initialized).await.0, 202);
-    let stream = reqwest::Client::new()
-        .get(&first)
-        .header("Accept", "text/event-stream")
-        .header("Mcp-Session-Id", &session)
-        .header("MCP-Protocol-Version", "2025-11-25")
-        .send()
-        .await
-        .expect("the GET stream opens");
-    assert_eq!(stream.status(), 200);
+    let stream = open_stream(&first, &session).await;
     let long = {
         let (url, session) = (first.clone(), session.clone());
         tokio::spawn(async move {
@@ -961,15 +967,7 @@ async fn resource_updates_reach_the_stream_on_another_replica() {
     };
     // The client's GET stream is on r1; it subscribes through r0, whose
     // upstream connection then sends the updates.
-    let mut stream = reqwest::Client::new()
-        .get(&r1)
-        .header("Accept", "text/event-stream")
-        .header("Mcp-Session-Id", &session)
-        .header("MCP-Protocol-Version", "2025-11-25")
-        .send()
-        .await
-        .expect("the GET stream opens");
-    assert_eq!(stream.status(), 200);
+    let mut stream = open_stream(&r1, &session).await;
     let subscribe = json!({"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe",
                            "params": {"uri": "mem://a"}});
     let (status, _, answer) = rpc(&r0, Some(&session), subscribe).await;
