@@ -16,8 +16,9 @@
 //!   error, calls in known sessions go on, nothing hangs, and all passes
 //!   once Redis is back.
 //! - A replica stopped (SIGTERM: its call in flight finishes, its stream
-//!   closes with a retry hint) and another killed: the session goes on
-//!   through the balancer on the last one.
+//!   closes with a retry hint) and another killed while it holds the
+//!   session's stream and a long call: the client opens its stream again
+//!   through the balancer, and the session goes on on the last one.
 //! - Sampling and elicitation relayed by one replica are answered through
 //!   the other; in the 2026-07-28 era, the retry that carries the client's
 //!   answer is served by the replica holding the suspended call.
@@ -448,11 +449,50 @@ async fn a_replica_stopped_or_killed_hands_its_sessions_to_the_others() {
             "{answer}"
         );
     }
-    // r1 killed outright: once the balancer's check has seen it gone (a
-    // request caught in that instant gets 502, as from any dead server),
-    // r2 alone goes on with the session.
+    // r1 killed outright while it holds the session's GET stream and a
+    // long call: both break at once (no answer comes from a dead process),
+    // the client opens its stream again through the balancer, and once the
+    // balancer's check has seen r1 gone (a request caught in that instant
+    // gets 502, as from any dead server), r2 alone goes on with the session.
+    let second = replicas[1].0.url();
+    let mut held = open_stream(&second, &session).await;
+    let doomed = {
+        let (url, session) = (second.clone(), session.clone());
+        tokio::spawn(async move {
+            let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                "name": "every__trigger-long-running-operation",
+                "arguments": {"duration": 30, "steps": 3}}});
+            reqwest::Client::new()
+                .post(&url)
+                .header("Accept", "application/json, text/event-stream")
+                .header("Mcp-Session-Id", &session)
+                .header("MCP-Protocol-Version", "2025-11-25")
+                .json(&call)
+                .send()
+                .await?
+                .text()
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
     replicas[1].0.proc.signal_group(libc::SIGKILL);
+    let broken = tokio::time::timeout(Duration::from_secs(10), doomed)
+        .await
+        .expect("the long call ends with its replica")
+        .expect("joined");
+    assert!(
+        broken.as_ref().map_or(true, |text| !text
+            .contains("Long running operation completed")),
+        "a killed replica gave no answer: {broken:?}"
+    );
+    let ended = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Ok(Some(_)) = held.chunk().await {}
+    })
+    .await;
+    assert!(ended.is_ok(), "the stream on the killed replica ended");
     tokio::time::sleep(Duration::from_millis(1500)).await;
+    let again = open_stream(&balancer.url(), &session).await;
+    drop(again);
     for i in 0..4 {
         let (status, _, answer) = rpc(&balancer.url(), Some(&session), echo(20 + i, "still")).await;
         assert_eq!(status, 200, "{answer}");
