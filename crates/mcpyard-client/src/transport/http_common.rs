@@ -11,6 +11,7 @@ use reqwest::header::{
 use tokio_util::sync::CancellationToken;
 
 use super::auth::Refusal;
+use super::origin_pool::OriginPool;
 use super::sse_decoder::{SseDecoder, SseEvent};
 use crate::{ClientError, HttpAuth};
 
@@ -21,48 +22,86 @@ const MAX_AUTH_ATTEMPTS: u32 = 4;
 /// How much of an error body is kept for [`ClientError::Http`].
 const ERROR_BODY_PREVIEW: usize = 1024;
 
-/// One `reqwest::Client` per [`McpClient`](crate::McpClient): its pool keeps
-/// connections alive across requests, and `TCP_NODELAY` avoids the ~40 ms
-/// Nagle/delayed-ACK stall on small replies.
-pub(crate) fn build_client(
-    headers: &[(String, String)],
-    connect_timeout: Duration,
-) -> Result<reqwest::Client, ClientError> {
-    let mut map = HeaderMap::new();
-    for (name, value) in headers {
-        let name = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| ClientError::Transport(format!("invalid header name `{name}`")))?;
-        // The value is never echoed: it may be a token.
-        let mut value = HeaderValue::from_str(value)
-            .map_err(|_| ClientError::Transport(format!("invalid value for header `{name}`")))?;
-        value.set_sensitive(true);
-        map.append(name, value);
+/// What a transport sends its requests with: one `reqwest::Client` per
+/// [`McpClient`](crate::McpClient), whose pool keeps connections alive
+/// across requests, and for the transport's own origin, when reqwest would
+/// reach it directly, a pool of plain HTTP/1.1 connections
+/// ([`OriginPool`]) that costs a fraction of reqwest's per request.
+#[derive(Debug, Clone)]
+pub(crate) struct HttpClient {
+    reqwest: reqwest::Client,
+    origin: Option<Arc<OriginPool>>,
+}
+
+impl HttpClient {
+    /// A client for a transport whose server is at `url`; `headers` go with
+    /// every request. `TCP_NODELAY` avoids the ~40 ms Nagle/delayed-ACK
+    /// stall on small replies.
+    pub(crate) fn new(
+        url: &reqwest::Url,
+        headers: &[(String, String)],
+        connect_timeout: Duration,
+    ) -> Result<Self, ClientError> {
+        let mut map = HeaderMap::new();
+        for (name, value) in headers {
+            let name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| ClientError::Transport(format!("invalid header name `{name}`")))?;
+            // The value is never echoed: it may be a token.
+            let mut value = HeaderValue::from_str(value).map_err(|_| {
+                ClientError::Transport(format!("invalid value for header `{name}`"))
+            })?;
+            value.set_sensitive(true);
+            map.append(name, value);
+        }
+        let origin = OriginPool::for_url(url, &map, connect_timeout);
+        let reqwest = reqwest::Client::builder()
+            .default_headers(map)
+            .tcp_nodelay(true)
+            .connect_timeout(connect_timeout)
+            // An MCP endpoint answers where it is; following redirects would
+            // also carry custom headers (tokens) to another origin.
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| ClientError::Transport(format!("cannot build the HTTP client: {e}")))?;
+        Ok(Self { reqwest, origin })
     }
-    reqwest::Client::builder()
-        .default_headers(map)
-        .tcp_nodelay(true)
-        .connect_timeout(connect_timeout)
-        // An MCP endpoint answers where it is; following redirects would
-        // also carry custom headers (tokens) to another origin.
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| ClientError::Transport(format!("cannot build the HTTP client: {e}")))
+
+    pub(crate) fn get(&self, url: reqwest::Url) -> reqwest::RequestBuilder {
+        self.reqwest.get(url)
+    }
+
+    pub(crate) fn post(&self, url: reqwest::Url) -> reqwest::RequestBuilder {
+        self.reqwest.post(url)
+    }
+
+    pub(crate) fn delete(&self, url: reqwest::Url) -> reqwest::RequestBuilder {
+        self.reqwest.delete(url)
+    }
+
+    async fn execute(&self, req: reqwest::Request) -> Result<reqwest::Response, ClientError> {
+        match &self.origin {
+            Some(pool) if pool.serves(req.url()) => pool.execute(req).await,
+            _ => self.reqwest.execute(req).await.map_err(transport_error),
+        }
+    }
 }
 
 /// Sends the request `build` makes, with the `Authorization` header from
 /// `auth`; on a 401, or a 403 naming `insufficient_scope`, asks `auth` for
 /// new credentials and sends it again while `auth` says so (bounded).
 pub(crate) async fn send_authorized(
+    http: &HttpClient,
     auth: Option<&Arc<dyn HttpAuth>>,
     build: impl Fn() -> reqwest::RequestBuilder,
 ) -> Result<reqwest::Response, ClientError> {
     let Some(auth) = auth else {
-        return build().send().await.map_err(transport_error);
+        return http
+            .execute(build().build().map_err(transport_error)?)
+            .await;
     };
     let mut attempts = 1;
     loop {
-        let (http, req) = build().build_split();
-        let mut req = req.map_err(transport_error)?;
+        let mut req = build().build().map_err(transport_error)?;
         let sent = auth.authorization().await?;
         if let Some(sent) = &sent {
             let mut value = HeaderValue::from_str(sent)
@@ -78,7 +117,7 @@ pub(crate) async fn send_authorized(
                 req.headers_mut().insert("dpop", value);
             }
         }
-        let resp = http.execute(req).await.map_err(transport_error)?;
+        let resp = http.execute(req).await?;
         let status = resp.status().as_u16();
         let challenge = resp
             .headers()
@@ -164,9 +203,13 @@ pub(crate) fn transport_error(e: reqwest::Error) -> ClientError {
 /// A `reqwest` error's text with its causes, without the URL (its query may
 /// carry a key or an authorization code).
 pub(crate) fn error_text(e: reqwest::Error) -> String {
-    let e = e.without_url();
+    with_causes(&e.without_url())
+}
+
+/// An error's text followed by its causes'.
+pub(crate) fn with_causes(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
-    let mut source = std::error::Error::source(&e);
+    let mut source = e.source();
     while let Some(s) = source {
         text.push_str(": ");
         text.push_str(&s.to_string());

@@ -11,7 +11,7 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use tokio::sync::oneshot;
 
 use super::http_common::{
-    body_kind, build_client, next_events, parse_url, send_authorized, status_error, BodyKind,
+    body_kind, next_events, parse_url, send_authorized, status_error, BodyKind, HttpClient,
     StreamStop,
 };
 use super::sse_decoder::SseDecoder;
@@ -21,7 +21,7 @@ use crate::{ClientError, HttpAuth};
 /// A legacy SSE connection.
 #[derive(Debug)]
 pub(crate) struct LegacySseTransport {
-    http: reqwest::Client,
+    http: HttpClient,
     endpoint: reqwest::Url,
     link: Link,
     auth: Option<Arc<dyn HttpAuth>>,
@@ -37,9 +37,9 @@ impl LegacySseTransport {
         link: Link,
         auth: Option<Arc<dyn HttpAuth>>,
     ) -> Result<Self, ClientError> {
-        let http = build_client(headers, connect_timeout)?;
         let url = parse_url(url)?;
-        let resp = send_authorized(auth.as_ref(), || {
+        let http = HttpClient::new(&url, headers, connect_timeout)?;
+        let resp = send_authorized(&http, auth.as_ref(), || {
             http.get(url.clone()).header(ACCEPT, "text/event-stream")
         })
         .await?;
@@ -66,7 +66,7 @@ impl LegacySseTransport {
 
     pub(crate) async fn send(&self, message: &Message) -> Result<(), ClientError> {
         let body = message.to_vec();
-        let resp = send_authorized(self.auth.as_ref(), || {
+        let resp = send_authorized(&self.http, self.auth.as_ref(), || {
             let req = self
                 .http
                 .post(self.endpoint.clone())

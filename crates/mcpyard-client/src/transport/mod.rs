@@ -5,6 +5,7 @@
 mod auth;
 mod http_common;
 mod legacy_sse;
+mod origin_pool;
 pub(crate) mod sse_decoder;
 mod stdio;
 mod streamable_http;

@@ -20,8 +20,8 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::http_common::{
-    body_kind, build_client, next_events, parse_url, read_capped, send_authorized, status_error,
-    BodyKind, StreamStop,
+    body_kind, next_events, parse_url, read_capped, send_authorized, status_error, BodyKind,
+    HttpClient, StreamStop,
 };
 use super::sse_decoder::SseDecoder;
 use crate::link::{deliver_body, Link, MAX_MESSAGE_BYTES};
@@ -66,7 +66,7 @@ pub(crate) struct StreamableHttpTransport {
 /// What the transport's background tasks share with it.
 #[derive(Debug)]
 struct Core {
-    http: reqwest::Client,
+    http: HttpClient,
     url: reqwest::Url,
     link: Link,
     session: RwLock<Option<String>>,
@@ -116,7 +116,7 @@ impl Core {
         let body = message.to_vec();
         let mirrored = modern_headers(message);
         let standard = standard_headers(message);
-        send_authorized(self.auth.as_ref(), || {
+        send_authorized(&self.http, self.auth.as_ref(), || {
             let mut req = self
                 .http
                 .post(self.url.clone())
@@ -150,7 +150,7 @@ impl Core {
 
     /// GET on the endpoint, resuming after `last_id` when given.
     async fn get_stream(&self, last_id: Option<&str>) -> Result<reqwest::Response, ClientError> {
-        send_authorized(self.auth.as_ref(), || {
+        send_authorized(&self.http, self.auth.as_ref(), || {
             let mut req = self
                 .with_session(self.http.get(self.url.clone()))
                 .header(ACCEPT, "text/event-stream");
@@ -181,9 +181,10 @@ impl StreamableHttpTransport {
         link: Link,
         auth: Option<Arc<dyn HttpAuth>>,
     ) -> Result<Self, ClientError> {
+        let url = parse_url(url)?;
         let core = Core {
-            http: build_client(headers, connect_timeout)?,
-            url: parse_url(url)?,
+            http: HttpClient::new(&url, headers, connect_timeout)?,
+            url,
             link,
             session: RwLock::new(None),
             protocol_version: RwLock::new(None),
@@ -252,7 +253,7 @@ impl StreamableHttpTransport {
     /// clients end sessions, which is fine), then closes.
     pub(crate) async fn shutdown(&self) {
         if self.core.session().is_some() {
-            let deleted = send_authorized(self.core.auth.as_ref(), || {
+            let deleted = send_authorized(&self.core.http, self.core.auth.as_ref(), || {
                 self.core
                     .with_session(self.core.http.delete(self.core.url.clone()))
                     .timeout(DELETE_TIMEOUT)
