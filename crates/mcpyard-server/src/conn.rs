@@ -24,7 +24,6 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::Router;
 use bytes::Bytes;
 use http::header::CONNECTION;
 use http::{HeaderValue, Request};
@@ -37,8 +36,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
-use tower::ServiceExt;
 
+use crate::front::Front;
 use crate::options::HttpOptions;
 
 /// The limits every connection is held to.
@@ -78,7 +77,7 @@ pub(crate) struct BodyTimedOut;
 /// once all have.
 pub(crate) async fn serve(
     listener: TcpListener,
-    app: Router,
+    app: Front,
     limits: ConnectionLimits,
     shutdown: CancellationToken,
 ) {
@@ -135,7 +134,7 @@ async fn accept_failed(e: io::Error) {
 
 async fn serve_connection(
     tcp: TcpStream,
-    app: Router,
+    app: Front,
     limits: ConnectionLimits,
     shutdown: CancellationToken,
     _slot: OwnedSemaphorePermit,
@@ -162,10 +161,7 @@ async fn serve_connection(
             let app = app.clone();
             let activity = activity.clone();
             async move {
-                let mut response = match app.oneshot(req).await {
-                    Ok(r) => r,
-                    Err(never) => match never {},
-                };
+                let mut response = app.serve(req).await;
                 if !activity.body_read.load(Ordering::Relaxed) {
                     response
                         .headers_mut()

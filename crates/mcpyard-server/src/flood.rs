@@ -110,31 +110,40 @@ pub(crate) async fn limit(
     request: Request,
     next: Next,
 ) -> Response {
-    let peer = request
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0.ip());
-    let exempt = crate::probes::is_probe(request.uri().path());
-    if let (Some(address), false) = (peer, exempt) {
-        if let Err((over, wait)) = flood.check(address) {
-            let wait = wait.max(1);
-            let whose = match over {
-                Over::Client => "from this address",
-                Over::Total => "to this gateway from all clients",
-            };
-            tracing::debug!(%address, wait, ?over, "too many requests");
-            let mut answer = (
-                StatusCode::TOO_MANY_REQUESTS,
-                format!("too many requests {whose}; retry after {wait} s\n"),
-            )
-                .into_response();
-            answer
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(wait));
-            return answer;
-        }
+    match flood.refusal(&request) {
+        Some(refused) => refused,
+        None => next.run(request).await,
     }
-    next.run(request).await
+}
+
+impl Flood {
+    /// The 429 for `request` when its client, or all clients together,
+    /// went over their limit.
+    pub(crate) fn refusal(&self, request: &Request) -> Option<Response> {
+        let address = request
+            .extensions()
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|c| c.0.ip())?;
+        if crate::probes::is_probe(request.uri().path()) {
+            return None;
+        }
+        let (over, wait) = self.check(address).err()?;
+        let wait = wait.max(1);
+        let whose = match over {
+            Over::Client => "from this address",
+            Over::Total => "to this gateway from all clients",
+        };
+        tracing::debug!(%address, wait, ?over, "too many requests");
+        let mut answer = (
+            StatusCode::TOO_MANY_REQUESTS,
+            format!("too many requests {whose}; retry after {wait} s\n"),
+        )
+            .into_response();
+        answer
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(wait));
+        Some(answer)
+    }
 }
 
 #[cfg(test)]

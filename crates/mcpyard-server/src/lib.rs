@@ -21,6 +21,7 @@ mod auth;
 mod batch;
 mod conn;
 mod flood;
+mod front;
 mod legacy_sse;
 mod metrics;
 mod options;

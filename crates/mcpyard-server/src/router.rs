@@ -31,8 +31,11 @@ pub fn router(gateway: Gateway, opts: HttpOptions) -> Router {
 }
 
 pub(crate) fn build(gateway: Gateway, opts: HttpOptions, shutdown: CancellationToken) -> Router {
-    let max_body = opts.max_body_bytes;
-    let (streamable_on, legacy_on) = (opts.streamable, opts.legacy_sse);
+    routes(state(gateway, opts, shutdown))
+}
+
+/// What every handler reaches, from the gateway and the options.
+pub(crate) fn state(gateway: Gateway, opts: HttpOptions, shutdown: CancellationToken) -> AppState {
     let auth = Arc::new(Authenticator::new(
         &opts.auth,
         &format!("http://{}/mcp", opts.listen),
@@ -46,15 +49,22 @@ pub(crate) fn build(gateway: Gateway, opts: HttpOptions, shutdown: CancellationT
         .metrics_token
         .as_deref()
         .map(|t| Arc::new(MetricsToken::new(t)));
-    let state = AppState {
+    AppState {
         metrics_token,
         gateway,
         opts: Arc::new(opts),
         auth,
-        metadata_paths: metadata_paths.clone(),
+        metadata_paths,
         shutdown,
         ui_sessions: Arc::default(),
-    };
+    }
+}
+
+/// The routes over `state`, behind the security guard and the body caps.
+pub(crate) fn routes(state: AppState) -> Router {
+    let max_body = state.opts.max_body_bytes;
+    let (streamable_on, legacy_on) = (state.opts.streamable, state.opts.legacy_sse);
+    let metadata_paths = state.metadata_paths.clone();
     let mut routes = Router::new()
         .route(probes::HEALTH_PATH, get(probes::health))
         .route(probes::READY_PATH, get(probes::ready))

@@ -7,7 +7,7 @@ use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http::header::{HOST, ORIGIN};
-use http::{HeaderMap, Method, StatusCode};
+use http::{HeaderMap, Method, StatusCode, Uri};
 use mcpyard_gateway::Identity;
 
 use crate::auth::MetricsToken;
@@ -21,13 +21,7 @@ use crate::state::AppState;
 /// document and the status page (which authenticates its own way, see
 /// `ui`); the identity found is put in the request's extensions.
 pub(crate) async fn guard(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
-    let host = req
-        .headers()
-        .get(HOST)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
-        .or_else(|| req.uri().authority().map(|a| a.as_str().to_owned()));
-    if let Err(denied) = check(&state.opts, req.headers(), host.as_deref()) {
+    if let Err(denied) = check_request(&state.opts, req.headers(), req.uri()) {
         return denied.into_response();
     }
     // A health probe and a client looking for where to get a token must
@@ -53,9 +47,9 @@ pub(crate) async fn guard(State(state): State<AppState>, mut req: Request, next:
     let identity = if open {
         Identity::anonymous()
     } else {
-        match state.auth.authenticate(req.headers()).await {
+        match authenticate(&state, req.headers()).await {
             Ok(identity) => identity,
-            Err(failure) => return state.auth.refuse(&failure),
+            Err(refused) => return refused,
         }
     };
     // The metrics name every tool and how much it is used: not for a key
@@ -69,6 +63,35 @@ pub(crate) async fn guard(State(state): State<AppState>, mut req: Request, next:
     }
     req.extensions_mut().insert(identity);
     next.run(req).await
+}
+
+/// What [`guard`] does for a request to the MCP endpoint, called without
+/// the middleware (see `front`): the origin and host rules, then the
+/// credentials. The identity, or the answer that turns the request away.
+pub(crate) async fn admit(
+    state: &AppState,
+    headers: &HeaderMap,
+    uri: &Uri,
+) -> Result<Identity, Response> {
+    check_request(&state.opts, headers, uri).map_err(IntoResponse::into_response)?;
+    authenticate(state, headers).await
+}
+
+async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Identity, Response> {
+    state
+        .auth
+        .authenticate(headers)
+        .await
+        .map_err(|failure| state.auth.refuse(&failure))
+}
+
+/// [`check`] on a request, whose host is its `Host` header, else its URI's.
+fn check_request(opts: &HttpOptions, headers: &HeaderMap, uri: &Uri) -> Result<(), Denied> {
+    let host = headers
+        .get(HOST)
+        .and_then(|v| v.to_str().ok())
+        .or_else(|| uri.authority().map(|a| a.as_str()));
+    check(opts, headers, host)
 }
 
 /// Why a request was turned away before authentication.

@@ -7,6 +7,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::conn::{self, ConnectionLimits};
+use crate::front::Front;
 use crate::options::HttpOptions;
 use crate::{flood, router};
 
@@ -34,7 +35,7 @@ pub async fn serve_http_on(
     let limits = ConnectionLimits::of(&opts);
     tracing::info!(addr = %opts.listen, "serving MCP over HTTP");
     let flood = flood::Flood::new(&opts);
-    let app = flood::outermost(router::build(gateway, opts, shutdown.clone()), flood);
+    let app = Front::new(router::state(gateway, opts, shutdown.clone()), flood);
     let server = conn::serve(listener, app, limits, shutdown.clone());
     let deadline = async {
         shutdown.cancelled().await;

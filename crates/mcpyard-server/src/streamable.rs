@@ -148,7 +148,17 @@ pub(crate) async fn post(
     headers: HeaderMap,
     body: axum::body::Body,
 ) -> Response {
-    let accepts = Accepts::from_headers(&headers);
+    post_as(&state, identity, &headers, body).await
+}
+
+/// A POST to the endpoint, from `identity` (already admitted).
+pub(crate) async fn post_as(
+    state: &AppState,
+    identity: Identity,
+    headers: &HeaderMap,
+    body: axum::body::Body,
+) -> Response {
+    let accepts = Accepts::from_headers(headers);
     if !accepts.any() {
         return (
             StatusCode::NOT_ACCEPTABLE,
@@ -156,30 +166,30 @@ pub(crate) async fn post(
         )
             .into_response();
     }
-    if !is_json_content(&headers) {
+    if !is_json_content(headers) {
         return (
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "Content-Type must be application/json",
         )
             .into_response();
     }
-    let body = match read_body(body, &headers, state.opts.max_body_bytes).await {
+    let body = match read_body(body, headers, state.opts.max_body_bytes).await {
         Ok(b) => b,
         Err(r) => return *r,
     };
-    let version = match check_version_header(&headers, &body) {
+    let version = match check_version_header(headers, &body) {
         Ok(v) => v,
         Err(r) => return *r,
     };
-    match header_str(&headers, SESSION_HEADER) {
+    match header_str(headers, SESSION_HEADER) {
         Err(()) => bad_request("Mcp-Session-Id is not valid text"),
         Ok(Some(id)) => match lookup(&state.gateway, id, &identity).await {
-            Ok(session) => post_in_session(&state, session, accepts, body).await,
+            Ok(session) => post_in_session(state, session, accepts, body).await,
             Err(r) => *r,
         },
         Ok(None) => {
             let stateless_hint = version.is_some_and(stateless::is_stateless_version);
-            post_without_session(&state, identity, &headers, accepts, body, stateless_hint).await
+            post_without_session(state, identity, headers, accepts, body, stateless_hint).await
         }
     }
 }

@@ -5,6 +5,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
+use http_body::Body as _;
+use http_body_util::BodyExt as _;
+
 use reqwest::header::{
     HeaderMap, HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE,
 };
@@ -78,10 +82,35 @@ impl HttpClient {
         self.reqwest.delete(url)
     }
 
-    async fn execute(&self, req: reqwest::Request) -> Result<reqwest::Response, ClientError> {
+    async fn execute(&self, req: reqwest::Request) -> Result<HttpResponse, ClientError> {
         match &self.origin {
             Some(pool) if pool.serves(req.url()) => pool.execute(req).await,
-            _ => self.reqwest.execute(req).await.map_err(transport_error),
+            _ => Ok(self
+                .reqwest
+                .execute(req)
+                .await
+                .map_err(transport_error)?
+                .into()),
+        }
+    }
+}
+
+/// An answer, whichever way it came: its head, and its body to read with
+/// [`chunk`].
+pub(crate) type HttpResponse = http::Response<reqwest::Body>;
+
+/// The next piece of an answer's body; `None` at its end.
+pub(crate) async fn chunk(resp: &mut HttpResponse) -> Result<Option<Bytes>, ClientError> {
+    loop {
+        match resp.body_mut().frame().await {
+            None => return Ok(None),
+            Some(Err(e)) => return Err(transport_error(e)),
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    return Ok(Some(data));
+                }
+                // Trailers: nothing a transport reads.
+            }
         }
     }
 }
@@ -93,7 +122,7 @@ pub(crate) async fn send_authorized(
     http: &HttpClient,
     auth: Option<&Arc<dyn HttpAuth>>,
     build: impl Fn() -> reqwest::RequestBuilder,
-) -> Result<reqwest::Response, ClientError> {
+) -> Result<HttpResponse, ClientError> {
     let Some(auth) = auth else {
         return http
             .execute(build().build().map_err(transport_error)?)
@@ -226,7 +255,7 @@ pub(crate) enum BodyKind {
     Other,
 }
 
-pub(crate) fn body_kind(resp: &reqwest::Response) -> BodyKind {
+pub(crate) fn body_kind(resp: &HttpResponse) -> BodyKind {
     let ct = resp
         .headers()
         .get(CONTENT_TYPE)
@@ -244,15 +273,15 @@ pub(crate) fn body_kind(resp: &reqwest::Response) -> BodyKind {
 
 /// Reads a whole body, failing with [`ClientError::Protocol`] past `cap`.
 pub(crate) async fn read_capped(
-    mut resp: reqwest::Response,
+    mut resp: HttpResponse,
     cap: usize,
 ) -> Result<Vec<u8>, ClientError> {
     let too_large = || ClientError::Protocol(format!("response body larger than {cap} bytes"));
-    if resp.content_length().is_some_and(|n| n > cap as u64) {
+    if resp.body().size_hint().lower() > cap as u64 {
         return Err(too_large());
     }
     let mut body = Vec::new();
-    while let Some(chunk) = resp.chunk().await.map_err(transport_error)? {
+    while let Some(chunk) = chunk(&mut resp).await? {
         if body.len() + chunk.len() > cap {
             return Err(too_large());
         }
@@ -262,11 +291,11 @@ pub(crate) async fn read_capped(
 }
 
 /// A non-success answer as [`ClientError::Http`], with the start of its body.
-pub(crate) async fn status_error(mut resp: reqwest::Response) -> ClientError {
+pub(crate) async fn status_error(mut resp: HttpResponse) -> ClientError {
     let status = resp.status().as_u16();
     let mut body = Vec::new();
     while body.len() < ERROR_BODY_PREVIEW {
-        match resp.chunk().await {
+        match chunk(&mut resp).await {
             Ok(Some(chunk)) => body.extend_from_slice(&chunk),
             _ => break,
         }
@@ -293,13 +322,13 @@ pub(crate) enum StreamStop {
 
 /// Reads the next events of a stream; `Err` says why it stopped.
 pub(crate) async fn next_events(
-    resp: &mut reqwest::Response,
+    resp: &mut HttpResponse,
     decoder: &mut SseDecoder,
     stop: &CancellationToken,
 ) -> Result<Vec<SseEvent>, StreamStop> {
     loop {
         let chunk = tokio::select! {
-            chunk = resp.chunk() => chunk,
+            chunk = chunk(resp) => chunk,
             () = stop.cancelled() => return Err(StreamStop::Stopped),
         };
         match chunk {
@@ -312,7 +341,7 @@ pub(crate) async fn next_events(
                 }
             }
             Ok(None) => return Err(StreamStop::Ended),
-            Err(e) => return Err(StreamStop::Broken(transport_error(e).to_string())),
+            Err(e) => return Err(StreamStop::Broken(e.to_string())),
         }
     }
 }

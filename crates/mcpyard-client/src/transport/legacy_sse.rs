@@ -12,7 +12,7 @@ use tokio::sync::oneshot;
 
 use super::http_common::{
     body_kind, next_events, parse_url, send_authorized, status_error, BodyKind, HttpClient,
-    StreamStop,
+    HttpResponse, StreamStop,
 };
 use super::sse_decoder::SseDecoder;
 use crate::link::{deliver_body, Link, MAX_MESSAGE_BYTES};
@@ -90,7 +90,7 @@ impl LegacySseTransport {
 }
 
 async fn read_stream(
-    mut resp: reqwest::Response,
+    mut resp: HttpResponse,
     base: reqwest::Url,
     link: Link,
     endpoint_tx: oneshot::Sender<Result<reqwest::Url, ClientError>>,

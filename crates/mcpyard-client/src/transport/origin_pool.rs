@@ -7,8 +7,9 @@
 //! origin that reqwest would reach directly (plain `http`, no proxy in the
 //! environment) gets this pool of hyper connections instead; `https` and
 //! proxied origins stay with reqwest. Requests are still built with
-//! reqwest's builder and answered as `reqwest::Response`, so the transports
-//! read one kind of answer whichever way it came.
+//! reqwest's builder, and answers are `http::Response`s as reqwest's are
+//! turned into, so the transports read one kind of answer whichever way it
+//! came.
 //!
 //! A connection goes back to the pool when its answer's body has been read
 //! to the end (an event stream holds its connection while it lasts); one
@@ -30,7 +31,7 @@ use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, HOST};
 use reqwest::Url;
 use tokio::net::TcpStream;
 
-use super::http_common::with_causes;
+use super::http_common::{with_causes, HttpResponse};
 use crate::ClientError;
 
 /// Idle connections kept per origin; more are closed when they come back.
@@ -45,7 +46,8 @@ type Sender = SendRequest<reqwest::Body>;
 /// Keep-alive HTTP/1.1 connections to one `http://host:port`.
 #[derive(Debug)]
 pub(crate) struct OriginPool {
-    origin: url::Origin,
+    /// The URL's host as written, and its port.
+    origin: (String, u16),
     host: HostPort,
     /// The `Host` header: the URL's host, and its port unless it is 80.
     host_header: HeaderValue,
@@ -86,7 +88,7 @@ impl OriginPool {
         }
         .ok()?;
         Some(Arc::new(Self {
-            origin: url.origin(),
+            origin: (name.to_owned(), port),
             host,
             host_header,
             defaults: defaults.clone(),
@@ -97,7 +99,9 @@ impl OriginPool {
 
     /// Whether `url` is on this pool's origin.
     pub(crate) fn serves(&self, url: &Url) -> bool {
-        url.origin() == self.origin
+        url.scheme() == "http"
+            && url.host_str() == Some(self.origin.0.as_str())
+            && url.port_or_known_default() == Some(self.origin.1)
     }
 
     /// Sends `req` (whose URL is on this origin) and returns the answer
@@ -106,7 +110,7 @@ impl OriginPool {
     pub(crate) async fn execute(
         self: &Arc<Self>,
         req: reqwest::Request,
-    ) -> Result<reqwest::Response, ClientError> {
+    ) -> Result<HttpResponse, ClientError> {
         let timeout = req.timeout().copied();
         let exchange = self.exchange(req);
         match timeout {
@@ -120,7 +124,7 @@ impl OriginPool {
     async fn exchange(
         self: &Arc<Self>,
         req: reqwest::Request,
-    ) -> Result<reqwest::Response, ClientError> {
+    ) -> Result<HttpResponse, ClientError> {
         let mut req = self.http_request(req)?;
         loop {
             let (mut sender, pooled) = match self.take_idle() {
@@ -221,19 +225,15 @@ impl OriginPool {
         Ok(sender)
     }
 
-    /// The answer as reqwest's, its body giving the connection back at its end.
-    fn answer(
-        self: &Arc<Self>,
-        resp: http::Response<Incoming>,
-        sender: Sender,
-    ) -> reqwest::Response {
+    /// The answer, its body giving the connection back at its end.
+    fn answer(self: &Arc<Self>, resp: http::Response<Incoming>, sender: Sender) -> HttpResponse {
         let (parts, body) = resp.into_parts();
         let mut body = ReturningBody {
             inner: body,
             owner: Some((sender, self.clone())),
         };
         body.give_back_if_ended();
-        reqwest::Response::from(http::Response::from_parts(parts, reqwest::Body::wrap(body)))
+        http::Response::from_parts(parts, reqwest::Body::wrap(body))
     }
 }
 
@@ -382,7 +382,10 @@ mod tests {
             .expect("answered in time")
             .expect("answer");
         assert_eq!(resp.status(), 200);
-        resp.text().await.expect("body")
+        let body = super::super::http_common::read_capped(resp, 1024)
+            .await
+            .expect("body");
+        String::from_utf8(body).expect("text")
     }
 
     #[tokio::test]

@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::http_common::{
     body_kind, next_events, parse_url, read_capped, send_authorized, status_error, BodyKind,
-    HttpClient, StreamStop,
+    HttpClient, HttpResponse, StreamStop,
 };
 use super::sse_decoder::SseDecoder;
 use crate::link::{deliver_body, Link, MAX_MESSAGE_BYTES};
@@ -103,7 +103,7 @@ impl Core {
         req
     }
 
-    async fn post(&self, message: &Message) -> Result<reqwest::Response, ClientError> {
+    async fn post(&self, message: &Message) -> Result<HttpResponse, ClientError> {
         self.post_with(message, &[]).await
     }
 
@@ -112,7 +112,7 @@ impl Core {
         &self,
         message: &Message,
         extra: &[(String, String)],
-    ) -> Result<reqwest::Response, ClientError> {
+    ) -> Result<HttpResponse, ClientError> {
         let body = message.to_vec();
         let mirrored = modern_headers(message);
         let standard = standard_headers(message);
@@ -149,7 +149,7 @@ impl Core {
     }
 
     /// GET on the endpoint, resuming after `last_id` when given.
-    async fn get_stream(&self, last_id: Option<&str>) -> Result<reqwest::Response, ClientError> {
+    async fn get_stream(&self, last_id: Option<&str>) -> Result<HttpResponse, ClientError> {
         send_authorized(&self.http, self.auth.as_ref(), || {
             let mut req = self
                 .with_session(self.http.get(self.url.clone()))
@@ -162,7 +162,7 @@ impl Core {
         .await
     }
 
-    fn capture_session(&self, resp: &reqwest::Response) {
+    fn capture_session(&self, resp: &HttpResponse) {
         if let Some(s) = resp
             .headers()
             .get(SESSION_HEADER)
@@ -283,10 +283,10 @@ impl StreamableHttpTransport {
     /// TypeScript SDK answer 400 and say why in the body.
     async fn resend_if_session_lost(
         &self,
-        resp: reqwest::Response,
+        resp: HttpResponse,
         stale: Option<&str>,
         message: &Message,
-    ) -> Result<reqwest::Response, ClientError> {
+    ) -> Result<HttpResponse, ClientError> {
         match resp.status() {
             StatusCode::NOT_FOUND => {}
             StatusCode::BAD_REQUEST => match status_error(resp).await {
@@ -397,7 +397,7 @@ pub(crate) fn encode_header_value(value: &str) -> String {
 /// Reads the JSON-RPC error a 2026-07-28 server sent with a 4xx status; a
 /// body that is not one (a server of an older era refusing the request)
 /// is the HTTP error itself.
-async fn rpc_error_body(resp: reqwest::Response) -> Result<Message, ClientError> {
+async fn rpc_error_body(resp: HttpResponse) -> Result<Message, ClientError> {
     let status = resp.status().as_u16();
     let is_json = body_kind(&resp) == BodyKind::Json;
     let body = read_capped(resp, MAX_MESSAGE_BYTES).await?;
@@ -433,7 +433,7 @@ fn names_a_lost_session(body: &str) -> bool {
 /// event stream is read by a task of its own.
 async fn answer(
     core: &Arc<Core>,
-    resp: reqwest::Response,
+    resp: HttpResponse,
     related: Option<RequestId>,
     scope: &CancellationToken,
 ) -> Result<Option<Message>, ClientError> {
@@ -475,7 +475,7 @@ async fn answer(
 /// [`RESUMED_IDLE_LIMIT`] fails the request, as does a stream without ids.
 async fn read_response_stream(
     core: Arc<Core>,
-    mut resp: reqwest::Response,
+    mut resp: HttpResponse,
     related: Option<RequestId>,
     scope: CancellationToken,
 ) {
@@ -586,7 +586,7 @@ async fn read_response_stream(
 /// (re-initialisation), delivering anything else that came with it.
 async fn read_answer(
     core: &Core,
-    mut resp: reqwest::Response,
+    mut resp: HttpResponse,
     id: &RequestId,
 ) -> Result<Message, ClientError> {
     let find = |messages: Vec<Message>| {
