@@ -141,70 +141,21 @@ impl Message {
 
     /// Reads one message from an already parsed JSON value.
     pub fn from_value(value: Value) -> Result<Self, ParseError> {
-        let Value::Object(mut obj) = value else {
-            return Err(ParseError::Invalid {
-                id: None,
-                reason: "a JSON-RPC message must be an object".into(),
-            });
+        let Value::Object(obj) = value else {
+            return Err(not_an_object());
         };
-        let id = match obj.remove("id") {
-            None => None,
-            Some(Value::Null) => Some(None),
-            Some(v) => match serde_json::from_value::<RequestId>(v) {
-                Ok(id) => Some(Some(id)),
-                Err(_) => {
-                    return Err(ParseError::Invalid {
-                        id: None,
-                        reason: "id must be a string or an integer".into(),
-                    })
-                }
-            },
-        };
-        let invalid = |reason: &str| ParseError::Invalid {
-            id: id.clone().flatten(),
-            reason: reason.into(),
-        };
-        if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-            return Err(invalid("jsonrpc must be \"2.0\""));
-        }
-        if let Some(method) = obj.remove("method") {
-            let Value::String(method) = method else {
-                return Err(invalid("method must be a string"));
-            };
-            let params = obj.remove("params");
-            if let Some(p) = &params {
-                if !p.is_object() && !p.is_array() {
-                    return Err(invalid("params must be an object or an array"));
-                }
-            }
-            return match id {
-                None => Ok(Message::Notification { method, params }),
-                Some(Some(id)) => Ok(Message::Request { id, method, params }),
-                Some(None) => Err(invalid("a request id must not be null")),
-            };
-        }
-        if let Some(error) = obj.remove("error") {
-            let error: ErrorObject = serde_json::from_value(error)
-                .map_err(|e| invalid(&format!("malformed error object: {e}")))?;
-            return Ok(Message::Error {
-                id: id.flatten(),
-                error,
-            });
-        }
-        if let Some(result) = obj.remove("result") {
-            return match id {
-                Some(Some(id)) => Ok(Message::Response { id, result }),
-                _ => Err(invalid("a response needs an id")),
-            };
-        }
-        Err(invalid("neither a request, a notification nor a response"))
+        Members::from_map(obj).into_message()
     }
 
-    /// Parses exactly one message from bytes.
+    /// Parses exactly one message from bytes. The object's members are read
+    /// in one pass, straight into the message: no map of the whole object
+    /// is built first (what [`Message::from_value`] is given).
     pub fn from_slice(bytes: &[u8]) -> Result<Self, ParseError> {
-        let value: Value =
-            serde_json::from_slice(bytes).map_err(|e| ParseError::NotJson(e.to_string()))?;
-        Self::from_value(value)
+        let mut de = serde_json::Deserializer::from_slice(bytes);
+        let members = serde::Deserializer::deserialize_any(&mut de, MembersVisitor)
+            .and_then(|m| de.end().map(|()| m))
+            .map_err(|e| ParseError::NotJson(e.to_string()))?;
+        members.ok_or_else(not_an_object)?.into_message()
     }
 
     pub fn to_value(&self) -> Value {
@@ -249,8 +200,10 @@ impl Serialize for Message {
 
 impl<'de> Deserialize<'de> for Message {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let value = Value::deserialize(d)?;
-        Message::from_value(value).map_err(serde::de::Error::custom)
+        d.deserialize_any(MembersVisitor)?
+            .ok_or_else(not_an_object)
+            .and_then(Members::into_message)
+            .map_err(serde::de::Error::custom)
     }
 }
 
@@ -265,6 +218,14 @@ pub enum Body {
 /// Parses an HTTP body or a stdio line. A body that is not JSON at all, or an
 /// empty batch, is an `Err` to answer with one error response.
 pub fn parse_body(bytes: &[u8]) -> Result<Body, ParseError> {
+    // One message, the usual body, is read in one pass; a batch as values
+    // first, so that each entry fails on its own.
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'[') {
+        return Ok(Body::Single(match Message::from_slice(bytes) {
+            Err(ParseError::NotJson(e)) => return Err(ParseError::NotJson(e)),
+            parsed => parsed,
+        }));
+    }
     let value: Value =
         serde_json::from_slice(bytes).map_err(|e| ParseError::NotJson(e.to_string()))?;
     match value {
@@ -283,6 +244,185 @@ pub fn parse_body(bytes: &[u8]) -> Result<Body, ParseError> {
     }
 }
 
+fn not_an_object() -> ParseError {
+    ParseError::Invalid {
+        id: None,
+        reason: "a JSON-RPC message must be an object".into(),
+    }
+}
+
+/// The members of a message's object that say what it is; any other member
+/// is ignored.
+#[derive(Default)]
+struct Members {
+    jsonrpc: Option<Value>,
+    id: Option<Value>,
+    method: Option<Value>,
+    params: Option<Value>,
+    result: Option<Value>,
+    error: Option<Value>,
+}
+
+impl Members {
+    fn from_map(mut obj: Map<String, Value>) -> Self {
+        Members {
+            jsonrpc: obj.remove("jsonrpc"),
+            id: obj.remove("id"),
+            method: obj.remove("method"),
+            params: obj.remove("params"),
+            result: obj.remove("result"),
+            error: obj.remove("error"),
+        }
+    }
+
+    fn into_message(self) -> Result<Message, ParseError> {
+        let id = match self.id {
+            None => None,
+            Some(Value::Null) => Some(None),
+            Some(Value::Number(n)) if n.as_i64().is_some() => {
+                n.as_i64().map(|n| Some(RequestId::Number(n)))
+            }
+            Some(Value::String(s)) => Some(Some(RequestId::String(s))),
+            Some(_) => {
+                return Err(ParseError::Invalid {
+                    id: None,
+                    reason: "id must be a string or an integer".into(),
+                })
+            }
+        };
+        let invalid = |reason: &str| ParseError::Invalid {
+            id: id.clone().flatten(),
+            reason: reason.into(),
+        };
+        if self.jsonrpc.as_ref().and_then(Value::as_str) != Some("2.0") {
+            return Err(invalid("jsonrpc must be \"2.0\""));
+        }
+        if let Some(method) = self.method {
+            let Value::String(method) = method else {
+                return Err(invalid("method must be a string"));
+            };
+            let params = self.params;
+            if let Some(p) = &params {
+                if !p.is_object() && !p.is_array() {
+                    return Err(invalid("params must be an object or an array"));
+                }
+            }
+            return match id {
+                None => Ok(Message::Notification { method, params }),
+                Some(Some(id)) => Ok(Message::Request { id, method, params }),
+                Some(None) => Err(invalid("a request id must not be null")),
+            };
+        }
+        if let Some(error) = self.error {
+            let error: ErrorObject = serde_json::from_value(error)
+                .map_err(|e| invalid(&format!("malformed error object: {e}")))?;
+            return Ok(Message::Error {
+                id: id.flatten(),
+                error,
+            });
+        }
+        if let Some(result) = self.result {
+            return match id {
+                Some(Some(id)) => Ok(Message::Response { id, result }),
+                _ => Err(invalid("a response needs an id")),
+            };
+        }
+        Err(invalid("neither a request, a notification nor a response"))
+    }
+}
+
+/// Reads a message's members from its object; `None` for any other JSON
+/// value (which is valid JSON, but not a message).
+struct MembersVisitor;
+
+impl<'de> serde::de::Visitor<'de> for MembersVisitor {
+    type Value = Option<Members>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON-RPC message")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut m = Members::default();
+        while let Some(key) = map.next_key::<MemberName>()? {
+            let slot = match key {
+                MemberName::Jsonrpc => &mut m.jsonrpc,
+                MemberName::Id => &mut m.id,
+                MemberName::Method => &mut m.method,
+                MemberName::Params => &mut m.params,
+                MemberName::Result => &mut m.result,
+                MemberName::Error => &mut m.error,
+                MemberName::Other => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                    continue;
+                }
+            };
+            // A repeated member: the last one counts, as in a parsed map.
+            *slot = Some(map.next_value()?);
+        }
+        Ok(Some(m))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+}
+
+/// A member's name, read without allocating it.
+enum MemberName {
+    Jsonrpc,
+    Id,
+    Method,
+    Params,
+    Result,
+    Error,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for MemberName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct NameVisitor;
+        impl serde::de::Visitor<'_> for NameVisitor {
+            type Value = MemberName;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_str<E>(self, name: &str) -> Result<MemberName, E> {
+                Ok(match name {
+                    "jsonrpc" => MemberName::Jsonrpc,
+                    "id" => MemberName::Id,
+                    "method" => MemberName::Method,
+                    "params" => MemberName::Params,
+                    "result" => MemberName::Result,
+                    "error" => MemberName::Error,
+                    _ => MemberName::Other,
+                })
+            }
+        }
+        d.deserialize_str(NameVisitor)
+    }
+}
+
 /// Reads `params._meta` of a request, if any.
 pub fn meta(params: Option<&Value>) -> Option<&Map<String, Value>> {
     params?.get("_meta")?.as_object()
@@ -293,6 +433,55 @@ mod tests {
     use super::*;
     use crate::codes;
     use serde_json::json;
+
+    /// Reading bytes in one pass gives what reading them as a value first
+    /// gives, for messages, near-messages and non-messages alike.
+    #[test]
+    fn bytes_read_in_one_pass_read_as_their_value_does() {
+        let cases = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"a":[1,{"b":null}]}}}"#,
+            r#"{"method":"ping","jsonrpc":"2.0","id":"s-1","extra":{"deep":[1,2,3]}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"a\"b\u00e9"}]}}"#,
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x","data":[1]}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"error":{"code":"not a number"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"id":2,"result":{}}"#,
+            r#"{"jsonrpc":"1.0","id":1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1.5,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":18446744073709551615,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":-4,"method":"m","params":3}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":[1],"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1}"#,
+            r#"{"jsonrpc":"2.0","method":5}"#,
+            r#"{}"#,
+            r#""a string""#,
+            r#"42"#,
+            r#"null"#,
+            r#"[{"jsonrpc":"2.0","method":"m"}]"#,
+        ];
+        for case in cases {
+            let value: Value = serde_json::from_slice(case.as_bytes()).unwrap();
+            assert_eq!(
+                Message::from_slice(case.as_bytes()),
+                Message::from_value(value.clone()),
+                "{case}"
+            );
+            let via_serde = serde_json::from_value::<Message>(value).map_err(|e| e.to_string());
+            let via_bytes = Message::from_slice(case.as_bytes()).map_err(|e| e.to_string());
+            assert_eq!(via_serde, via_bytes, "{case}");
+        }
+        for broken in ["{", r#"{"jsonrpc":"2.0"} x"#, "", "nul"] {
+            assert!(
+                matches!(
+                    Message::from_slice(broken.as_bytes()),
+                    Err(ParseError::NotJson(_))
+                ),
+                "{broken}"
+            );
+        }
+    }
 
     fn round_trip(v: Value) -> Value {
         Message::from_value(v).unwrap().to_value()

@@ -56,6 +56,7 @@ pub(crate) struct OriginPool {
     defaults: HeaderMap,
     connect_timeout: Duration,
     idle: Mutex<Vec<Sender>>,
+    last_target: Mutex<Option<(String, http::Uri)>>,
 }
 
 #[derive(Debug, Clone)]
@@ -94,6 +95,7 @@ impl OriginPool {
             defaults: defaults.clone(),
             connect_timeout,
             idle: Mutex::new(Vec::new()),
+            last_target: Mutex::new(None),
         }))
     }
 
@@ -154,18 +156,14 @@ impl OriginPool {
     /// `Host`, and the default headers it does not set itself.
     fn http_request(
         &self,
-        req: reqwest::Request,
+        mut req: reqwest::Request,
     ) -> Result<http::Request<reqwest::Body>, ClientError> {
-        let target = match req.url().query() {
-            Some(q) => format!("{}?{q}", req.url().path()),
-            None => req.url().path().to_owned(),
-        };
-        let mut req = http::Request::<reqwest::Body>::try_from(req)
-            .map_err(|e| ClientError::Transport(super::http_common::error_text(e)))?;
-        *req.uri_mut() = target
-            .parse()
-            .map_err(|_| ClientError::Transport("invalid request target".into()))?;
-        let headers = req.headers_mut();
+        let target = self.target(req.url())?;
+        let mut out = http::Request::new(req.body_mut().take().unwrap_or_default());
+        *out.method_mut() = req.method().clone();
+        *out.uri_mut() = target;
+        let headers = out.headers_mut();
+        *headers = std::mem::take(req.headers_mut());
         for (name, value) in &self.defaults {
             if !headers.contains_key(name) {
                 headers.insert(name, value.clone());
@@ -175,7 +173,27 @@ impl OriginPool {
         if !headers.contains_key(ACCEPT) {
             headers.insert(ACCEPT, HeaderValue::from_static("*/*"));
         }
-        Ok(req)
+        Ok(out)
+    }
+
+    /// The request target of `url`: its path and query. The last one made
+    /// is kept, since nearly every request goes to the same endpoint.
+    fn target(&self, url: &Url) -> Result<http::Uri, ClientError> {
+        let text = &url[url::Position::BeforePath..url::Position::AfterQuery];
+        let mut last = self
+            .last_target
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some((kept, uri)) = last.as_ref() {
+            if kept == text {
+                return Ok(uri.clone());
+            }
+        }
+        let uri: http::Uri = text
+            .parse()
+            .map_err(|_| ClientError::Transport("invalid request target".into()))?;
+        *last = Some((text.to_owned(), uri.clone()));
+        Ok(uri)
     }
 
     fn take_idle(&self) -> Option<Sender> {

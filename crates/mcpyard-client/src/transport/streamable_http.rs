@@ -14,7 +14,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use mcpyard_proto::{methods, Message, RequestId};
-use reqwest::header::{ACCEPT, CONTENT_TYPE};
+use reqwest::header::{HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
 use reqwest::StatusCode;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -27,14 +27,16 @@ use super::sse_decoder::SseDecoder;
 use crate::link::{deliver_body, Link, MAX_MESSAGE_BYTES};
 use crate::{ClientError, HttpAuth};
 
-const SESSION_HEADER: &str = "mcp-session-id";
-const VERSION_HEADER: &str = "mcp-protocol-version";
+// Header names as values, so that no request parses them again.
+const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
+const VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
 /// 2026-07-28: the request's method, mirrored from the body.
-const METHOD_HEADER: &str = "mcp-method";
+const METHOD_HEADER: HeaderName = HeaderName::from_static("mcp-method");
 /// 2026-07-28: the tool, prompt or resource a request names, mirrored.
-const NAME_HEADER: &str = "mcp-name";
-const LAST_EVENT_ID: &str = "last-event-id";
-const ACCEPT_BOTH: &str = "application/json, text/event-stream";
+const NAME_HEADER: HeaderName = HeaderName::from_static("mcp-name");
+const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
+const ACCEPT_BOTH: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
+const JSON: HeaderValue = HeaderValue::from_static("application/json");
 /// How many times a response stream that ended early is resumed.
 const MAX_RESUMES: u32 = 10;
 /// Longest wait before resuming a response stream the server closed: its
@@ -113,7 +115,8 @@ impl Core {
         message: &Message,
         extra: &[(String, String)],
     ) -> Result<HttpResponse, ClientError> {
-        let body = message.to_vec();
+        // Shared, not copied, by each attempt the authorization may make.
+        let body = bytes::Bytes::from(message.to_vec());
         let mirrored = modern_headers(message);
         let standard = standard_headers(message);
         send_authorized(&self.http, self.auth.as_ref(), || {
@@ -121,20 +124,20 @@ impl Core {
                 .http
                 .post(self.url.clone())
                 .header(ACCEPT, ACCEPT_BOTH)
-                .header(CONTENT_TYPE, "application/json")
+                .header(CONTENT_TYPE, JSON)
                 .body(body.clone());
             req = super::http_common::with_trace_context(req, message);
             if let Some(mirrored) = &mirrored {
                 // A 2026-07-28 request stands alone: no session, its era and
                 // names mirrored into headers for the server to route on.
                 for (name, value) in mirrored {
-                    req = req.header(*name, value);
+                    req = req.header(name.clone(), value);
                 }
             } else {
                 // The method and name go along in every era: a server that
                 // does not route on them ignores them.
                 for (name, value) in &standard {
-                    req = req.header(*name, value);
+                    req = req.header(name.clone(), value);
                 }
                 if message.method() != Some(methods::INITIALIZE) {
                     req = self.with_session(req);
@@ -345,7 +348,7 @@ impl StreamableHttpTransport {
 /// The headers a 2026-07-28 request carries (`None` for any other message):
 /// the era is read from the envelope in `params._meta`, so a message is
 /// modern exactly when the server would treat it so.
-fn modern_headers(message: &Message) -> Option<Vec<(&'static str, String)>> {
+fn modern_headers(message: &Message) -> Option<Vec<(HeaderName, String)>> {
     let Message::Request { params, .. } = message else {
         return None;
     };
@@ -359,7 +362,7 @@ fn modern_headers(message: &Message) -> Option<Vec<(&'static str, String)>> {
 
 /// `Mcp-Method` for every request and notification, and `Mcp-Name` for the
 /// requests that name a tool, prompt or resource.
-fn standard_headers(message: &Message) -> Vec<(&'static str, String)> {
+fn standard_headers(message: &Message) -> Vec<(HeaderName, String)> {
     let (method, params) = match message {
         Message::Request { method, params, .. } => (method, params.as_ref()),
         Message::Notification { method, .. } => (method, None),
@@ -707,7 +710,10 @@ async fn listen(core: Arc<Core>) {
 
 #[cfg(test)]
 mod tests {
-    use super::{encode_header_value, modern_headers, names_a_lost_session};
+    use super::{
+        encode_header_value, modern_headers, names_a_lost_session, METHOD_HEADER, NAME_HEADER,
+        VERSION_HEADER,
+    };
     use mcpyard_proto::Message;
     use serde_json::json;
 
@@ -734,9 +740,9 @@ mod tests {
         assert_eq!(
             modern_headers(&call),
             Some(vec![
-                ("mcp-protocol-version", "2026-07-28".to_owned()),
-                ("mcp-method", "tools/call".to_owned()),
-                ("mcp-name", "echo".to_owned()),
+                (VERSION_HEADER, "2026-07-28".to_owned()),
+                (METHOD_HEADER, "tools/call".to_owned()),
+                (NAME_HEADER, "echo".to_owned()),
             ])
         );
         let read = Message::request(
