@@ -38,7 +38,7 @@ use tokio::time::{Instant, Sleep};
 use tokio_util::sync::CancellationToken;
 
 use crate::front::Front;
-use crate::options::HttpOptions;
+use crate::options::{BodyTimedOut, HttpOptions};
 
 /// The limits every connection is held to.
 #[derive(Debug, Clone, Copy)]
@@ -66,11 +66,6 @@ impl ConnectionLimits {
         }
     }
 }
-
-/// The request body did not arrive within the body read timeout.
-#[derive(Debug, thiserror::Error)]
-#[error("the request body did not arrive in time")]
-pub(crate) struct BodyTimedOut;
 
 /// Serves `app` on `listener` until `shutdown`; then stops accepting, asks
 /// every connection to finish its current request and close, and returns

@@ -185,3 +185,9 @@ mod tests {
         assert_eq!(opts.sessions, SessionMode::Required);
     }
 }
+
+/// A request body did not arrive within
+/// [`HttpOptions::body_read_timeout`]: the error its reader meets.
+#[derive(Debug, thiserror::Error)]
+#[error("the request body did not arrive in time")]
+pub(crate) struct BodyTimedOut;

@@ -22,8 +22,7 @@ use tokio_stream::wrappers::ReceiverStream;
 
 use crate::accept::{is_json_content, Accepts};
 use crate::batch::{self, Batch, BatchLimits};
-use crate::conn::BodyTimedOut;
-use crate::options::SessionMode;
+use crate::options::{BodyTimedOut, SessionMode};
 use crate::reply::{self, always_ok, json_response, rpc_error_response, Final, Plan};
 use crate::sse::{self, EventIds};
 use crate::state::AppState;

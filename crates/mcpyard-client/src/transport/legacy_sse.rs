@@ -12,8 +12,9 @@ use tokio::sync::oneshot;
 
 use super::http_common::{
     body_kind, next_events, parse_url, send_authorized, status_error, BodyKind, HttpClient,
-    HttpResponse, StreamStop,
+    StreamStop,
 };
+use super::http_response::HttpResponse;
 use super::sse_decoder::SseDecoder;
 use crate::link::{deliver_body, Link, MAX_MESSAGE_BYTES};
 use crate::{ClientError, HttpAuth};

@@ -4,6 +4,7 @@
 
 mod auth;
 mod http_common;
+mod http_response;
 mod legacy_sse;
 mod origin_pool;
 pub(crate) mod sse_decoder;
@@ -19,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use auth::{HttpAuth, Refusal};
 #[cfg(feature = "oauth")]
-pub(crate) use http_common::error_text;
+pub(crate) use http_response::error_text;
 pub use stdio::kill_stdio_process_groups;
 pub(crate) use streamable_http::encode_header_value;
 

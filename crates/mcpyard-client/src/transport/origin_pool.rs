@@ -31,7 +31,7 @@ use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, HOST};
 use reqwest::Url;
 use tokio::net::TcpStream;
 
-use super::http_common::{with_causes, HttpResponse};
+use super::http_response::{with_causes, HttpResponse};
 use crate::ClientError;
 
 /// Idle connections kept per origin; more are closed when they come back.

@@ -21,8 +21,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::http_common::{
     body_kind, next_events, parse_url, read_capped, send_authorized, status_error, BodyKind,
-    HttpClient, HttpResponse, StreamStop,
+    HttpClient, StreamStop,
 };
+use super::http_response::HttpResponse;
 use super::sse_decoder::SseDecoder;
 use crate::link::{deliver_body, Link, MAX_MESSAGE_BYTES};
 use crate::{ClientError, HttpAuth};
