@@ -1,6 +1,8 @@
 //! The HTTP+SSE transport of protocol 2024-11-05: `GET /sse` opens a stream
 //! whose first event (`endpoint`) names where to POST; every answer and
-//! server message then travels on that stream as a `message` event.
+//! server message then travels on that stream as a `message` event. With
+//! shared state, a POST that reaches another replica is handed to the one
+//! holding the stream.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -25,7 +27,8 @@ use crate::streamable::read_body;
 /// Messages waiting for a slow reader of the stream.
 const STREAM_CAPACITY: usize = 256;
 
-/// Ends the session when the stream is dropped (the client went away).
+/// Ends the session when the stream is dropped (the client went away), on
+/// every replica: no other can answer it without the stream.
 struct EndOnDrop {
     gateway: Gateway,
     id: String,
@@ -34,6 +37,13 @@ struct EndOnDrop {
 impl Drop for EndOnDrop {
     fn drop(&mut self) {
         self.gateway.end_session(&self.id);
+        if let (true, Ok(runtime)) = (
+            self.gateway.state().shared(),
+            tokio::runtime::Handle::try_current(),
+        ) {
+            let (gateway, id) = (self.gateway.clone(), std::mem::take(&mut self.id));
+            runtime.spawn(async move { gateway.delete_session(&id).await });
+        }
     }
 }
 
@@ -44,9 +54,12 @@ pub(crate) async fn open(
 ) -> Response {
     let (tx, rx) = mpsc::channel(STREAM_CAPACITY);
     let session = Session::new_as(identity, Some(tx));
-    if !state.gateway.register_session(session.clone()) {
+    if !state.gateway.register_session(session.clone())
+        || !state.gateway.share_session(&session).await
+    {
         return crate::streamable::too_many_sessions();
     }
+    state.gateway.hold_stream(&session);
     let endpoint = Event::default()
         .event("endpoint")
         .data(format!("/messages?sessionId={}", session.id()));
@@ -99,7 +112,7 @@ pub(crate) async fn post(
         Ok(b) => b,
         Err(r) => return *r,
     };
-    let session = match state.gateway.session(id) {
+    let session = match state.gateway.find_session(id).await {
         // Another identity's session is answered as one that does not exist.
         Some(s) if !s.is_ended() && s.admit(&identity) => s,
         _ => {
@@ -110,13 +123,18 @@ pub(crate) async fn post(
             )
         }
     };
-    let answers = match batch::parse(&body, state.opts.batch) {
-        // The stream cannot tell which POST an id-less error belongs to, so
-        // a body that cannot be read is refused on the POST itself.
-        Err(e) | Ok(Body::Single(Err(e))) => {
-            return json_response(StatusCode::BAD_REQUEST, &e.to_response())
-        }
-        Ok(Body::Single(Ok(Message::Request { id, method, params }))) => {
+    // The stream cannot tell which POST an id-less error belongs to, so a
+    // body that cannot be read is refused on the POST itself.
+    let parsed = match batch::parse(&body, state.opts.batch) {
+        Err(e) => return json_response(StatusCode::BAD_REQUEST, &e.to_response()),
+        Ok(parsed) => parsed,
+    };
+    if state.gateway.stream_elsewhere(&session) {
+        return hand_to_stream(&state.gateway, &session, parsed).await;
+    }
+    let answers = match parsed {
+        Body::Single(Err(e)) => return json_response(StatusCode::BAD_REQUEST, &e.to_response()),
+        Body::Single(Ok(Message::Request { id, method, params })) => {
             let (gateway, session) = (state.gateway.clone(), session.clone());
             // No answer is what a request the client cancelled gets.
             futures::stream::once(async move {
@@ -128,12 +146,12 @@ pub(crate) async fn post(
             .filter_map(std::future::ready)
             .boxed()
         }
-        Ok(Body::Single(Ok(msg))) => {
+        Body::Single(Ok(msg)) => {
             // Handled before the 202 so their effect precedes the next POST.
             state.gateway.receive(&session, msg).await;
             return (StatusCode::ACCEPTED, "Accepted").into_response();
         }
-        Ok(Body::Batch(items)) => Batch::sort(&state.gateway, &session, items)
+        Body::Batch(items) => Batch::sort(&state.gateway, &session, items)
             .await
             .answers(
                 state.gateway.clone(),
@@ -153,5 +171,35 @@ pub(crate) async fn post(
             }
         }
     });
+    (StatusCode::ACCEPTED, "Accepted").into_response()
+}
+
+/// A POST for a session whose stream another replica holds: each message
+/// is handed there in order, and served there as if posted there. A body
+/// with entries that cannot be read is refused whole, with their errors,
+/// before anything is handed on.
+async fn hand_to_stream(gateway: &Gateway, session: &Session, body: Body) -> Response {
+    let items = match body {
+        Body::Single(Err(e)) => return json_response(StatusCode::BAD_REQUEST, &e.to_response()),
+        Body::Single(Ok(message)) => vec![Ok(message)],
+        Body::Batch(items) => items,
+    };
+    let unreadable: Vec<Message> = items
+        .iter()
+        .filter_map(|item| item.as_ref().err().map(|e| e.to_response()))
+        .collect();
+    if !unreadable.is_empty() {
+        return json_response(StatusCode::BAD_REQUEST, &unreadable);
+    }
+    for message in items.into_iter().flatten() {
+        if let Err(why) = gateway.hand_to_stream(session, message).await {
+            tracing::warn!(why, "a legacy client's message could not reach its stream");
+            return rpc_error_response(
+                StatusCode::NOT_FOUND,
+                mcpyard_proto::codes::INVALID_REQUEST,
+                "Session not found: its stream is gone; open a new /sse stream",
+            );
+        }
+    }
     (StatusCode::ACCEPTED, "Accepted").into_response()
 }

@@ -25,6 +25,10 @@
 //! - Resource updates from a subscription made through one replica reach
 //!   the client's stream on the other, and an unsubscribe through either
 //!   ends it.
+//! - A legacy HTTP+SSE client (2024-11-05) through the balancer: its POSTs
+//!   that land on the replica without its stream are handed to the one
+//!   with it, and every answer, a relayed sampling request's among them,
+//!   arrives on the stream.
 //! - A task created on one replica is polled, waited on, listed and
 //!   cancelled through the others (the Python SDK 1.x through the
 //!   balancer); a task whose replica is killed fails, never stays working.
@@ -1038,4 +1042,55 @@ async fn resource_updates_reach_the_stream_on_another_replica() {
         id += 1;
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_sse_client_is_served_whichever_replica_its_posts_reach() {
+    let dir = scratch();
+    let redis = Redis::start(dir.path(), None).await;
+    let log = [("RUST_LOG", "mcpyard_gateway=debug,info")];
+    let replicas = start_replicas(dir.path(), 2, &redis.url(), "", &log).await;
+    let ports: Vec<u16> = replicas.iter().map(|(g, _)| g.port).collect();
+    let balancer = Balancer::start(dir.path(), &ports).await;
+    let recorder = std::sync::Arc::new(Recorder::default());
+    // The stream opens on one replica; the POSTs, initialize first, then
+    // alternate between the two.
+    let client = connect(
+        mcpyard_client::TransportSpec::Sse {
+            url: balancer.url().replace("/mcp", "/sse"),
+            headers: vec![],
+        },
+        recorder.clone(),
+        json!({"sampling": {}}),
+    )
+    .await;
+    for i in 0..4 {
+        let message = format!("legacy {i}");
+        let echoed = call(&client, "every__echo", json!({"message": message})).await;
+        assert!(echoed.to_string().contains(&message), "{echoed}");
+    }
+    // The upstream's sampling request goes out on the stream; the client's
+    // answer is a POST like any other.
+    for _ in 0..2 {
+        let sampled = call(
+            &client,
+            "every__trigger-sampling-request",
+            json!({"prompt": "say hi", "maxTokens": 10}),
+        )
+        .await;
+        assert!(sampled.to_string().contains(SAMPLED_TEXT), "{sampled}");
+    }
+    let handed_on: usize = replicas
+        .iter()
+        .map(|(g, _)| {
+            g.proc
+                .log_text()
+                .matches("took a legacy client's message from another replica")
+                .count()
+        })
+        .sum();
+    // initialize, initialized, 6 calls and 2 sampling answers: half of
+    // them, give or take the balancer's health checks, cross.
+    assert!(handed_on >= 3, "only {handed_on} messages crossed replicas");
+    client.shutdown().await;
 }

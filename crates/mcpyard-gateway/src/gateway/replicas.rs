@@ -1,10 +1,14 @@
-//! Requests of the stateless era that another replica must serve: a retry
+//! Requests that another replica must serve. In the stateless era: a retry
 //! whose `requestState` that replica handed out (the suspended call waits
 //! there, and a server's own state belongs to that replica's connection),
 //! and `tasks/*` for a task an upstream runs behind that replica. The
 //! replica that answers with such state or such a task notes it in the
 //! shared store; a replica that receives the follow-up asks the holder to
 //! serve it whole, and gives its client the holder's answer.
+//!
+//! And a legacy HTTP+SSE client's messages: its answers travel on its
+//! stream, so the replica holding the stream notes it, and one that
+//! receives the client's POST hands each message there to be served.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,6 +34,12 @@ const HELD_TASK_TTL: Duration = Duration::from_secs(60 * 60);
 const HELD_TASK_TTL_MAX: Duration = Duration::from_secs(24 * 60 * 60);
 /// How long the replica asked may take to serve the request.
 const ASK_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+/// How long a legacy stream's holder is noted; renewed at a third of it
+/// while the stream is open, so a replica that died is forgotten soon.
+const HELD_STREAM_TTL: Duration = Duration::from_secs(60);
+/// How long the replica holding a stream may take to take a message on
+/// (it answers at once: a request runs there after the reply).
+const HAND_ON_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A request handed to the replica that holds its state, with what the
 /// stateless era's request carried besides: who sent it and what its
@@ -43,6 +53,14 @@ struct Question {
     protocol_version: String,
     capabilities: Value,
     request: Value,
+    /// The legacy session whose stream the asked replica holds: the
+    /// message is served in it, its answer sent on the stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    stream_of: Option<String>,
+}
+
+fn stream_key(session: &str) -> String {
+    format!("stream:{session}")
 }
 
 /// What a follow-up request names that one replica holds: the state of a
@@ -135,6 +153,7 @@ impl Gateway {
             protocol_version: negotiated.protocol_version,
             capabilities: negotiated.capabilities,
             request: Message::request(id.clone(), method, params).to_value(),
+            stream_of: None,
         };
         let asked = match serde_json::to_string(&question) {
             Ok(text) => self.inner.state.ask(holder, &text, ASK_TIMEOUT).await,
@@ -164,6 +183,108 @@ impl Gateway {
             },
             Err(e) => failed(e.0),
         }
+    }
+
+    /// Notes, while the legacy stream of `session` is open here, that this
+    /// replica holds it (shared state only): the client's POSTs that land
+    /// on another replica are handed here ([`Gateway::hand_to_stream`]).
+    pub fn hold_stream(&self, session: &Arc<Session>) {
+        let state = self.inner.state.clone();
+        if !state.shared() || !session.is_shared() {
+            return;
+        }
+        let (key, session, stop) = (
+            stream_key(session.id()),
+            session.clone(),
+            self.inner.stop.clone(),
+        );
+        tokio::spawn(async move {
+            loop {
+                if let Err(e) = state.note_held(&key, HELD_STREAM_TTL).await {
+                    tracing::warn!(error = %e, "not shared: the client's messages reach its stream only through this replica");
+                }
+                tokio::select! {
+                    () = session.ended() => return,
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(HELD_STREAM_TTL / 3) => {}
+                }
+            }
+        });
+    }
+
+    /// Whether the stream of `session` is held by another replica: its
+    /// client's messages are then handed there.
+    pub fn stream_elsewhere(&self, session: &Session) -> bool {
+        self.inner.state.shared() && session.is_shared() && session.stream().is_none()
+    }
+
+    /// Hands a legacy client's message to the replica holding its
+    /// session's stream, which serves it as if it had been posted there
+    /// (a request's answer goes on the stream). Returns once that replica
+    /// has taken it on; Err says why no replica could.
+    pub async fn hand_to_stream(&self, session: &Session, message: Message) -> Result<(), String> {
+        let state = &self.inner.state;
+        let holder = match state.holder(&stream_key(session.id())).await {
+            Ok(Some(holder)) if holder != state.instance() => holder,
+            Ok(_) => return Err("no replica holds the session's stream".into()),
+            Err(e) => return Err(e.0),
+        };
+        let identity = session.identity();
+        let question = Question {
+            kind: identity.kind.as_str().to_owned(),
+            name: identity.name,
+            groups: identity.groups,
+            scopes: identity.scopes,
+            protocol_version: String::new(),
+            capabilities: Value::Null,
+            request: message.to_value(),
+            stream_of: Some(session.id().to_owned()),
+        };
+        let text = serde_json::to_string(&question).map_err(|e| e.to_string())?;
+        let reply = state
+            .ask(&holder, &text, HAND_ON_TIMEOUT)
+            .await
+            .map_err(|e| e.0)?;
+        match serde_json::from_str::<Option<Message>>(&reply) {
+            Ok(None) => Ok(()),
+            Ok(Some(Message::Error { error, .. })) => Err(error.message),
+            Ok(Some(_)) => Err("an unexpected reply".into()),
+            Err(e) => Err(format!("its reply cannot be read: {e}")),
+        }
+    }
+
+    /// A legacy client's message handed on by the replica it reached, for
+    /// a session whose stream this one holds: served as a POST here would
+    /// be. `None` once taken on; an error when the stream is not here.
+    async fn serve_for_stream(
+        &self,
+        session_id: &str,
+        identity: &Identity,
+        message: Message,
+    ) -> Option<Message> {
+        let session = match self.session(session_id) {
+            Some(s) if s.stream().is_some() && s.admit(identity) => s,
+            _ => {
+                return Some(Message::error(
+                    None,
+                    ErrorObject::invalid_request("the session's stream is not held here"),
+                ))
+            }
+        };
+        tracing::debug!("took a legacy client's message from another replica");
+        match message {
+            Message::Request { id, method, params } => {
+                let gateway = self.clone();
+                tokio::spawn(async move {
+                    let answer = gateway.request(&session, id, &method, params, None).await;
+                    if let Some(answer) = answer.into_reply() {
+                        session.send(answer, None).await;
+                    }
+                });
+            }
+            other => self.receive(&session, other).await,
+        }
+        None
     }
 
     /// Serves the requests other replicas hand this one, until shutdown.
@@ -201,9 +322,13 @@ impl Gateway {
                     groups: q.groups,
                     scopes: q.scopes,
                 };
-                let session = Session::stateless_as(identity, &q.protocol_version, q.capabilities);
-                match Message::from_value(q.request) {
-                    Ok(Message::Request { id, method, params }) => {
+                match (Message::from_value(q.request), q.stream_of) {
+                    (Ok(message), Some(stream_of)) => {
+                        self.serve_for_stream(&stream_of, &identity, message).await
+                    }
+                    (Ok(Message::Request { id, method, params }), None) => {
+                        let session =
+                            Session::stateless_as(identity, &q.protocol_version, q.capabilities);
                         tracing::debug!(method, "served a request for another replica");
                         let answer = self.request(&session, id, &method, params, None).await;
                         session.end();
