@@ -174,10 +174,19 @@ struct Args {
     /// The Redis the `*-redis` targets share state in (`redis://...`).
     #[arg(long)]
     redis: Option<String>,
+    /// Print the governed targets' configuration tables, with the audit
+    /// going to this file, and exit (for other harnesses measuring the same
+    /// configuration; the key is read from `MCPYARD_BENCH_KEY`).
+    #[arg(long, value_name = "AUDIT_FILE")]
+    print_governance_config: Option<PathBuf>,
 }
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    if let Some(audit) = &args.print_governance_config {
+        print!("{}", governance_config(&audit.to_string_lossy()));
+        return Ok(());
+    }
     let valid = |x: f64, min: f64| x.is_finite() && x >= min;
     if args.connections == 0 || !valid(args.duration, f64::MIN_POSITIVE) || !valid(args.warmup, 0.0)
     {
