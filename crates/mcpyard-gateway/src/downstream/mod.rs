@@ -182,6 +182,15 @@ impl Downstream {
                 return None;
             }
         };
+        // The store's generation, when this replica has not noted it yet
+        // (it made no session of its own): without it, a Redis that comes
+        // back empty could not be told from one whose records were
+        // deleted, and this copy would be ended instead of recorded again.
+        if self.seen_epoch().is_none() {
+            if let Ok(Some(now)) = self.state.epoch().await {
+                *self.epoch.lock().unwrap_or_else(|e| e.into_inner()) = Some(now);
+            }
+        }
         let session = Session::restore(id.to_owned(), &record);
         self.register(session.clone()).then_some(session)
     }
