@@ -279,16 +279,15 @@ impl Members {
         let id = match self.id {
             None => None,
             Some(Value::Null) => Some(None),
-            Some(Value::Number(n)) if n.as_i64().is_some() => {
-                n.as_i64().map(|n| Some(RequestId::Number(n)))
-            }
-            Some(Value::String(s)) => Some(Some(RequestId::String(s))),
-            Some(_) => {
-                return Err(ParseError::Invalid {
-                    id: None,
-                    reason: "id must be a string or an integer".into(),
-                })
-            }
+            Some(v) => match serde_json::from_value::<RequestId>(v) {
+                Ok(id) => Some(Some(id)),
+                Err(_) => {
+                    return Err(ParseError::Invalid {
+                        id: None,
+                        reason: "id must be a string or an integer".into(),
+                    })
+                }
+            },
         };
         let invalid = |reason: &str| ParseError::Invalid {
             id: id.clone().flatten(),

@@ -42,9 +42,10 @@ fn main() -> ExitCode {
 }
 
 /// mimalloc asks for transparent huge pages on its arena, so at idle a few
-/// MiB of heap held whole 2 MiB pages: 15.7 MiB resident instead of 3.6
-/// (BENCHMARKS.md, section 7). The gateway's heap is small and its calls
-/// short, so 4 KiB pages cost it nothing measurable. It is set before
+/// MiB of heap held whole 2 MiB pages: 15.7 MiB of anonymous memory instead
+/// of 3.7 (BENCHMARKS.md, section 1, "Instructions per call, and four
+/// cuts"). The gateway's heap is small and its calls short, so 4 KiB pages
+/// cost it nothing measurable. It is set before
 /// `main`, among the program's initialisers, because the allocator's first
 /// pages are touched before `main` runs. The setting is inherited by the
 /// stdio servers the gateway starts, as by any child.

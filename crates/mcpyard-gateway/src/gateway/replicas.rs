@@ -59,6 +59,24 @@ struct Question {
     stream_of: Option<String>,
 }
 
+impl Question {
+    /// `request` from the client of `session`, with who it is and what it
+    /// declared.
+    fn new(session: &Session, request: &Message) -> Self {
+        let (identity, negotiated) = (session.identity(), session.negotiated());
+        Self {
+            kind: identity.kind.as_str().to_owned(),
+            name: identity.name,
+            groups: identity.groups,
+            scopes: identity.scopes,
+            protocol_version: negotiated.protocol_version,
+            capabilities: negotiated.capabilities,
+            request: request.to_value(),
+            stream_of: None,
+        }
+    }
+}
+
 fn stream_key(session: &str) -> String {
     format!("stream:{session}")
 }
@@ -140,21 +158,10 @@ impl Gateway {
         method: &str,
         params: Option<Value>,
     ) -> Answer {
-        let identity = session.identity();
-        let negotiated = session.negotiated();
         let retry = params
             .as_ref()
             .is_some_and(|p| p.get("requestState").is_some());
-        let question = Question {
-            kind: identity.kind.as_str().to_owned(),
-            name: identity.name.clone(),
-            groups: identity.groups.clone(),
-            scopes: identity.scopes.clone(),
-            protocol_version: negotiated.protocol_version,
-            capabilities: negotiated.capabilities,
-            request: Message::request(id.clone(), method, params).to_value(),
-            stream_of: None,
-        };
+        let question = Question::new(session, &Message::request(id.clone(), method, params));
         let asked = match serde_json::to_string(&question) {
             Ok(text) => self.inner.state.ask(holder, &text, ASK_TIMEOUT).await,
             Err(e) => Err(crate::state::StateError(e.to_string())),
@@ -229,16 +236,9 @@ impl Gateway {
             Ok(_) => return Err("no replica holds the session's stream".into()),
             Err(e) => return Err(e.0),
         };
-        let identity = session.identity();
         let question = Question {
-            kind: identity.kind.as_str().to_owned(),
-            name: identity.name,
-            groups: identity.groups,
-            scopes: identity.scopes,
-            protocol_version: String::new(),
-            capabilities: Value::Null,
-            request: message.to_value(),
             stream_of: Some(session.id().to_owned()),
+            ..Question::new(session, &message)
         };
         let text = serde_json::to_string(&question).map_err(|e| e.to_string())?;
         let reply = state
