@@ -25,10 +25,11 @@
 //! - Resource updates from a subscription made through one replica reach
 //!   the client's stream on the other, and an unsubscribe through either
 //!   ends it.
-//! - A legacy HTTP+SSE client (2024-11-05) through the balancer: its POSTs
-//!   that land on the replica without its stream are handed to the one
-//!   with it, and every answer, a relayed sampling request's among them,
-//!   arrives on the stream.
+//! - A legacy HTTP+SSE client (2024-11-05, the project's own and the
+//!   Python SDK 2.x's) through the balancer: its POSTs that land on the
+//!   replica without its stream are handed to the one with it, and every
+//!   answer, a relayed sampling request's among them, arrives on the
+//!   stream.
 //! - A task created on one replica is polled, waited on, listed and
 //!   cancelled through the others (the Python SDK 1.x through the
 //!   balancer); a task whose replica is killed fails, never stays working.
@@ -80,6 +81,20 @@ async fn start_replicas(
     replicas
 }
 
+/// HAProxy in front of `replicas`, round-robin.
+async fn balance(dir: &Path, replicas: &[(Gateway, std::path::PathBuf)]) -> Balancer {
+    let ports: Vec<u16> = replicas.iter().map(|(g, _)| g.port).collect();
+    Balancer::start(dir, &ports).await
+}
+
+/// How many times the replicas' logs, together, say `line`.
+fn logged_times(replicas: &[(Gateway, std::path::PathBuf)], line: &str) -> usize {
+    replicas
+        .iter()
+        .map(|(g, _)| g.proc.log_text().matches(line).count())
+        .sum()
+}
+
 /// The audit records of one replica's file.
 fn audit_lines(folder: &Path) -> Vec<Value> {
     std::fs::read_to_string(folder.join("audit.jsonl"))
@@ -123,8 +138,7 @@ async fn sessions_opened_on_one_replica_are_served_by_the_others() {
     let dir = scratch();
     let redis = Redis::start(dir.path(), None).await;
     let replicas = start_replicas(dir.path(), 2, &redis.url(), "", &[]).await;
-    let ports: Vec<u16> = replicas.iter().map(|(g, _)| g.port).collect();
-    let balancer = Balancer::start(dir.path(), &ports).await;
+    let balancer = balance(dir.path(), &replicas).await;
 
     let legacy = python_client(&balancer.url(), "legacy");
     let session = legacy["session_ids"]
@@ -239,8 +253,7 @@ async fn a_rate_limit_counts_once_across_three_replicas() {
     let limit =
         "[[limits.rate]]\nname = \"docs\"\nrate = \"10/min\"\ntools = [\"mcpyard__docs\"]\n";
     let replicas = start_replicas(dir.path(), 3, &redis.url(), limit, &[]).await;
-    let ports: Vec<u16> = replicas.iter().map(|(g, _)| g.port).collect();
-    let balancer = Balancer::start(dir.path(), &ports).await;
+    let balancer = balance(dir.path(), &replicas).await;
 
     let (passed, refused) = call_docs(&balancer.url(), 16).await;
     assert_eq!(passed, 10, "exactly the limit passes across replicas");
@@ -396,8 +409,7 @@ async fn a_replica_stopped_or_killed_hands_its_sessions_to_the_others() {
     let dir = scratch();
     let redis = Redis::start(dir.path(), None).await;
     let replicas = start_replicas(dir.path(), 3, &redis.url(), "", &[]).await;
-    let ports: Vec<u16> = replicas.iter().map(|(g, _)| g.port).collect();
-    let balancer = Balancer::start(dir.path(), &ports).await;
+    let balancer = balance(dir.path(), &replicas).await;
     let first = replicas[0].0.url();
 
     // A session opened on r0, with its GET stream and a long call there.
@@ -513,8 +525,7 @@ async fn sampling_and_elicitation_are_answered_through_the_other_replica() {
     let redis = Redis::start(dir.path(), None).await;
     let log = [("RUST_LOG", "mcpyard=debug,mcpyard_gateway=debug,info")];
     let replicas = start_replicas(dir.path(), 2, &redis.url(), "", &log).await;
-    let ports: Vec<u16> = replicas.iter().map(|(g, _)| g.port).collect();
-    let balancer = Balancer::start(dir.path(), &ports).await;
+    let balancer = balance(dir.path(), &replicas).await;
     let recorder = std::sync::Arc::new(Recorder::default());
     let client = connect(
         mcpyard_client::TransportSpec::StreamableHttp {
@@ -538,15 +549,10 @@ async fn sampling_and_elicitation_are_answered_through_the_other_replica() {
         let elicited = call(&client, "every__trigger-elicitation-request", json!({})).await;
         assert!(elicited.to_string().contains(ELICITED_NAME), "{elicited}");
     }
-    let handed_on: usize = replicas
-        .iter()
-        .map(|(g, _)| {
-            g.proc
-                .log_text()
-                .matches("took a client's message that reached another replica")
-                .count()
-        })
-        .sum();
+    let handed_on: usize = logged_times(
+        &replicas,
+        "took a client's message that reached another replica",
+    );
     assert!(handed_on >= 1, "no answer crossed replicas");
 
     // The Python SDK 2.x in its default mode (2026-07-28): each request
@@ -583,15 +589,7 @@ async fn sampling_and_elicitation_are_answered_through_the_other_replica() {
     {
         assert!(result.to_string().contains(wanted), "{wanted}: {result}");
     }
-    let served_elsewhere: usize = replicas
-        .iter()
-        .map(|(g, _)| {
-            g.proc
-                .log_text()
-                .matches("served a request for another replica")
-                .count()
-        })
-        .sum();
+    let served_elsewhere: usize = logged_times(&replicas, "served a request for another replica");
     assert!(served_elsewhere >= 1, "no retry crossed replicas");
 }
 
@@ -641,8 +639,7 @@ async fn tasks_created_on_one_replica_are_followed_on_the_others() {
         misbehaving("asking", &dir.path().join("cancelled.jsonl"))
     );
     let replicas = start_replicas(dir.path(), 2, &redis.url(), &asker, &log).await;
-    let ports: Vec<u16> = replicas.iter().map(|(g, _)| g.port).collect();
-    let balancer = Balancer::start(dir.path(), &ports).await;
+    let balancer = balance(dir.path(), &replicas).await;
 
     // The Python SDK 1.x follows a task through the balancer: it is
     // created on one replica, polled, waited on and listed on both.
@@ -661,15 +658,8 @@ async fn tasks_created_on_one_replica_are_followed_on_the_others() {
         "polled while it worked: {summary}"
     );
     assert_eq!(summary["listed"], json!([summary["taskId"]]), "{summary}");
-    let answered_elsewhere: usize = replicas
-        .iter()
-        .map(|(g, _)| {
-            g.proc
-                .log_text()
-                .matches("answered for a task another replica runs")
-                .count()
-        })
-        .sum();
+    let answered_elsewhere: usize =
+        logged_times(&replicas, "answered for a task another replica runs");
     assert!(answered_elsewhere >= 1, "no tasks/* crossed replicas");
 
     // A task running on r0, cancelled through r1: r0 stops it, and every
@@ -1044,14 +1034,17 @@ async fn resource_updates_reach_the_stream_on_another_replica() {
     }
 }
 
+/// What the replica holding a legacy stream logs for each message another
+/// replica hands it.
+const HANDED_ON: &str = "took a legacy client's message from another replica";
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_legacy_sse_client_is_served_whichever_replica_its_posts_reach() {
     let dir = scratch();
     let redis = Redis::start(dir.path(), None).await;
     let log = [("RUST_LOG", "mcpyard_gateway=debug,info")];
     let replicas = start_replicas(dir.path(), 2, &redis.url(), "", &log).await;
-    let ports: Vec<u16> = replicas.iter().map(|(g, _)| g.port).collect();
-    let balancer = Balancer::start(dir.path(), &ports).await;
+    let balancer = balance(dir.path(), &replicas).await;
     let recorder = std::sync::Arc::new(Recorder::default());
     // The stream opens on one replica; the POSTs, initialize first, then
     // alternate between the two.
@@ -1080,17 +1073,103 @@ async fn a_legacy_sse_client_is_served_whichever_replica_its_posts_reach() {
         .await;
         assert!(sampled.to_string().contains(SAMPLED_TEXT), "{sampled}");
     }
-    let handed_on: usize = replicas
-        .iter()
-        .map(|(g, _)| {
-            g.proc
-                .log_text()
-                .matches("took a legacy client's message from another replica")
-                .count()
-        })
-        .sum();
+    let handed_on: usize = logged_times(&replicas, HANDED_ON);
     // initialize, initialized, 6 calls and 2 sampling answers: half of
     // them, give or take the balancer's health checks, cross.
     assert!(handed_on >= 3, "only {handed_on} messages crossed replicas");
     client.shutdown().await;
+
+    // The Python SDK 2.x's own HTTP+SSE transport, the same way.
+    let before = logged_times(&replicas, HANDED_ON);
+    let summary = python_client(&balancer.url().replace("/mcp", "/sse"), "sse");
+    let echoes: Vec<String> = (0..6)
+        .map(|i| format!("Echo: round {i}"))
+        .chain(["Echo: after setLevel".to_owned()])
+        .collect();
+    assert_eq!(summary["echoes"], json!(echoes), "{summary}");
+    let crossed = logged_times(&replicas, HANDED_ON) - before;
+    assert!(crossed >= 3, "only {crossed} of the SDK's messages crossed");
+}
+
+/// Reads `stream` until its text holds `needle`, at most 10 s; all it read.
+async fn read_until(stream: &mut reqwest::Response, needle: &str) -> String {
+    let mut seen = String::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !seen.contains(needle) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let chunk = tokio::time::timeout(left, stream.chunk())
+            .await
+            .unwrap_or_else(|_| panic!("{needle} within 10 s; read:\n{seen}"))
+            .expect("the stream is read")
+            .expect("the stream stays open");
+        seen += &String::from_utf8_lossy(&chunk);
+    }
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_post_on_the_other_replica_is_checked_before_it_is_handed_on() {
+    let dir = scratch();
+    let redis = Redis::start(dir.path(), None).await;
+    let replicas = start_replicas(dir.path(), 2, &redis.url(), "", &[]).await;
+    let (r0, r1) = (replicas[0].0.port, replicas[1].0.port);
+    // The stream on r0; its endpoint names the session.
+    let mut stream = reqwest::Client::new()
+        .get(format!("http://127.0.0.1:{r0}/sse"))
+        .header("Accept", "text/event-stream")
+        .send()
+        .await
+        .expect("the stream opens");
+    assert_eq!(stream.status(), 200);
+    let endpoint = read_until(&mut stream, "sessionId=").await;
+    let session: String = endpoint
+        .split("sessionId=")
+        .nth(1)
+        .expect("an endpoint")
+        .chars()
+        .take_while(char::is_ascii_alphanumeric)
+        .collect();
+    let on_r1 = format!("http://127.0.0.1:{r1}/messages?sessionId={session}");
+    let post = |body: &'static str| {
+        let url = on_r1.clone();
+        async move {
+            let resp = reqwest::Client::new()
+                .post(url)
+                .header("Content-Type", "application/json")
+                .body(body)
+                .send()
+                .await
+                .expect("r1 answers");
+            let status = resp.status().as_u16();
+            (status, resp.text().await.unwrap_or_default())
+        }
+    };
+
+    // Garbage, and a batch with one unreadable entry: refused on the POST,
+    // nothing handed on (the ping in the batch is never answered).
+    let (status, body) = post("{not json").await;
+    assert_eq!(status, 400, "{body}");
+    let (status, body) = post(r#"[{"jsonrpc":"2.0","id":"early","method":"ping"},{"id":1}]"#).await;
+    assert_eq!(status, 400, "{body}");
+    // A well-formed request: accepted on r1, answered on r0's stream.
+    let (status, body) = post(r#"{"jsonrpc":"2.0","id":"late","method":"ping"}"#).await;
+    assert_eq!(status, 202, "{body}");
+    let seen = read_until(&mut stream, r#""id":"late""#).await;
+    assert!(!seen.contains(r#""id":"early""#), "{seen}");
+
+    // The stream gone, the session is gone on r1 as well.
+    drop(stream);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (status, body) = post(r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#).await;
+        if status == 404 {
+            break;
+        }
+        assert_eq!(status, 202, "{body}");
+        assert!(
+            Instant::now() < deadline,
+            "r1 still takes the ended session"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
