@@ -46,7 +46,7 @@ pub use call::{
 pub use catalog::matches as glob_match;
 pub use catalog::{AppsConfig, Exposure, Hit, IndexedTool, Listing, ToolIndex};
 pub use config::{ConfigError, GatewayConfig};
-pub use downstream::{Negotiated, Outbound, Session};
+pub use downstream::{Negotiated, Outbound, Session, StreamRecorder, REPLAY_KEPT};
 pub use error::{Fault, RouteError};
 pub use files::{FileError, Sandbox, SandboxKeys};
 pub use gateway::{Answer, Gateway, Governance, Reconfiguration, Reloaded};

@@ -38,6 +38,11 @@ impl EventIds {
     }
 }
 
+/// A `message` event with its `id` and its JSON text, already written.
+pub(crate) fn message_event(id: String, json: String) -> Event {
+    Event::default().event("message").id(id).data(json)
+}
+
 /// How soon a client should come back when the gateway closes its stream
 /// to shut down: behind a load balancer, another replica answers.
 const RECONNECT_AFTER: Duration = Duration::from_secs(1);

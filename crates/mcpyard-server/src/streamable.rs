@@ -11,14 +11,13 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use http::header::ALLOW;
 use http::{HeaderMap, HeaderValue, StatusCode};
-use mcpyard_gateway::{Gateway, Identity, Session};
+use mcpyard_gateway::{Gateway, Identity, Session, StreamRecorder};
 use mcpyard_proto::{
     allows_batches, codes, is_supported, methods, Body, ErrorObject, Message, ParseError,
     RequestId, SUPPORTED,
 };
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
-use tokio_stream::wrappers::ReceiverStream;
 
 use crate::accept::{is_json_content, Accepts};
 use crate::batch::{self, Batch, BatchLimits};
@@ -30,6 +29,8 @@ use crate::{sessionless, stateless};
 
 pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
 pub(crate) const VERSION_HEADER: &str = "mcp-protocol-version";
+/// The last event a client that reconnects its GET stream saw.
+const LAST_EVENT_ID_HEADER: &str = "last-event-id";
 
 /// Messages waiting for a slow reader of a session stream.
 const STREAM_CAPACITY: usize = 256;
@@ -483,14 +484,68 @@ pub(crate) async fn get(
         )
             .into_response();
     }
-    let mut ids = EventIds::default();
-    let events = ReceiverStream::new(rx)
-        .map(move |m| Ok(ids.message(&m)))
+    // The new stream is attached before the log is read: a message sent
+    // meanwhile waits in it, and is logged only when written, after the
+    // replayed ones, so none comes twice.
+    let replayed = match header_str(&headers, LAST_EVENT_ID_HEADER) {
+        Ok(Some(last)) => state.gateway.replay_stream(&session, last).await,
+        _ => Vec::new(),
+    };
+    let replayed =
+        futures::stream::iter(replayed).map(|(id, json)| Ok(sse::message_event(id, json)));
+    let recorder = Arc::new(state.gateway.stream_recorder(session.clone()));
+    let queued = Queued {
+        rx,
+        recorder: recorder.clone(),
+    };
+    let live = queued.then(move |m| {
+        let recorder = recorder.clone();
+        async move {
+            // Logged before it becomes an event: a message the client does
+            // not get because the connection breaks now can be replayed.
+            let json = sse::to_json(&m);
+            let id = recorder.record(&json).await;
+            Ok(sse::message_event(id, json))
+        }
+    });
+    let events = replayed
+        .chain(live)
         .take_until(Box::pin(async move { session.ended().await }));
     sse::response(
         sse::until_shutdown(events, state.shutdown.clone()),
         state.opts.sse_keep_alive,
     )
+}
+
+/// The GET stream's queue. What is still in it when the stream closes
+/// (the client went, the gateway shuts down) is logged, so that the
+/// client gets it when it reconnects.
+struct Queued {
+    rx: mpsc::Receiver<Message>,
+    recorder: Arc<StreamRecorder>,
+}
+
+impl futures::Stream for Queued {
+    type Item = Message;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Message>> {
+        self.rx.poll_recv(cx)
+    }
+}
+
+impl Drop for Queued {
+    fn drop(&mut self) {
+        // Taken before the queue closes: a new GET stream of the session
+        // can only attach once it has, so these come before its messages.
+        let mut left = Vec::new();
+        while let Ok(m) = self.rx.try_recv() {
+            left.push(sse::to_json(&m));
+        }
+        self.recorder.record_unwritten(left);
+    }
 }
 
 /// `DELETE /mcp`: the client ends its session.

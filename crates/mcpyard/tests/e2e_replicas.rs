@@ -30,12 +30,18 @@
 //!   replica without its stream are handed to the one with it, and every
 //!   answer, a relayed sampling request's among them, arrives on the
 //!   stream.
+//! - A session's GET stream held by a replica that is killed resumes on
+//!   another with `Last-Event-ID`: what followed the client's last event
+//!   is replayed from Redis, then the live messages; an unknown id
+//!   replays nothing, and the log goes with the session.
 //! - A task created on one replica is polled, waited on, listed and
 //!   cancelled through the others (the Python SDK 1.x through the
 //!   balancer); a task whose replica is killed fails, never stays working.
 
 #[path = "support/replicas.rs"]
 mod replicas;
+#[path = "support/resume.rs"]
+mod resume;
 mod support;
 
 use std::path::Path;
@@ -1172,4 +1178,77 @@ async fn a_legacy_post_on_the_other_replica_is_checked_before_it_is_handed_on() 
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// The keys of `redis` (no password) that match `pattern`.
+fn redis_keys(redis: &Redis, pattern: &str) -> Vec<String> {
+    let out = std::process::Command::new("redis-cli")
+        .args(["-u", &redis.url(), "--scan", "--pattern", pattern])
+        .output()
+        .expect("redis-cli runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_get_stream_resumes_on_another_replica_from_the_shared_log() {
+    use resume::{subscribe, touch, Stream};
+    let dir = scratch();
+    let redis = Redis::start(dir.path(), None).await;
+    let watch = format!(
+        "[servers.watch]\n{}",
+        misbehaving("watching", &dir.path().join("watch.log"))
+    );
+    let replicas = start_replicas(dir.path(), 2, &redis.url(), &watch, &[]).await;
+    let (r0, r1) = (replicas[0].0.url(), replicas[1].0.url());
+    let session = open_session(&r0).await;
+    subscribe(&r0, &session, "mem://a").await;
+
+    // Two updates on the stream held by r0; the client read only the
+    // first when r0 died.
+    let mut stream = Stream::open(&r0, &session, None).await;
+    touch(&r0, &session, 2).await;
+    let (first, _) = stream.next().await;
+    touch(&r0, &session, 3).await;
+    let (second, update) = stream.next().await;
+    assert_eq!(update["method"], "notifications/resources/updated");
+    replicas[0].0.proc.signal_group(libc::SIGKILL);
+    drop(stream);
+    let logs = redis_keys(&redis, &format!("*:replay:{session}"));
+    assert_eq!(logs.len(), 1, "one replay log in Redis: {logs:?}");
+
+    // r1 replays from Redis what followed, then goes on live.
+    let mut stream = Stream::open(&r1, &session, Some(&first)).await;
+    let (id, replayed) = stream.next().await;
+    assert_eq!(id, second, "the message after the last event read, alone");
+    assert_eq!(replayed["params"]["uri"], "mem://a", "{replayed}");
+    subscribe(&r1, &session, "mem://b").await;
+    touch(&r1, &session, 4).await;
+    let (third, live) = stream.next().await;
+    assert_eq!(live["params"]["uri"], "mem://b", "{live}");
+    assert!(![&first, &second].contains(&&third), "{third} is new");
+    drop(stream);
+
+    // An id of a POST stream, or garbage, replays nothing.
+    for (n, unknown) in ["1", "g1-0", "gnot-an-id"].into_iter().enumerate() {
+        let mut stream = Stream::open(&r1, &session, Some(unknown)).await;
+        touch(&r1, &session, 10 + n as u64).await;
+        let (id, live) = stream.next().await;
+        assert_eq!(live["params"]["uri"], "mem://b", "{live}");
+        assert!(![&first, &second, &third].contains(&&id), "{id} is new");
+    }
+
+    // The log ends with the session.
+    let delete = reqwest::Client::new()
+        .delete(&r1)
+        .header("Mcp-Session-Id", &session)
+        .header("MCP-Protocol-Version", "2025-11-25")
+        .send()
+        .await
+        .expect("DELETE answers");
+    assert_eq!(delete.status(), 200);
+    let logs = redis_keys(&redis, &format!("*:replay:{session}"));
+    assert!(logs.is_empty(), "the replay log is deleted: {logs:?}");
 }

@@ -7,6 +7,7 @@
 pub(crate) mod announce;
 pub(crate) mod era;
 mod listen;
+mod replay;
 pub(crate) mod round_trips;
 mod session;
 mod sessions;
@@ -19,6 +20,7 @@ use mcpyard_proto::{codes, methods, ErrorObject, Message, RequestId};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
+pub use replay::{StreamRecorder, REPLAY_KEPT};
 pub(crate) use session::is_log_level;
 pub use session::{Negotiated, Outbound, Session};
 pub(crate) use sessions::{SessionCaps, Sessions};
@@ -96,6 +98,23 @@ impl Downstream {
             tokio::spawn(follow_replicas(Arc::downgrade(&downstream), events));
         }
         downstream
+    }
+
+    /// Numbers and logs what `session`'s GET stream writes, for a client
+    /// that reconnects with `Last-Event-ID`; the log lives as long as the
+    /// session.
+    pub(crate) fn stream_recorder(&self, session: Arc<Session>) -> StreamRecorder {
+        StreamRecorder::new(self.state.clone(), session, self.idle_timeout)
+    }
+
+    /// What `session`'s GET stream wrote after event `last` (see
+    /// [`replay::after`]).
+    pub(crate) async fn replay_after(
+        &self,
+        session: &Session,
+        last: &str,
+    ) -> Vec<(String, String)> {
+        replay::after(self.state.as_ref(), session, last).await
     }
 
     /// How often a shared session's record is renewed while it is used.

@@ -1,7 +1,7 @@
 //! A downstream client's session: what it negotiated, where to send it
 //! messages it did not ask for, and the requests in flight either way.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -57,6 +57,18 @@ pub struct Session {
     /// When the session's record in the shared state was last written or
     /// its TTL renewed; `None` while it has no record there.
     shared_at: Mutex<Option<Instant>>,
+    /// What the GET stream wrote, for a client that reconnects with
+    /// `Last-Event-ID` (kept here when no other replica shares the state).
+    stream_log: Mutex<StreamLog>,
+}
+
+/// The last messages written on a session's GET stream, by event number.
+#[derive(Debug, Default)]
+struct StreamLog {
+    /// The number of the last message logged; never reused, so that an
+    /// event id names one message across reconnections.
+    last: u64,
+    kept: VecDeque<(u64, String)>,
 }
 
 /// What the client told us at `initialize` (or per request, stateless).
@@ -147,6 +159,7 @@ impl Session {
             last_active: Mutex::new(Instant::now()),
             held_progress: Arc::default(),
             shared_at: Mutex::default(),
+            stream_log: Mutex::default(),
         }
     }
 
@@ -560,6 +573,28 @@ impl Session {
         }
     }
 
+    /// Logs `json`, written on the GET stream, keeping the last `keep`
+    /// messages; its number, the event's id.
+    pub(crate) fn log_stream_message(&self, json: &str, keep: usize) -> u64 {
+        let mut log = self.stream_log.lock().unwrap_or_else(|e| e.into_inner());
+        log.last += 1;
+        let number = log.last;
+        while log.kept.len() >= keep.max(1) {
+            log.kept.pop_front();
+        }
+        log.kept.push_back((number, json.to_owned()));
+        number
+    }
+
+    /// The messages logged after number `after`, oldest first; `None` when
+    /// `after` is not in the log (never given, or pushed out by newer ones:
+    /// what followed it is no longer whole).
+    pub(crate) fn stream_messages_after(&self, after: u64) -> Option<Vec<(u64, String)>> {
+        let log = self.stream_log.lock().unwrap_or_else(|e| e.into_inner());
+        let at = log.kept.iter().position(|(n, _)| *n == after)?;
+        Some(log.kept.iter().skip(at + 1).cloned().collect())
+    }
+
     /// Ends the session: in-flight requests are cancelled, waits fail.
     pub fn end(&self) {
         self.ended.cancel();
@@ -681,5 +716,18 @@ mod tests {
         );
         session.end();
         assert!(!session.notify(progress(2), None), "no stream is left");
+    }
+
+    #[test]
+    fn the_stream_log_replays_what_followed_a_kept_number_only() {
+        let session = Session::new(None);
+        for n in 1..=5 {
+            assert_eq!(session.log_stream_message(&format!("m{n}"), 3), n);
+        }
+        let after = |n| session.stream_messages_after(n);
+        assert_eq!(after(3), Some(vec![(4, "m4".into()), (5, "m5".into())]));
+        assert_eq!(after(5), Some(vec![]));
+        assert_eq!(after(2), None, "pushed out: what followed is not whole");
+        assert_eq!(after(9), None, "never given");
     }
 }

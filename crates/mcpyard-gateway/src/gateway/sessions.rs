@@ -6,7 +6,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::Gateway;
-use crate::Session;
+use crate::{Session, StreamRecorder};
 
 impl Gateway {
     /// Registers a session created by a transport, so later requests with
@@ -34,6 +34,19 @@ impl Gateway {
     /// session is ended, and the client must be told so.
     pub async fn share_session(&self, session: &Session) -> bool {
         self.inner.downstream.admit(session).await
+    }
+
+    /// Numbers and logs the messages of `session`'s GET stream as they are
+    /// written, so that a client that reconnects is sent what it missed.
+    pub fn stream_recorder(&self, session: Arc<Session>) -> StreamRecorder {
+        self.inner.downstream.stream_recorder(session)
+    }
+
+    /// The messages `session`'s GET stream wrote after event `last`, as
+    /// (event id, JSON), oldest first; empty when `last` names no logged
+    /// message of that stream.
+    pub async fn replay_stream(&self, session: &Session, last: &str) -> Vec<(String, String)> {
+        self.inner.downstream.replay_after(session, last).await
     }
 
     /// Ends a session on every replica (DELETE). Returns false when it was

@@ -242,6 +242,32 @@ pub trait StateBackend: Send + Sync + std::fmt::Debug + 'static {
         Ok(())
     }
 
+    /// Appends `message` (JSON), just written on the GET stream of
+    /// `session`, to that stream's replay log, trimmed to about `keep`
+    /// entries and kept for `ttl`; the entry's id. `None`: this store keeps
+    /// no log, and the session keeps its own in process.
+    async fn append_stream(
+        &self,
+        _session: &str,
+        _message: &str,
+        _keep: usize,
+        _ttl: Duration,
+    ) -> Result<Option<String>, StateError> {
+        Ok(None)
+    }
+
+    /// The entries of `session`'s replay log after entry `after`, oldest
+    /// first, as (id, message). `None` when `after` is not in the log
+    /// (unknown, or trimmed away): nothing is replayed then, since what
+    /// followed it is no longer whole. A store that keeps no log holds none.
+    async fn stream_after(
+        &self,
+        _session: &str,
+        _after: &str,
+    ) -> Result<Option<Vec<(String, String)>>, StateError> {
+        Ok(None)
+    }
+
     /// Notes that this process holds what `key` names (a suspended call,
     /// an upstream's task), for `ttl`: another replica that meets it asks
     /// this one.

@@ -241,12 +241,14 @@ impl RedisState {
     /// its place among the counted sessions (see `session.lua`).
     async fn renew_or_end(&self, id: &str, ttl_ms: u64) -> Result<(), StateError> {
         let (record, all) = (self.key("session", id), self.key("sessions", "all"));
+        let replay = self.key("replay", id);
         let owners = format!("{}:sessions-of:", self.prefix);
         let channel = self.ended_channel();
         self.run(|mut c| async move {
             self.renew_or_end
                 .key(record)
                 .key(all)
+                .key(replay)
                 .arg(id)
                 .arg(ttl_ms)
                 .arg(owners)
@@ -334,6 +336,18 @@ pub(super) struct Forwarded<'a> {
     pub(super) session: std::borrow::Cow<'a, str>,
     pub(super) message: std::borrow::Cow<'a, str>,
 }
+
+/// Whether `id` reads as a stream entry's id (`ms-seq`): anything else
+/// is no entry, and is not sent to Redis, which would refuse it.
+fn is_entry_id(id: &str) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.len() <= 20 && s.bytes().all(|b| b.is_ascii_digit());
+    id.split_once('-')
+        .is_some_and(|(ms, seq)| digits(ms) && digits(seq))
+}
+
+/// Entries read back from a replay log at most: its `MAXLEN ~` trim keeps
+/// a little more than asked, never this many.
+const REPLAY_READ_MAX: usize = 4096;
 
 /// A TTL in whole milliseconds, at least one.
 fn millis(ttl: Duration) -> u64 {
@@ -551,6 +565,72 @@ impl StateBackend for RedisState {
             .await
     }
 
+    async fn append_stream(
+        &self,
+        session: &str,
+        message: &str,
+        keep: usize,
+        ttl: Duration,
+    ) -> Result<Option<String>, StateError> {
+        let key = self.key("replay", session);
+        let (id,): (String,) = self
+            .run(|mut c| async move {
+                redis::pipe()
+                    .cmd("XADD")
+                    .arg(&key)
+                    .arg("MAXLEN")
+                    .arg("~")
+                    .arg(keep)
+                    .arg("*")
+                    .arg("m")
+                    .arg(message)
+                    .cmd("PEXPIRE")
+                    .arg(&key)
+                    .arg(millis(ttl))
+                    .ignore()
+                    .query_async(&mut c)
+                    .await
+            })
+            .await?;
+        Ok(Some(id))
+    }
+
+    async fn stream_after(
+        &self,
+        session: &str,
+        after: &str,
+    ) -> Result<Option<Vec<(String, String)>>, StateError> {
+        if !is_entry_id(after) {
+            return Ok(None);
+        }
+        let key = self.key("replay", session);
+        // From `after` itself: its presence says the log is whole after it.
+        let entries: Vec<(String, Vec<String>)> = self
+            .run(|mut c| async move {
+                redis::cmd("XRANGE")
+                    .arg(key)
+                    .arg(after)
+                    .arg("+")
+                    .arg("COUNT")
+                    .arg(REPLAY_READ_MAX)
+                    .query_async(&mut c)
+                    .await
+            })
+            .await?;
+        let mut entries = entries.into_iter();
+        if entries.next().is_none_or(|(id, _)| id != after) {
+            return Ok(None);
+        }
+        Ok(Some(
+            entries
+                .filter_map(|(id, fields)| {
+                    let message = fields.chunks(2).find(|f| f[0] == "m")?.get(1)?.clone();
+                    Some((id, message))
+                })
+                .collect(),
+        ))
+    }
+
     async fn note_held(&self, key: &str, ttl: Duration) -> Result<(), StateError> {
         let (key, instance) = (self.key("held", key), self.instance.clone());
         self.run(|mut c| async move { c.pset_ex::<_, _, ()>(key, instance, millis(ttl)).await })
@@ -649,5 +729,27 @@ impl StateBackend for RedisState {
 
     fn close(&self) {
         self.stop.cancel();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_entry_id;
+
+    #[test]
+    fn only_stream_entry_ids_reach_redis() {
+        assert!(is_entry_id("1733355000000-0"));
+        for not in [
+            "",
+            "1",
+            "-0",
+            "1-",
+            "1-0-0",
+            "a-1",
+            "1 -0",
+            "99999999999999999999999-0",
+        ] {
+            assert!(!is_entry_id(not), "{not:?}");
+        }
     }
 }
