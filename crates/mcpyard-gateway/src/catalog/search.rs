@@ -127,11 +127,23 @@ const B: f32 = 0.75;
 #[derive(Debug, Default)]
 pub struct ToolIndex {
     tools: Vec<IndexedTool>,
-    by_name: HashMap<String, usize>,
-    /// term → (tool, weighted frequency)
-    postings: HashMap<String, Vec<(u32, f32)>>,
+    /// Each tool's position, keyed by its item's own name (not a copy).
+    by_name: HashMap<Arc<str>, usize>,
+    /// term → where its postings are in `postings`
+    terms: HashMap<Box<str>, Span>,
+    /// (tool, weighted frequency) of every term, one term after the other:
+    /// one allocation for all of them, not one per term (most terms of a
+    /// large catalogue name a single tool).
+    postings: Vec<(u32, f32)>,
     lengths: Vec<f32>,
     average_length: f32,
+}
+
+/// One term's postings in [`ToolIndex::postings`].
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    start: u32,
+    end: u32,
 }
 
 impl ToolIndex {
@@ -149,28 +161,65 @@ impl ToolIndex {
         tools: impl IntoIterator<Item = (String, ListItem, ToolTerms)>,
     ) -> Self {
         let mut index = Self::default();
+        let mut words = Vec::new();
         for (source, item, terms) in tools {
-            let Some(name) = item.key() else { continue };
+            let Some(name) = item.shared_key() else {
+                continue;
+            };
             if index.by_name.contains_key(name) {
                 continue;
             }
-            let id = index.tools.len() as u32;
-            for (term, weight) in terms.iter() {
-                match index.postings.get_mut(term) {
-                    Some(postings) => postings.push((id, weight)),
-                    None => {
-                        index.postings.insert(term.to_owned(), vec![(id, weight)]);
-                    }
-                }
-            }
+            index.by_name.insert(name.clone(), index.tools.len());
             index.lengths.push(terms.0.length);
-            index.by_name.insert(name.to_owned(), id as usize);
             index.tools.push(IndexedTool {
-                name: name.to_owned(),
+                name: name.to_string(),
                 source,
                 tool: item,
             });
+            words.push(terms);
         }
+        // Number the terms and count each one's postings, then lay them
+        // out term after term.
+        let mut numbers: HashMap<&str, u32> = HashMap::new();
+        let mut counts: Vec<u32> = Vec::new();
+        let mut occurrences: Vec<u32> = Vec::new();
+        for terms in &words {
+            for (term, _) in terms.iter() {
+                let next = counts.len() as u32;
+                let number = *numbers.entry(term).or_insert(next);
+                if number == next {
+                    counts.push(0);
+                }
+                counts[number as usize] += 1;
+                occurrences.push(number);
+            }
+        }
+        // Each term's next free slot: its start, then its end once written.
+        let mut slots = Vec::with_capacity(counts.len());
+        let mut total = 0;
+        for count in &counts {
+            slots.push(total);
+            total += count;
+        }
+        index.postings = vec![(0, 0.0); total as usize];
+        let mut occurrence = occurrences.iter();
+        for (tool, terms) in words.iter().enumerate() {
+            for ((_, weight), number) in terms.iter().zip(&mut occurrence) {
+                let slot = &mut slots[*number as usize];
+                index.postings[*slot as usize] = (tool as u32, weight);
+                *slot += 1;
+            }
+        }
+        index.terms = numbers
+            .into_iter()
+            .map(|(term, number)| {
+                let end = slots[number as usize];
+                let start = end - counts[number as usize];
+                (Box::from(term), Span { start, end })
+            })
+            .collect();
+        index.tools.shrink_to_fit();
+        index.lengths.shrink_to_fit();
         index.average_length = index.average_length();
         index
     }
@@ -184,6 +233,12 @@ impl ToolIndex {
         }
     }
 
+    /// The postings of `term`, if any tool has it.
+    fn postings_of(&self, term: &str) -> Option<&[(u32, f32)]> {
+        let span = self.terms.get(term)?;
+        Some(&self.postings[span.start as usize..span.end as usize])
+    }
+
     /// This index with only the tools `keep` keeps: the words of each are
     /// not read again.
     pub fn retain(&self, keep: impl Fn(&IndexedTool) -> bool) -> Self {
@@ -193,23 +248,29 @@ impl ToolIndex {
         for (old, tool) in self.tools.iter().enumerate() {
             if keep(tool) {
                 moved[old] = index.tools.len() as u32;
-                index.by_name.insert(tool.name.clone(), index.tools.len());
+                if let Some(name) = tool.tool.shared_key() {
+                    index.by_name.insert(name.clone(), index.tools.len());
+                }
                 index.tools.push(tool.clone());
                 index.lengths.push(self.lengths[old]);
             }
         }
-        for (term, postings) in &self.postings {
-            let kept: Vec<(u32, f32)> = postings
-                .iter()
-                .filter_map(|&(id, weight)| {
-                    let id = moved[id as usize];
-                    (id != u32::MAX).then_some((id, weight))
-                })
-                .collect();
-            if !kept.is_empty() {
-                index.postings.insert(term.clone(), kept);
+        for (term, span) in &self.terms {
+            let start = index.postings.len() as u32;
+            index.postings.extend(
+                self.postings[span.start as usize..span.end as usize]
+                    .iter()
+                    .filter_map(|&(id, weight)| {
+                        let id = moved[id as usize];
+                        (id != u32::MAX).then_some((id, weight))
+                    }),
+            );
+            let end = index.postings.len() as u32;
+            if end > start {
+                index.terms.insert(term.clone(), Span { start, end });
             }
         }
+        index.postings.shrink_to_fit();
         index.average_length = index.average_length();
         index
     }
@@ -263,7 +324,7 @@ impl ToolIndex {
         let n = self.tools.len() as f32;
         let mut scores = vec![0.0f32; self.tools.len()];
         for (term, weight) in query_terms(query) {
-            let Some(postings) = self.postings.get(&term) else {
+            let Some(postings) = self.postings_of(&term) else {
                 continue;
             };
             let df = postings.len() as f32;
@@ -549,6 +610,41 @@ mod tests {
             "api__createImageGeneration"
         );
         assert!(index.search("zzz", 5).is_empty());
+    }
+
+    #[test]
+    fn a_retained_index_ranks_as_one_built_from_the_tools_kept() {
+        let all = index();
+        let kept = all.retain(|t| t.source != "files");
+        let built = ToolIndex::new(
+            all.tools()
+                .iter()
+                .filter(|t| t.source != "files")
+                .map(|t| (t.source.clone(), t.tool.clone())),
+        );
+        assert_eq!(kept.len(), 2);
+        assert!(kept.get("files__read_text_file").is_none());
+        for query in [
+            "current time",
+            "timezone name",
+            "pictures",
+            "read a file",
+            "get",
+        ] {
+            let names = |index: &ToolIndex| {
+                index
+                    .search(query, 5)
+                    .iter()
+                    .map(|h| (index.tools()[h.index].name.clone(), h.score))
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(names(&kept), names(&built), "{query}");
+        }
+        assert_eq!(
+            kept.get("clock__get_current_time")
+                .map(|t| t.source.as_str()),
+            Some("clock")
+        );
     }
 
     #[test]
