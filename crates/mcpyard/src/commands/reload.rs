@@ -280,35 +280,94 @@ fn summary(report: &Reloaded, keys_replaced: bool) -> String {
     }
 }
 
+/// The watch of the config file: it ends when dropped.
+struct FileWatch {
+    #[cfg(target_os = "linux")]
+    task: tokio::task::JoinHandle<()>,
+    #[cfg(not(target_os = "linux"))]
+    _watcher: notify::RecommendedWatcher,
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for FileWatch {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
 /// Watches the file's folder (an editor often saves by renaming a new file
 /// over the old one) and sends on `changed` when an event names the file.
 /// `None`, logged, when the platform will not watch it.
-fn watch_file(path: &Path, changed: mpsc::Sender<()>) -> Option<notify::RecommendedWatcher> {
-    use notify::Watcher as _;
+fn watch_file(path: &Path, changed: mpsc::Sender<()>) -> Option<FileWatch> {
     let absolute = std::path::absolute(path).ok()?;
     let name = absolute.file_name()?.to_owned();
     let folder = absolute.parent()?.to_owned();
+    let watched = watch_folder(&folder, move |file: &std::ffi::OsStr| {
+        if file == name {
+            // Full: a reload is pending already.
+            let _ = changed.try_send(());
+        }
+    });
+    if let Err(e) = &watched {
+        tracing::warn!(error = %e, file = %absolute.display(), "cannot watch the configuration file; SIGHUP still reloads it");
+    }
+    watched.ok()
+}
+
+/// Calls `named` with the name of each file of `folder` written and
+/// closed, created or renamed into it. Not at each write: an audit trail
+/// kept in the same folder would wake the watcher at every call.
+#[cfg(target_os = "linux")]
+fn watch_folder(
+    folder: &Path,
+    named: impl Fn(&std::ffi::OsStr) + Send + 'static,
+) -> std::io::Result<FileWatch> {
+    use futures::StreamExt as _;
+    use inotify::{Inotify, WatchMask};
+    let inotify = Inotify::init()?;
+    inotify.watches().add(
+        folder,
+        WatchMask::CLOSE_WRITE | WatchMask::MOVED_TO | WatchMask::CREATE,
+    )?;
+    let mut events = inotify.into_event_stream(vec![0u8; 4096])?;
+    let task = tokio::spawn(async move {
+        while let Some(event) = events.next().await {
+            match event {
+                Ok(event) => {
+                    if let Some(file) = &event.name {
+                        named(file);
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "the configuration file is no longer watched; SIGHUP still reloads it");
+                    return;
+                }
+            }
+        }
+    });
+    Ok(FileWatch { task })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn watch_folder(
+    folder: &Path,
+    named: impl Fn(&std::ffi::OsStr) + Send + 'static,
+) -> std::io::Result<FileWatch> {
+    use notify::Watcher as _;
     let handler = move |event: notify::Result<notify::Event>| {
         let Ok(event) = event else { return };
         if event.kind.is_access() {
             return;
         }
-        if event.paths.iter().any(|p| p.file_name() == Some(&name)) {
-            // Full: a reload is pending already.
-            let _ = changed.try_send(());
+        for file in event.paths.iter().filter_map(|p| p.file_name()) {
+            named(file);
         }
     };
-    let watched = notify::recommended_watcher(handler).and_then(|mut w| {
-        w.watch(&folder, notify::RecursiveMode::NonRecursive)?;
-        Ok(w)
-    });
-    match watched {
-        Ok(w) => Some(w),
-        Err(e) => {
-            tracing::warn!(error = %e, file = %absolute.display(), "cannot watch the configuration file; SIGHUP still reloads it");
-            None
-        }
-    }
+    let mut watcher = notify::recommended_watcher(handler).map_err(std::io::Error::other)?;
+    watcher
+        .watch(folder, notify::RecursiveMode::NonRecursive)
+        .map_err(std::io::Error::other)?;
+    Ok(FileWatch { _watcher: watcher })
 }
 
 #[cfg(test)]
