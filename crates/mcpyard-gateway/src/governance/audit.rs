@@ -257,14 +257,27 @@ impl AuditTrail {
     }
 }
 
-/// SHA-256 of a value's compact JSON, hex: identifies the arguments of a
-/// call without recording them.
-pub(crate) fn sha256_hex(value: &Value) -> String {
+/// The size of a value's compact JSON and its SHA-256, hex, from one
+/// serialisation: identifies the arguments of a call without recording
+/// them.
+pub(crate) fn size_and_sha256(value: &Value) -> (u64, String) {
     use sha2::Digest;
-    let mut hasher = sha2::Sha256::new();
-    // Hashed as it is written out: no copy of the arguments' text.
-    let _ = serde_json::to_writer(&mut hasher, value);
-    let digest = hasher.finalize();
+    /// Hashes and counts what is written: no copy of the arguments' text.
+    struct Hashing(sha2::Sha256, u64);
+    impl std::io::Write for Hashing {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.update(buf);
+            self.1 += buf.len() as u64;
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut hashing = Hashing(sha2::Sha256::new(), 0);
+    // Writing into a hasher cannot fail.
+    let _ = serde_json::to_writer(&mut hashing, value);
+    let digest = hashing.0.finalize();
     // A formatter call per byte costs more than the hash of small arguments.
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut hex = String::with_capacity(digest.len() * 2);
@@ -272,7 +285,7 @@ pub(crate) fn sha256_hex(value: &Value) -> String {
         hex.push(char::from(DIGITS[usize::from(byte >> 4)]));
         hex.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
     }
-    hex
+    (hashing.1, hex)
 }
 
 fn millis(started: Instant) -> f64 {
@@ -312,6 +325,7 @@ impl Layer for AuditLayer {
         let arguments = call.request.params.get("arguments").unwrap_or(&none);
         let context = &call.request.context;
         let session = &context.client.session;
+        let (request_bytes, arguments_sha256) = size_and_sha256(arguments);
         let mut record = AuditRecord {
             time: AuditRecord::now(),
             kind: "call",
@@ -327,9 +341,9 @@ impl Layer for AuditLayer {
             outcome: Outcome::Ok,
             reason: None,
             duration_ms: 0.0,
-            request_bytes: json_len(arguments),
+            request_bytes,
             response_bytes: 0,
-            arguments_sha256: sha256_hex(arguments),
+            arguments_sha256,
             model: None,
             prompt_tokens: None,
             completion_tokens: None,
@@ -489,7 +503,7 @@ mod tests {
             duration_ms: 1.5,
             request_bytes: 2,
             response_bytes: 3,
-            arguments_sha256: sha256_hex(&serde_json::json!({})),
+            arguments_sha256: size_and_sha256(&serde_json::json!({})).1,
             model: None,
             prompt_tokens: None,
             completion_tokens: None,
@@ -544,6 +558,19 @@ mod tests {
         assert!(first > 0, "the oldest lines went with the oldest file");
         let expected: Vec<String> = (first..40).map(|n| format!("s__t{n}")).collect();
         assert_eq!(tools, expected);
+    }
+
+    #[test]
+    fn the_arguments_are_sized_and_hashed_as_their_compact_json() {
+        let arguments = serde_json::json!({"message": "hé"});
+        assert_eq!(
+            size_and_sha256(&arguments),
+            (
+                17,
+                "85c7bfa034a78f7e783fafdb61eba1e7ad6274073b3630b68802934578c0a510".to_owned()
+            )
+        );
+        assert_eq!(size_and_sha256(&arguments).0, json_len(&arguments));
     }
 
     #[test]
