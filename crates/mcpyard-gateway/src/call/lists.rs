@@ -111,11 +111,6 @@ impl ListItem {
         self.key.as_deref()
     }
 
-    /// The same, shared: an index keyed by it holds no copy.
-    pub(crate) fn shared_key(&self) -> Option<&Arc<str>> {
-        self.key.as_ref()
-    }
-
     /// The item's JSON text.
     pub fn json(&self) -> &str {
         &self.json

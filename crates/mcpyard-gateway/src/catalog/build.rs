@@ -16,8 +16,9 @@ use super::search::{ToolIndex, ToolTerms};
 use super::view::{Route, SourceExposure, View};
 use crate::call::{Era, ItemKind, ListItem, ListKind, SourceLists, GATEWAY_SOURCE};
 
-/// A hidden tool for the search index: its source, the item, its words.
-pub(super) type Hidden = (String, ListItem, ToolTerms);
+/// A hidden tool for the search index: its source, its exposed name, the
+/// item as the source lists it, its words.
+pub(super) type Hidden = (String, String, ListItem, ToolTerms);
 
 /// How an entry stands to the other era's connection of the same server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,7 +101,9 @@ struct Named {
     exposed: String,
     /// The name the source knows it by.
     name: String,
-    /// The item as the source listed it, and as clients see it.
+    /// The item as the source listed it, and as clients see it (the same
+    /// for a hidden tool, which clients see only through the search tools:
+    /// one copy of each hidden tool's text, not two).
     from: ListItem,
     item: ListItem,
     listed: bool,
@@ -166,8 +169,16 @@ pub(super) fn expose(entry: &Entry, mut previous: Exposed, apps_config: &AppsCon
                 Decision::Hidden(exposed) => (exposed, false),
             };
             let exposed_as = exposed_name(kind, &entry.prefix, &exposed_as);
+            let listed_when_hiding = kind == ListKind::Tools && when_hiding.contains(name);
+            let searched = kind == ListKind::Tools && !listed && !listed_when_hiding;
             let mut named = match before.remove(name) {
-                Some(old) if old.from == *item && old.exposed == exposed_as => old,
+                Some(old)
+                    if old.from == *item
+                        && old.exposed == exposed_as
+                        && old.terms.is_some() == searched =>
+                {
+                    old
+                }
                 _ => expose_named(
                     kind,
                     item,
@@ -177,9 +188,10 @@ pub(super) fn expose(entry: &Entry, mut previous: Exposed, apps_config: &AppsCon
                 ),
             };
             named.listed = listed;
-            named.when_hiding = kind == ListKind::Tools && when_hiding.contains(name);
-            if kind == ListKind::Tools && !listed && !named.when_hiding && named.terms.is_none() {
+            named.when_hiding = listed_when_hiding;
+            if searched && named.terms.is_none() {
                 named.terms = Some(ToolTerms::read(&named.exposed, &entry.name, &named.item));
+                named.item = named.from.clone();
             }
             exposed.named[slot].push(named);
         }
@@ -317,7 +329,7 @@ pub(super) fn merge(entries: &[Entry], era: Era) -> (View, Vec<Hidden>) {
                         .terms
                         .clone()
                         .unwrap_or_else(|| ToolTerms::read(&n.exposed, &entry.name, &n.item));
-                    hidden.push((entry.name.clone(), n.item.clone(), terms));
+                    hidden.push((entry.name.clone(), n.exposed.clone(), n.item.clone(), terms));
                 }
             }
         }
@@ -362,7 +374,7 @@ pub(super) fn views(entries: &[Entry]) -> [Arc<View>; 2] {
         return [view.clone(), view];
     }
     let (mut modern, modern_hidden) = merge(entries, Era::Modern);
-    let key = |(source, item, _): &Hidden| (source.clone(), item.clone());
+    let key = |(source, name, item, _): &Hidden| (source.clone(), name.clone(), item.clone());
     let same = hidden.iter().map(key).eq(modern_hidden.iter().map(key));
     let index = Arc::new(ToolIndex::with_terms(hidden));
     handshake.hidden = index.clone();
@@ -432,8 +444,14 @@ mod tests {
         assert_eq!(found("gamma"), ["src__b"]);
         assert!(found("beta").is_empty());
         assert_eq!(found("alpha"), ["src__a"]);
-        let item = entry.exposed.named[0][1].item.to_value();
-        assert_eq!(item["name"], "src__b");
-        assert_eq!(item["description"], "gamma tool");
+        // A hidden tool keeps the source's text (clients see it only
+        // through the search tools, under its exposed name).
+        let named = &entry.exposed.named[0][1];
+        assert_eq!(named.exposed, "src__b");
+        assert!(
+            named.item == named.from,
+            "the hidden tool was renamed in a copy"
+        );
+        assert_eq!(named.item.to_value()["description"], "gamma tool");
     }
 }

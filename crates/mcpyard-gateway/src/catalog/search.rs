@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use crate::call::ListItem;
 
-/// One tool in the index: its listed name, its source and its
-/// `tools/list` item.
+/// One tool in the index: its name as clients call it, its source and its
+/// item (as the source lists it: a hidden tool keeps no renamed copy).
 #[derive(Debug, Clone)]
 pub struct IndexedTool {
     pub name: String,
@@ -127,8 +127,9 @@ const B: f32 = 0.75;
 #[derive(Debug, Default)]
 pub struct ToolIndex {
     tools: Vec<IndexedTool>,
-    /// Each tool's position, keyed by its item's own name (not a copy).
-    by_name: HashMap<Arc<str>, usize>,
+    /// Positions in `tools`, in the order of their names: a lookup by name
+    /// without a second copy of every name.
+    by_name: Vec<u32>,
     /// term → where its postings are in `postings`
     terms: HashMap<Box<str>, Span>,
     /// (tool, weighted frequency) of every term, one term after the other:
@@ -150,34 +151,55 @@ impl ToolIndex {
     /// Indexes `(source, tool)` pairs; a tool's name is its `name` field.
     pub fn new(tools: impl IntoIterator<Item = (String, ListItem)>) -> Self {
         Self::with_terms(tools.into_iter().filter_map(|(source, item)| {
-            let terms = ToolTerms::read(item.key()?, &source, &item);
-            Some((source, item, terms))
+            let name = item.key()?.to_owned();
+            let terms = ToolTerms::read(&name, &source, &item);
+            Some((source, name, item, terms))
         }))
     }
 
-    /// Indexes tools whose words were read before ([`ToolTerms::read`]),
-    /// so that a catalogue change reads only the tools that changed.
+    /// Indexes `(source, name, item, words)`: tools whose words were read
+    /// before ([`ToolTerms::read`]), so that a catalogue change reads only
+    /// the tools that changed. Of two tools of one name, the first is kept.
     pub(crate) fn with_terms(
-        tools: impl IntoIterator<Item = (String, ListItem, ToolTerms)>,
+        tools: impl IntoIterator<Item = (String, String, ListItem, ToolTerms)>,
     ) -> Self {
+        let mut given: Vec<_> = tools.into_iter().map(Some).collect();
+        fn name_of(tool: &Option<(String, String, ListItem, ToolTerms)>) -> &str {
+            tool.as_ref().map_or("", |(_, name, _, _)| name.as_str())
+        }
+        // By name, and by position among equal names (a stable sort).
+        let mut order: Vec<u32> = (0..given.len() as u32).collect();
+        order.sort_by(|a, b| name_of(&given[*a as usize]).cmp(name_of(&given[*b as usize])));
+        let mut later = vec![false; given.len()];
+        for pair in order.windows(2) {
+            if name_of(&given[pair[0] as usize]) == name_of(&given[pair[1] as usize]) {
+                later[pair[1] as usize] = true;
+            }
+        }
         let mut index = Self::default();
+        let mut position = vec![u32::MAX; given.len()];
         let mut words = Vec::new();
-        for (source, item, terms) in tools {
-            let Some(name) = item.shared_key() else {
-                continue;
-            };
-            if index.by_name.contains_key(name) {
+        for (at, tool) in given.iter_mut().enumerate() {
+            if later[at] {
                 continue;
             }
-            index.by_name.insert(name.clone(), index.tools.len());
+            let Some((source, name, item, terms)) = tool.take() else {
+                continue;
+            };
+            position[at] = index.tools.len() as u32;
             index.lengths.push(terms.0.length);
             index.tools.push(IndexedTool {
-                name: name.to_string(),
+                name,
                 source,
                 tool: item,
             });
             words.push(terms);
         }
+        index.by_name = order
+            .into_iter()
+            .map(|at| position[at as usize])
+            .filter(|&p| p != u32::MAX)
+            .collect();
         // Number the terms and count each one's postings, then lay them
         // out term after term.
         let mut numbers: HashMap<&str, u32> = HashMap::new();
@@ -248,13 +270,16 @@ impl ToolIndex {
         for (old, tool) in self.tools.iter().enumerate() {
             if keep(tool) {
                 moved[old] = index.tools.len() as u32;
-                if let Some(name) = tool.tool.shared_key() {
-                    index.by_name.insert(name.clone(), index.tools.len());
-                }
                 index.tools.push(tool.clone());
                 index.lengths.push(self.lengths[old]);
             }
         }
+        index.by_name = self
+            .by_name
+            .iter()
+            .map(|&old| moved[old as usize])
+            .filter(|&new| new != u32::MAX)
+            .collect();
         for (term, span) in &self.terms {
             let start = index.postings.len() as u32;
             index.postings.extend(
@@ -290,7 +315,14 @@ impl ToolIndex {
 
     /// The tool listed under this name.
     pub fn get(&self, name: &str) -> Option<&IndexedTool> {
-        self.by_name.get(name).map(|i| &self.tools[*i])
+        self.position(name).map(|i| &self.tools[i])
+    }
+
+    fn position(&self, name: &str) -> Option<usize> {
+        let found = self
+            .by_name
+            .binary_search_by(|&i| self.tools[i as usize].name.as_str().cmp(name));
+        found.ok().map(|at| self.by_name[at] as usize)
     }
 
     /// The best `limit` tools for a query: an exact name first, every
@@ -301,7 +333,7 @@ impl ToolIndex {
         if limit == 0 || query.is_empty() {
             return Vec::new();
         }
-        if let Some(&index) = self.by_name.get(query) {
+        if let Some(index) = self.position(query) {
             return vec![Hit {
                 index,
                 score: f32::INFINITY,
