@@ -26,6 +26,13 @@ governed configuration: its difference from `mcpyard-stdio` is the layer's
 own cost.
 
 Needs valgrind (Debian's package). Prints a Markdown table.
+
+With --flamegraph DIR, each target is sampled by perf instead (user-space
+stacks unwound from DWARF, during the same --calls) and drawn as
+DIR/TARGET.svg, with its folded stacks in DIR/TARGET.folded. Build with
+`--profile profiling` (line tables, symbols kept) and pass
+`--bin-dir target/profiling`; needs Debian's `linux-perf` and inferno
+(`cargo install inferno`).
 """
 
 import argparse
@@ -172,10 +179,13 @@ def measure(name, args, upstream_url, work):
         sys.exit(f"{name}: no layer {layer} (one of {', '.join(LAYERS)})")
     governed = layers is None or "keys" in layers
     out = os.path.join(work, f"{name}.callgrind")
-    # valgrind's own messages in a file of their own: on the merged output
-    # they could split the line the address is read from.
-    grind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-             f"--log-file={os.path.join(work, name)}.valgrind.log"]
+    if args.flamegraph:
+        grind = []
+    else:
+        # valgrind's own messages in a file of their own: on the merged
+        # output they could split the line the address is read from.
+        grind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                 f"--log-file={os.path.join(work, name)}.valgrind.log"]
     env = dict(os.environ)
     env.pop("MCPYARD_API_KEY", None)
     if name == "passthrough":
@@ -213,6 +223,8 @@ def measure(name, args, upstream_url, work):
             sys.exit(f"{name}: no session")
         for _ in range(args.warmup):
             session.call_echo()
+        if args.flamegraph:
+            return sample(name, args, proc, session, work), []
         subprocess.run(["callgrind_control", "-z", str(proc.pid)], check=True,
                        stdout=subprocess.DEVNULL)
         for _ in range(args.calls):
@@ -235,6 +247,42 @@ def measure(name, args, upstream_url, work):
         stop(proc)
 
 
+def sample(name, args, proc, session, work):
+    """Samples the proxy's user-space stacks while it serves --calls calls
+    and draws them; returns the sampled CPU µs per call (each sample weighs
+    its period in nanoseconds)."""
+    # Not beside the config: the gateway watches that folder for changes.
+    os.makedirs(os.path.join(work, "perf"), exist_ok=True)
+    data = os.path.join(work, "perf", f"{name}.data")
+    # The proxy's threads only, not a stdio upstream it spawned; the warm-up
+    # has started every thread it uses (perf -p follows none started later).
+    perf = subprocess.Popen(["perf", "record", "-e", "cpu-clock:u", "-F", str(args.frequency),
+                             "--call-graph", "dwarf,65528", "-o", data, "-p", str(proc.pid)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1)  # perf attaches to every thread before the first call
+    for _ in range(args.calls):
+        session.call_echo()
+    perf.send_signal(signal.SIGINT)
+    perf.wait(120)
+    script = subprocess.run(["perf", "script", "-i", data], capture_output=True, check=True)
+    folded = subprocess.run([shutil.which("inferno-collapse-perf")], input=script.stdout,
+                            capture_output=True, check=True).stdout
+    os.makedirs(args.flamegraph, exist_ok=True)
+    stem = os.path.join(args.flamegraph, name)
+    with open(f"{stem}.folded", "wb") as f:
+        f.write(folded)
+    title = f"{name}: {args.calls} calls in one session (perf, user-space CPU)"
+    # Frames narrower than a pixel are left out: the file stays small
+    # enough to keep next to BENCHMARKS.md.
+    svg = subprocess.run([shutil.which("inferno-flamegraph"), "--title", title,
+                          "--width", "1600", "--minwidth", "1"],
+                         input=folded, capture_output=True, check=True).stdout
+    with open(f"{stem}.svg", "wb") as f:
+        f.write(svg)
+    nanoseconds = sum(int(line.rsplit(b" ", 1)[1]) for line in folded.splitlines() if line.strip())
+    return nanoseconds / 1000 / args.calls
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--bin-dir", default="target/release")
@@ -243,10 +291,16 @@ def main():
     p.add_argument("--targets", default="passthrough,mcpyard,mcpyard-stdio,mcpyard-governed,mcpyard-stdio-governed")
     p.add_argument("--keep", action="store_true", help="keep the work folder (configs, logs, dumps)")
     p.add_argument("--top", type=int, default=0, help="print the N costliest functions of each target")
+    p.add_argument("--flamegraph", metavar="DIR",
+                   help="sample with perf and draw DIR/TARGET.svg instead of counting")
+    p.add_argument("--frequency", type=int, default=4999, help="perf samples per CPU second")
     args = p.parse_args()
-    for tool in ("valgrind", "callgrind_control"):
+    needed = ("perf", "inferno-collapse-perf", "inferno-flamegraph") if args.flamegraph \
+        else ("valgrind", "callgrind_control")
+    for tool in needed:
         if not shutil.which(tool):
-            sys.exit(f"{tool} is missing (apt-get install valgrind)")
+            sys.exit(f"{tool} is missing (apt-get install valgrind linux-perf; "
+                     "cargo install inferno)")
     work = tempfile.mkdtemp(prefix="mcpyard-instructions.")
     upstream, host, port = start([os.path.join(args.bin_dir, "echo-upstream"),
                                   "--listen", "127.0.0.1:0"], "listening on",
@@ -256,7 +310,8 @@ def main():
         for name in [t for t in args.targets.split(",") if t]:
             per_call, top = measure(name, args, f"http://{host}:{port}/mcp", work)
             rows.append((name, per_call))
-            print(f"{name}: {per_call:,.0f} instructions per call", file=sys.stderr)
+            unit = "sampled CPU µs per call" if args.flamegraph else "instructions per call"
+            print(f"{name}: {per_call:,.1f} {unit}", file=sys.stderr)
             for line in top:
                 print(f"    {line.strip()}", file=sys.stderr)
     finally:
@@ -264,11 +319,12 @@ def main():
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
     relay = dict(rows).get("passthrough")
-    print(f"| {args.calls} calls after {args.warmup} | instructions per call | × relay |")
+    unit = "sampled user CPU µs per call" if args.flamegraph else "instructions per call"
+    print(f"| {args.calls} calls after {args.warmup} | {unit} | × relay |")
     print("|---|---:|---:|")
     for name, per_call in rows:
         ratio = f"{per_call / relay:.2f}×" if relay else "–"
-        print(f"| {name} | {per_call:,.0f} | {ratio} |")
+        print(f"| {name} | {per_call:,.{1 if args.flamegraph else 0}f} | {ratio} |")
 
 
 if __name__ == "__main__":
