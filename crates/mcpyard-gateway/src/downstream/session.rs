@@ -69,7 +69,14 @@ struct StreamLog {
     /// event id names one message across reconnections.
     last: u64,
     kept: VecDeque<(u64, String)>,
+    /// The bytes of text in `kept`.
+    bytes: usize,
 }
+
+/// The most text a session's own GET-stream log keeps, whatever the number
+/// of messages: 256 large log messages would otherwise hold megabytes per
+/// session.
+const STREAM_LOG_BYTES: usize = 1 << 20;
 
 /// What the client told us at `initialize` (or per request, stateless).
 #[derive(Debug, Clone, Default)]
@@ -579,9 +586,14 @@ impl Session {
         let mut log = self.stream_log.lock().unwrap_or_else(|e| e.into_inner());
         log.last += 1;
         let number = log.last;
-        while log.kept.len() >= keep.max(1) {
-            log.kept.pop_front();
+        while log.kept.len() >= keep.max(1)
+            || (!log.kept.is_empty() && log.bytes + json.len() > STREAM_LOG_BYTES)
+        {
+            if let Some((_, gone)) = log.kept.pop_front() {
+                log.bytes -= gone.len();
+            }
         }
+        log.bytes += json.len();
         log.kept.push_back((number, json.to_owned()));
         number
     }
@@ -728,6 +740,15 @@ mod tests {
         assert_eq!(after(3), Some(vec![(4, "m4".into()), (5, "m5".into())]));
         assert_eq!(after(5), Some(vec![]));
         assert_eq!(after(2), None, "pushed out: what followed is not whole");
+        // A bound on the text too: two messages of half the budget do not
+        // fit beside a third.
+        let half = "x".repeat(STREAM_LOG_BYTES / 2);
+        let first = session.log_stream_message(&half, 256);
+        let second = session.log_stream_message(&half, 256);
+        let third = session.log_stream_message(&half, 256);
+        assert_eq!(after(first), None);
+        assert_eq!(after(second).map(|m| m.len()), Some(1));
+        assert_eq!(after(third), Some(vec![]));
         assert_eq!(after(9), None, "never given");
     }
 }
