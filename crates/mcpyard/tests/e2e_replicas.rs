@@ -48,6 +48,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use replicas::{wait_for_status, Balancer, Redis};
+use resume::rpc;
 use serde_json::{json, Value};
 use support::*;
 
@@ -359,36 +360,6 @@ async fn redis_over_tls_with_a_password_counts_the_limits() {
     // Two pass and the third is refused by the bucket in Redis: had Redis
     // not been reached, the limits (failing closed) would refuse them all.
     assert_eq!(call_docs(&replicas[0].0.url(), 3).await, (2, vec![-32029]));
-}
-
-/// A JSON-RPC request straight to `url` (in `session` when given); the
-/// HTTP status, the session id issued and the JSON answer.
-async fn rpc(url: &str, session: Option<&str>, body: Value) -> (u16, Option<String>, Value) {
-    let mut request = reqwest::Client::new()
-        .post(url)
-        .header("Accept", "application/json, text/event-stream")
-        .header("MCP-Protocol-Version", "2025-11-25")
-        .json(&body);
-    if let Some(id) = session {
-        request = request.header("Mcp-Session-Id", id);
-    }
-    let answer = request.send().await.expect("an answer");
-    let status = answer.status().as_u16();
-    let issued = answer
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    let text = answer.text().await.unwrap_or_default();
-    // A streamed answer: its last `data:` line.
-    let json = serde_json::from_str(&text).unwrap_or_else(|_| {
-        text.lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .filter_map(|d| serde_json::from_str(d.trim()).ok())
-            .next_back()
-            .unwrap_or_default()
-    });
-    (status, issued, json)
 }
 
 /// Opens the GET stream of `session` at `url`.
