@@ -34,6 +34,9 @@
 //!   another with `Last-Event-ID`: what followed the client's last event
 //!   is replayed from Redis, then the live messages; an unknown id
 //!   replays nothing, and the log goes with the session.
+//! - A stdio server's log during a call reaches the caller on the call's
+//!   own stream, whichever replica holds the session's stream, and a log
+//!   level set through one replica holds on the other.
 //! - A task created on one replica is polled, waited on, listed and
 //!   cancelled through the others (the Python SDK 1.x through the
 //!   balancer); a task whose replica is killed fails, never stays working.
@@ -48,7 +51,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use replicas::{wait_for_status, Balancer, Redis};
-use resume::rpc;
+use resume::{open_session, rpc};
 use serde_json::{json, Value};
 use support::*;
 
@@ -571,16 +574,92 @@ async fn sampling_and_elicitation_are_answered_through_the_other_replica() {
 }
 
 /// Opens a 2025-11-25 session at `url`; its id.
-async fn open_session(url: &str) -> String {
-    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "replica-test", "version": "1"}}});
-    let (status, session, answer) = rpc(url, None, init).await;
+/// Every message of a POST's answer at `url` in `session`: the
+/// notifications its stream carried, then the answer.
+async fn rpc_messages(url: &str, session: &str, body: Value) -> Vec<Value> {
+    let answer = reqwest::Client::new()
+        .post(url)
+        .header("Accept", "application/json, text/event-stream")
+        .header("Mcp-Session-Id", session)
+        .header("MCP-Protocol-Version", "2025-11-25")
+        .timeout(Duration::from_secs(30))
+        .json(&body)
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(answer.status(), 200);
+    let text = answer.text().await.expect("the answer reads");
+    match serde_json::from_str(&text) {
+        Ok(one) => vec![one],
+        Err(_) => text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str(d.trim()).ok())
+            .collect(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logs_follow_the_call_and_the_level_set_through_either_replica() {
+    let dir = scratch();
+    let redis = Redis::start(dir.path(), None).await;
+    let chatty = format!(
+        "[servers.chatty]\ncommand = {}\nargs = [{}]\n",
+        path_str(&tool("venv1/bin/python")),
+        path_str(&support_file("py_chatty_server.py"))
+    );
+    let replicas = start_replicas(dir.path(), 2, &redis.url(), &chatty, &[]).await;
+    let (r0, r1) = (replicas[0].0.url(), replicas[1].0.url());
+    let session = open_session(&r0).await;
+    // The session's stream is on r1; the calls run on r0.
+    let _stream = open_stream(&r1, &session).await;
+    let set_level = |id: u64, level: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "logging/setLevel",
+               "params": {"level": level}})
+    };
+    let chatty_call = |id: u64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": "chatty__chatty", "arguments": {"said": "hello"}}})
+    };
+    let logs_of = |messages: &[Value]| {
+        assert!(
+            messages
+                .last()
+                .is_some_and(|m| m["result"]["isError"] == json!(false)),
+            "{messages:?}"
+        );
+        messages
+            .iter()
+            .filter(|m| m["method"] == "notifications/message")
+            .count()
+    };
+
+    let (status, _, answer) = rpc(&r1, Some(&session), set_level(1, "debug")).await;
     assert_eq!(status, 200, "{answer}");
-    let session = session.expect("a session id");
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    assert_eq!(rpc(url, Some(&session), initialized).await.0, 202);
-    session
+    let messages = rpc_messages(&r0, &session, chatty_call(2)).await;
+    assert_eq!(
+        logs_of(&messages),
+        1,
+        "the call's log on its stream: {messages:?}"
+    );
+
+    // r0 knew the session before the level changed through r1.
+    let (status, _, answer) = rpc(&r1, Some(&session), set_level(3, "error")).await;
+    assert_eq!(status, 200, "{answer}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut id = 4;
+    loop {
+        let messages = rpc_messages(&r0, &session, chatty_call(id)).await;
+        if logs_of(&messages) == 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "r0 still sends info logs after the level was set to error through r1: {messages:?}"
+        );
+        id += 1;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// Starts, as a task the gateway runs at `url`, a call that never ends;

@@ -176,6 +176,21 @@ impl Downstream {
         }
     }
 
+    /// Records a change of a shared session (its log level) for the other
+    /// replicas, whose copies of it take the change at once.
+    pub(crate) async fn share_change(&self, session: &Session) {
+        if !session.is_shared() {
+            return;
+        }
+        if let Err(e) = self
+            .state
+            .update_session(session.id(), &session.record(), self.idle_timeout)
+            .await
+        {
+            tracing::warn!(error = %e, "a session's change could not be recorded: the other replicas keep its former settings");
+        }
+    }
+
     /// The session with this id: this replica's, or one another replica
     /// opened (shared state), taken on here. Looking it up counts as using
     /// it; a shared one's record is renewed now and then, off the request.
@@ -665,6 +680,11 @@ async fn follow_replicas(
         match next {
             Ok(StateEvent::SessionEnded(id)) => {
                 downstream.end(&id);
+            }
+            Ok(StateEvent::SessionChanged { session, record }) => {
+                if let Some(session) = downstream.session(&session) {
+                    session.adopt(&record);
+                }
             }
             Ok(StateEvent::ForSession { session, message }) => {
                 downstream.take_forwarded(&session, &message);

@@ -186,6 +186,14 @@ impl Session {
         Arc::new(s)
     }
 
+    /// Takes what another replica changed in the session's record: the
+    /// rest was fixed when the session began.
+    pub(crate) fn adopt(&self, record: &SessionRecord) {
+        let mut n = self.negotiated.lock().expect("session lock poisoned");
+        n.log_level.clone_from(&record.log_level);
+        n.initialized |= record.initialized;
+    }
+
     /// What another replica needs to serve this session.
     pub(crate) fn record(&self) -> SessionRecord {
         let owner = self.identity();

@@ -653,9 +653,7 @@ impl Gateway {
                         )
                     })?;
                 session.update(|n| n.log_level = Some(level.to_owned()));
-                if session.is_shared() {
-                    self.inner.downstream.share(session).await;
-                }
+                self.inner.downstream.share_change(session).await;
                 Ok(json!({}))
             }
             methods::TASKS_GET

@@ -103,6 +103,11 @@ pub enum SessionAdmission {
 pub enum StateEvent {
     /// A session was deleted.
     SessionEnded(String),
+    /// A session's record changed on some replica (its log level).
+    SessionChanged {
+        session: String,
+        record: SessionRecord,
+    },
     /// A client's message for whichever replica waits for it in `session`.
     ForSession { session: String, message: String },
     /// A message for the client of `session`, for the replica that holds
@@ -154,6 +159,18 @@ pub trait StateBackend: Send + Sync + std::fmt::Debug + 'static {
         record: &SessionRecord,
         ttl: Duration,
     ) -> Result<(), StateError>;
+
+    /// Saves the changed record of session `id` (its client set a log
+    /// level) and tells every replica, whose copies of the session take
+    /// the change (see [`StateEvent::SessionChanged`]).
+    async fn update_session(
+        &self,
+        id: &str,
+        record: &SessionRecord,
+        ttl: Duration,
+    ) -> Result<(), StateError> {
+        self.save_session(id, record, ttl).await
+    }
 
     /// Counts new session `id` of `owner` (a qualified identity) among the
     /// team's sessions for `ttl`, unless that would pass `total` sessions

@@ -204,14 +204,21 @@ impl Relay {
     }
 
     /// Where a log message goes: the call the transport names, on that
-    /// call's stream; else (stdio cannot say) the session of the latest call
-    /// in flight, on its session stream, when every call in flight is one
-    /// identity's. `None` when it cannot be told whose it is.
+    /// call's stream; else (stdio cannot say) the only call in flight, on
+    /// its stream; else the session of the latest call in flight, on its
+    /// session stream, when every call in flight is one identity's. `None`
+    /// when it cannot be told whose it is.
     fn log_owner(&self, related: Option<&RequestId>) -> Option<(Arc<Session>, Option<Outbound>)> {
         let calls = self.by_request.lock().expect("relay lock poisoned");
         if let Some(id) = related {
             return calls
                 .get(id)
+                .map(|c| (c.session.clone(), c.related.clone()));
+        }
+        if calls.len() == 1 {
+            return calls
+                .values()
+                .next()
                 .map(|c| (c.session.clone(), c.related.clone()));
         }
         let latest = calls.values().max_by_key(|c| c.seq)?;
@@ -515,8 +522,12 @@ impl ClientHandler for Relay {
                 // A log sent while serving a call is that caller's; one that
                 // belongs to no call, for those who may use this source.
                 match self.log_owner(related.as_ref()) {
-                    Some((session, stream)) if session.wants_log(&level) => {
-                        session.notify(msg, stream.as_ref());
+                    Some((session, Some(stream))) if session.wants_log(&level) => {
+                        session.notify(msg, Some(&stream));
+                    }
+                    // The session stream may be another replica's.
+                    Some((session, None)) if session.wants_log(&level) => {
+                        self.sessions.notify(&session, msg);
                     }
                     Some(_) => {}
                     None => self

@@ -1,6 +1,6 @@
-//! The replicas' channels: Redis pub/sub for ended sessions, forwarded
-//! messages, task changes and cancels, and questions between replicas;
-//! and the mark of life each process renews.
+//! The replicas' channels: Redis pub/sub for ended and changed sessions,
+//! forwarded messages, task changes and cancels, and questions between
+//! replicas; and the mark of life each process renews.
 
 use std::time::Duration;
 
@@ -12,6 +12,10 @@ use crate::state::StateEvent;
 impl RedisState {
     pub(super) fn ended_channel(&self) -> String {
         format!("{}:session-ended", self.prefix)
+    }
+
+    pub(super) fn changed_channel(&self) -> String {
+        format!("{}:session-changed", self.prefix)
     }
 
     pub(super) fn forward_channel(&self) -> String {
@@ -97,6 +101,7 @@ impl RedisState {
                             this.ask_channel(),
                             this.reply_channel(),
                             this.to_client_channel(),
+                            this.changed_channel(),
                         ])
                         .await?;
                     redis::RedisResult::Ok(pubsub)
@@ -116,6 +121,7 @@ impl RedisState {
                             this.ask_channel(),
                             this.reply_channel(),
                             this.to_client_channel(),
+                            this.changed_channel(),
                         ];
                         drop(this);
                         let mut messages = pubsub.into_on_message();
@@ -139,6 +145,14 @@ impl RedisState {
                                 forwarded(&payload).map(|f| StateEvent::ToClient {
                                     session: f.session.into_owned(),
                                     message: f.message.into_owned(),
+                                })
+                            } else if channel == channels[6] {
+                                forwarded(&payload).and_then(|f| {
+                                    let record = serde_json::from_str(&f.message).ok()?;
+                                    Some(StateEvent::SessionChanged {
+                                        session: f.session.into_owned(),
+                                        record,
+                                    })
                                 })
                             } else if channel == channels[3] || channel == channels[4] {
                                 let Some(this) = state.upgrade() else { return };

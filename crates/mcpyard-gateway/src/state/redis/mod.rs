@@ -391,6 +391,32 @@ impl StateBackend for RedisState {
             .await
     }
 
+    async fn update_session(
+        &self,
+        id: &str,
+        record: &SessionRecord,
+        ttl: Duration,
+    ) -> Result<(), StateError> {
+        let (key, channel) = (self.key("session", id), self.changed_channel());
+        let value = serde_json::to_string(record)
+            .map_err(|e| StateError(format!("session record: {e}")))?;
+        let payload = serde_json::to_string(&Forwarded {
+            session: id.into(),
+            message: value.as_str().into(),
+        })
+        .map_err(|e| StateError(format!("session record: {e}")))?;
+        self.run(|mut c| async move {
+            redis::pipe()
+                .pset_ex(key, value, millis(ttl))
+                .ignore()
+                .publish(channel, payload)
+                .ignore()
+                .query_async::<()>(&mut c)
+                .await
+        })
+        .await
+    }
+
     async fn load_session(&self, id: &str) -> Result<Option<SessionRecord>, StateError> {
         let key = self.key("session", id);
         let text: Option<String> = self.run(|mut c| async move { c.get(key).await }).await?;
