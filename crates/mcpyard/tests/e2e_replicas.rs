@@ -37,6 +37,9 @@
 //! - A stdio server's log during a call reaches the caller on the call's
 //!   own stream, whichever replica holds the session's stream, and a log
 //!   level set through one replica holds on the other.
+//! - The TypeScript SDK's own reconnection: its GET stream, held by a
+//!   replica that is killed, is opened again on the other with the id of
+//!   the last event it read, and the session's updates go on, none twice.
 //! - A task created on one replica is polled, waited on, listed and
 //!   cancelled through the others (the Python SDK 1.x through the
 //!   balancer); a task whose replica is killed fails, never stays working.
@@ -1301,4 +1304,55 @@ async fn a_get_stream_resumes_on_another_replica_from_the_shared_log() {
     assert_eq!(delete.status(), 200);
     let logs = redis_keys(&redis, &format!("*:replay:{session}"));
     assert!(logs.is_empty(), "the replay log is deleted: {logs:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_typescript_sdk_resumes_its_stream_on_the_other_replica() {
+    let dir = scratch();
+    let redis = Redis::start(dir.path(), None).await;
+    let watch = format!(
+        "[servers.watch]\n{}",
+        misbehaving("watching", &dir.path().join("watch.log"))
+    );
+    let mut replicas = start_replicas(dir.path(), 2, &redis.url(), &watch, &[]).await;
+    let mut node_cmd = std::process::Command::new(node());
+    node_cmd.args([
+        support_file("ts_resume_check.mjs").display().to_string(),
+        tool("npm/node_modules").display().to_string(),
+        replicas[0].0.url(),
+        replicas[1].0.url(),
+        replicas[0].0.proc.pid().to_string(),
+    ]);
+    let (ok, stdout, stderr) = run(node_cmd, Duration::from_secs(90));
+    assert!(ok, "the TypeScript client failed:\n{stdout}\n{stderr}");
+    let summary: Value =
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"));
+    assert_eq!(summary["protocol"], "2025-11-25", "{summary}");
+    let gets = summary["gets"].as_array().expect("the GET requests");
+    assert_eq!(gets[0]["to"], "first", "{summary}");
+    assert_eq!(gets[0]["status"], 200, "{summary}");
+    assert!(gets[0]["lastEventId"].is_null(), "{summary}");
+    let resumed = gets
+        .iter()
+        .find(|g| g["to"] == "second")
+        .expect("the SDK opened its stream again");
+    assert_eq!(resumed["status"], 200, "{summary}");
+    assert!(
+        resumed["lastEventId"]
+            .as_str()
+            .is_some_and(|id| id.starts_with('g')),
+        "the SDK resumed after the last event it read: {summary}"
+    );
+    assert_eq!(
+        summary["updates"],
+        json!(["mem://a", "mem://a"]),
+        "each update once: {summary}"
+    );
+    let killed = replicas[0]
+        .0
+        .proc
+        .child
+        .try_wait()
+        .expect("the first replica's status");
+    assert!(killed.is_some(), "the first replica was killed");
 }
