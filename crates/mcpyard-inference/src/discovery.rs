@@ -7,18 +7,20 @@
 //! (`list_models` with `refresh: true`), when a backend stops answering,
 //! and while nothing has been found.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime};
 
-use crate::backend::{Backend, Origin};
+use crate::backend::{http_client, Backend, Origin};
 use crate::config::{BackendSpec, InferenceConfig};
-use crate::vendors::identify;
+use crate::vendors::{accepts_connections, identify, PROBE_TIMEOUT};
 
 /// The backends in use.
 #[derive(Debug)]
 pub(crate) struct Registry {
     config: Arc<InferenceConfig>,
-    client: reqwest::Client,
+    /// Built when a backend first needs it: a gateway that finds no
+    /// server never builds an HTTP client (and its TLS settings) at all.
+    client: OnceLock<reqwest::Client>,
     configured: Vec<Arc<Backend>>,
     /// `None` until probed, and again after [`Registry::invalidate`].
     discovered: tokio::sync::Mutex<Option<Vec<Arc<Backend>>>>,
@@ -38,14 +40,15 @@ pub(crate) struct Probe {
 const STILL_THERE_TIMEOUT: Duration = Duration::from_secs(2);
 
 impl Registry {
-    pub(crate) fn new(config: Arc<InferenceConfig>, client: reqwest::Client) -> Self {
+    pub(crate) fn new(config: Arc<InferenceConfig>) -> Self {
+        let client = OnceLock::new();
         let configured = config
             .backends
             .iter()
             .map(|spec| {
                 Arc::new(Backend::from_spec(
                     spec,
-                    client.clone(),
+                    client.get_or_init(http_client).clone(),
                     config.request_timeout,
                     Origin::Configured,
                 ))
@@ -58,6 +61,10 @@ impl Registry {
             discovered: tokio::sync::Mutex::new(None),
             last_probe: Mutex::new(None),
         }
+    }
+
+    fn client(&self) -> &reqwest::Client {
+        self.client.get_or_init(http_client)
     }
 
     /// What the last probe found; `None` before the first.
@@ -77,10 +84,7 @@ impl Registry {
             let Some(address) = backend.base_url().strip_prefix("http://") else {
                 continue;
             };
-            let connected =
-                tokio::time::timeout(STILL_THERE_TIMEOUT, tokio::net::TcpStream::connect(address))
-                    .await;
-            if !matches!(connected, Ok(Ok(_))) {
+            if !accepts_connections(address, STILL_THERE_TIMEOUT).await {
                 tracing::info!(
                     backend = backend.name(),
                     "a discovered inference server stopped listening"
@@ -131,11 +135,15 @@ impl Registry {
     }
 
     async fn probe_all(&self) -> Vec<Arc<Backend>> {
-        let probes = self
-            .config
-            .discover_ports
-            .iter()
-            .map(|&port| async move { (port, identify(&self.client, port).await) });
+        let probes = self.config.discover_ports.iter().map(|&port| async move {
+            // Nothing listening, the usual answer on most ports: a
+            // refused connection settles it without an HTTP client.
+            let address = format!("127.0.0.1:{port}");
+            if !accepts_connections(&address, PROBE_TIMEOUT).await {
+                return (port, None);
+            }
+            (port, identify(self.client(), port).await)
+        });
         let results = futures::future::join_all(probes).await;
         let found = results
             .iter()
@@ -165,7 +173,7 @@ impl Registry {
             };
             out.push(Arc::new(Backend::from_spec(
                 &spec,
-                self.client.clone(),
+                self.client().clone(),
                 self.config.request_timeout,
                 Origin::Discovered,
             )));

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use mcpyard_gateway::{Sandbox, SandboxKeys};
 use serde::Serialize;
 
-use crate::backend::{http_client, Backend, BackendError};
+use crate::backend::{Backend, BackendError};
 use crate::config::InferenceConfig;
 use crate::discovery::Registry;
 use crate::error::ToolError;
@@ -126,7 +126,7 @@ impl Inference {
             max_input_bytes: "[inference] max_base64_bytes".to_owned(),
         });
         Self {
-            registry: Registry::new(config.clone(), http_client()),
+            registry: Registry::new(config.clone()),
             config,
             show: ShowCache::default(),
             files,

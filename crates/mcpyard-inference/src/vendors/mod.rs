@@ -25,7 +25,8 @@ use tokio_util::sync::CancellationToken;
 pub use model::{BackendModels, Capability, ModelInfo, ModelState};
 pub(crate) use ollama::ShowCache;
 pub use shared::capabilities_from_name;
-use shared::{pull_failed, Suggestion, PROBE_TIMEOUT};
+pub(crate) use shared::PROBE_TIMEOUT;
+use shared::{pull_failed, Suggestion};
 
 use crate::backend::{Backend, BackendError, Origin};
 use crate::config::{BackendKind, BackendSpec};
@@ -144,6 +145,15 @@ pub(crate) async fn pull(
             ),
         )),
     }
+}
+
+/// Whether something accepts a TCP connection at `address` within
+/// `timeout`.
+pub(crate) async fn accepts_connections(address: &str, timeout: std::time::Duration) -> bool {
+    matches!(
+        tokio::time::timeout(timeout, tokio::net::TcpStream::connect(address)).await,
+        Ok(Ok(_))
+    )
 }
 
 /// What answers on `127.0.0.1:port`, if an inference server does. The

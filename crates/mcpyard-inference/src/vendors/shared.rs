@@ -97,4 +97,4 @@ pub(super) fn pull_failed(backend: &Backend, model: &str, reason: String) -> Too
 
 /// Each probe request's timeout: servers are local, and a port that takes
 /// longer than this is not an inference server worth waiting for.
-pub(super) const PROBE_TIMEOUT: Duration = Duration::from_millis(800);
+pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_millis(800);
