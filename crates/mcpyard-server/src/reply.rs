@@ -37,7 +37,11 @@ pub(crate) struct Plan {
     /// session eras say a disconnect is not a cancellation.
     pub(crate) cancel_on_disconnect: bool,
     pub(crate) keep_alive: Duration,
-    pub(crate) shutdown: CancellationToken,
+    /// Set for an answer that may stream without end (a listen stream): it
+    /// ends with a retry hint when the gateway drains. Otherwise the call
+    /// in flight runs to its answer, within the drain's grace period: a
+    /// session's answer cut short has nowhere else to go.
+    pub(crate) ends_on_drain: Option<CancellationToken>,
     /// HTTP status of a plain-JSON final answer (the stateless era maps
     /// some JSON-RPC errors to 4xx).
     pub(crate) status_of: fn(&Final) -> StatusCode,
@@ -119,7 +123,10 @@ where
     let events = futures::stream::unfold(streaming, |mut s| async move {
         s.next_event().await.map(|e| (Ok(e), s))
     });
-    sse::response(sse::until_shutdown(events, plan.shutdown), plan.keep_alive)
+    match plan.ends_on_drain {
+        Some(drain) => sse::response(sse::until_shutdown(events, drain), plan.keep_alive),
+        None => sse::response(events, plan.keep_alive),
+    }
 }
 
 enum First {
@@ -310,7 +317,7 @@ mod tests {
             accepts: Accepts { json, sse },
             cancel_on_disconnect: false,
             keep_alive: Duration::from_secs(15),
-            shutdown: CancellationToken::new(),
+            ends_on_drain: None,
             status_of: always_ok,
         }
     }

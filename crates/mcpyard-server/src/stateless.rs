@@ -288,7 +288,7 @@ pub(crate) async fn answer_alone(
         accepts,
         cancel_on_disconnect: true,
         keep_alive: state.opts.sse_keep_alive,
-        shutdown: state.shutdown.clone(),
+        ends_on_drain: (method == methods::SUBSCRIPTIONS_LISTEN).then(|| state.shutdown.clone()),
         status_of,
     };
     reply::reply(plan, move |related| async move {

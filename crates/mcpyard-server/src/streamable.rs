@@ -390,7 +390,7 @@ async fn post_in_session(
         accepts,
         cancel_on_disconnect: false,
         keep_alive: state.opts.sse_keep_alive,
-        shutdown: state.shutdown.clone(),
+        ends_on_drain: None,
         status_of: always_ok,
     };
     let gateway = state.gateway.clone();

@@ -1,5 +1,6 @@
 //! Faults: an upstream killed mid-session, one that hangs, one that writes
-//! garbage; and no child process left behind when the gateway stops.
+//! garbage; and no child process left behind when the gateway stops, nor
+//! a call in flight cut short by it.
 
 mod support;
 
@@ -484,4 +485,72 @@ async fn a_flood_of_list_changes_is_one_refetch_not_a_queue() {
         "tools/list fetched {refetches} times for 500 list_changed"
     );
     client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_whose_answer_streams_finishes_while_the_gateway_drains() {
+    let dir = scratch();
+    let mut gw = Gateway::start(&everything_stdio("every"), dir.path()).await;
+    let client = gw.client(Arc::new(Recorder::default()), json!({})).await;
+    wait_for_tools(
+        &client,
+        &["every__trigger-long-running-operation"],
+        Duration::from_secs(60),
+    )
+    .await;
+    client.shutdown().await;
+    let http = reqwest::Client::new();
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "drain-test", "version": "1"}}});
+    let opened = http
+        .post(gw.url())
+        .header("Accept", "application/json, text/event-stream")
+        .json(&init)
+        .send()
+        .await
+        .expect("initialize answers");
+    let session = opened
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .expect("a session id")
+        .to_owned();
+    let post = |body: serde_json::Value| {
+        http.post(gw.url())
+            .header("Accept", "application/json, text/event-stream")
+            .header("Mcp-Session-Id", &session)
+            .header("MCP-Protocol-Version", "2025-11-25")
+            .json(&body)
+            .send()
+    };
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(post(initialized).await.expect("202").status(), 202);
+
+    // Progress makes the answer a stream before the result.
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "every__trigger-long-running-operation",
+        "arguments": {"duration": 2, "steps": 4},
+        "_meta": {"progressToken": "p"}}});
+    let mut answer = post(call).await.expect("the call's stream opens");
+    let mut read = String::new();
+    while !read.contains("notifications/progress") {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), answer.chunk())
+            .await
+            .expect("progress within 10 s")
+            .expect("the stream reads")
+            .expect("the stream stays open");
+        read += &String::from_utf8_lossy(&chunk);
+    }
+    // SAFETY: plain kill(2) of a process this test owns.
+    unsafe { libc::kill(gw.proc.pid(), libc::SIGTERM) };
+    let rest = tokio::time::timeout(Duration::from_secs(10), answer.text())
+        .await
+        .expect("the stream ends within the drain")
+        .unwrap_or_default();
+    assert!(
+        rest.contains("Long running operation completed"),
+        "the call finished on its stream during the drain: {read}{rest}"
+    );
+    gw.proc.stop();
 }
