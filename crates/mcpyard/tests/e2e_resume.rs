@@ -2,7 +2,8 @@
 //! (state in memory): what the stream wrote after the client's last event
 //! is sent again, before the live messages, and nothing it had already
 //! read; an id the gateway does not know (garbage, a POST stream's) opens
-//! the stream without replaying anything.
+//! the stream without replaying anything. What came while the stream was
+//! broken is sent on its return too.
 
 #[path = "support/resume.rs"]
 mod resume;
@@ -86,4 +87,33 @@ async fn a_reconnected_get_stream_gets_what_followed_its_last_event() {
         .await
         .expect("an answer");
     assert_eq!(again.status(), 409);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_came_while_the_stream_was_broken_is_sent_on_its_return() {
+    let dir = scratch();
+    let config = format!(
+        "[inference]\nenabled = false\n\n[servers.watch]\n{}",
+        misbehaving("watching", &dir.path().join("watch.log"))
+    );
+    let gw = Gateway::start(&config, dir.path()).await;
+    let url = gw.url();
+    let session = open_session(&url).await;
+    subscribe(&url, &session, "mem://a").await;
+    let mut stream = Stream::open(&url, &session, None).await;
+    touch(&url, &session, 2).await;
+    let (first, _) = stream.next().await;
+    drop(stream);
+    // The gateway sees the connection closed, then an update comes.
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    touch(&url, &session, 3).await;
+
+    let mut stream = Stream::open(&url, &session, Some(&first)).await;
+    let (id, missed) = stream.next().await;
+    assert_eq!(missed["method"], UPDATED, "{missed}");
+    assert_ne!(id, first);
+    touch(&url, &session, 4).await;
+    let (live_id, live) = stream.next().await;
+    assert_eq!(live["method"], UPDATED, "{live}");
+    assert!(![&first, &id].contains(&&live_id), "{live_id} is new");
 }

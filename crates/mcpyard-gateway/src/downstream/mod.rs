@@ -20,8 +20,9 @@ use mcpyard_proto::{codes, methods, ErrorObject, Message, RequestId};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-pub use replay::{StreamRecorder, REPLAY_KEPT};
+pub use replay::StreamRecorder;
 pub(crate) use session::is_log_level;
+pub use session::REPLAY_KEPT;
 pub use session::{Negotiated, Outbound, Session};
 pub(crate) use sessions::{SessionCaps, Sessions};
 

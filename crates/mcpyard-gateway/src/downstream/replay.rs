@@ -8,14 +8,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::session::REPLAY_KEPT;
 use super::Session;
 use crate::state::StateBackend;
-
-/// Messages kept per session: as many as the GET stream may hold queued
-/// for a slow reader, so that a client reconnecting after a short break
-/// loses none, while a session costs a bounded amount of memory (or of
-/// Redis) whatever its stream carries.
-pub const REPLAY_KEPT: usize = 256;
 
 /// The first letter of a GET stream's event ids: a POST's answer stream
 /// numbers its events 1, 2, …, which are never taken for these.

@@ -73,6 +73,12 @@ struct StreamLog {
     bytes: usize,
 }
 
+/// Messages kept per session: as many as the GET stream may hold queued
+/// for a slow reader, so that a client reconnecting after a short break
+/// loses none, while a session costs a bounded amount of memory (or of
+/// Redis) whatever its stream carries.
+pub const REPLAY_KEPT: usize = 256;
+
 /// The most text a session's own GET-stream log keeps, whatever the number
 /// of messages: 256 large log messages would otherwise hold megabytes per
 /// session.
@@ -408,7 +414,38 @@ impl Session {
             None => msg,
         };
         let stream = self.stream.lock().expect("session lock poisoned").clone();
-        stream.is_some_and(|tx| self.offer(&tx, msg).is_ok())
+        let msg = match stream {
+            Some(tx) => match self.offer(&tx, msg) {
+                Ok(()) => return true,
+                Err(m) => m,
+            },
+            None => msg,
+        };
+        self.log_while_detached(&msg);
+        false
+    }
+
+    /// A message for a GET stream that broke and was not opened again yet:
+    /// kept in the session's log after what the stream wrote, so that the
+    /// client, reconnecting with the last event id it saw, gets it too.
+    /// A session whose stream never wrote anything has no id to resume
+    /// from, and a shared one's log is written by the replica that holds
+    /// its stream.
+    fn log_while_detached(&self, msg: &Message) {
+        if self.is_shared() || self.is_ended() {
+            return;
+        }
+        let resumable = self
+            .stream_log
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .last
+            > 0;
+        if resumable {
+            if let Ok(json) = serde_json::to_string(msg) {
+                self.log_stream_message(&json, REPLAY_KEPT);
+            }
+        }
     }
 
     /// Queues `msg` on `tx` if there is room, holds or drops it if not.
@@ -736,6 +773,34 @@ mod tests {
         );
         session.end();
         assert!(!session.notify(progress(2), None), "no stream is left");
+    }
+
+    #[test]
+    fn what_comes_while_the_stream_is_broken_is_logged_for_its_return() {
+        let session = Session::new(None);
+        let update = |n: u64| Message::notification("notifications/message", Some(json!({"n": n})));
+        // No stream ever wrote: nothing to resume from, nothing kept.
+        assert!(!session.notify(update(0), None));
+        assert_eq!(session.stream_messages_after(0), None);
+
+        let (tx, rx) = mpsc::channel(8);
+        assert!(session.attach_stream(tx));
+        let written = session.log_stream_message(r#"{"n":1}"#, 256);
+        drop(rx);
+        assert!(!session.notify(update(2), None), "the stream is gone");
+        let kept = session
+            .stream_messages_after(written)
+            .expect("the written one is kept");
+        assert_eq!(kept.len(), 1, "{kept:?}");
+        assert!(kept[0].1.contains(r#""n":2"#), "{kept:?}");
+
+        session.end();
+        assert!(!session.notify(update(3), None));
+        assert_eq!(
+            session.stream_messages_after(written).map(|m| m.len()),
+            Some(1),
+            "an ended session keeps nothing more"
+        );
     }
 
     #[test]
