@@ -44,6 +44,10 @@ const MAX_RESUMES: u32 = 10;
 /// `retry` hint is honoured up to this, so a large hint cannot hold a call
 /// past its time.
 const MAX_RESUME_DELAY: Duration = Duration::from_secs(5);
+/// How long the GET that resumes a response stream may wait for the
+/// server's answer before it is sent once more: a pooled connection the
+/// server was closing as the GET went out may swallow it unanswered.
+const RESUME_ANSWER_WITHIN: Duration = Duration::from_secs(5);
 /// How long a resumed response stream may deliver no message before the
 /// call fails: a server that closed the stream and never sends the answer
 /// must not hold the call until its timeout.
@@ -563,11 +567,21 @@ async fn read_response_stream(
             () = tokio::time::sleep(delay) => {}
             () = stop.cancelled() => return,
         }
-        let mut resumed = core.get_stream(last_id.as_deref()).await;
+        let resume = || async {
+            tokio::time::timeout(RESUME_ANSWER_WITHIN, core.get_stream(last_id.as_deref()))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(ClientError::Transport(format!(
+                        "no answer to the GET that resumes the stream within {} s",
+                        RESUME_ANSWER_WITHIN.as_secs()
+                    )))
+                })
+        };
+        let mut resumed = resume().await;
         if matches!(resumed, Err(ClientError::Transport(_))) {
             // A pooled connection the server closed while we waited (its
             // keep-alive may be as short as the hint): once more, afresh.
-            resumed = core.get_stream(last_id.as_deref()).await;
+            resumed = resume().await;
         }
         match resumed {
             Ok(r) if r.status().is_success() && body_kind(&r) == BodyKind::EventStream => {
