@@ -99,31 +99,40 @@ def ms(seconds):
     return round(seconds * 1000, 2)
 
 
-def measure(binary, n, hidden, repeats, work):
+def start(binary, n, hidden, work, log):
+    """The gateway in front of a server of `n` tools (hidden or listed),
+    and a client with a session once that server is up; the caller stops
+    the process (its own session group)."""
     port = free_port()
     config = os.path.join(work, f"catalog-{n}-{hidden}.toml")
     expose = 'expose = "none"\n' if hidden else ""
     with open(config, "w") as f:
         f.write(f'[inference]\nenabled = false\n\n[servers.many]\ncommand = "{sys.executable}"\n'
                 f'args = ["{SERVER}", "{n}"]\nlist_timeout = "60s"\n{expose}')
-    log = open(os.path.join(work, f"mcpyard-{n}.log"), "w")
     proc = subprocess.Popen([binary, "serve", "--config", config, "--listen", f"127.0.0.1:{port}"],
                             stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
+    client = Client(f"http://127.0.0.1:{port}/mcp")
+    deadline = time.time() + 120
+    while True:
+        try:
+            client.open()
+            status = client.call("tools/call", {"name": "mcpyard__status", "arguments": {}})
+            many = [s for s in status["structuredContent"]["sources"] if s["name"] == "many"][0]
+            if many.get("healthy"):
+                return proc, client
+        except (OSError, RuntimeError, KeyError, IndexError):
+            pass
+        if time.time() > deadline:
+            os.killpg(proc.pid, 15)
+            proc.wait(timeout=30)
+            raise RuntimeError(f"the server of {n} tools did not come up")
+        time.sleep(0.2)
+
+
+def measure(binary, n, hidden, repeats, work):
+    log = open(os.path.join(work, f"mcpyard-{n}.log"), "w")
+    proc, client = start(binary, n, hidden, work, log)
     try:
-        client = Client(f"http://127.0.0.1:{port}/mcp")
-        deadline = time.time() + 120
-        while True:
-            try:
-                client.open()
-                status = client.call("tools/call", {"name": "mcpyard__status", "arguments": {}})
-                many = [s for s in status["structuredContent"]["sources"] if s["name"] == "many"][0]
-                if many.get("healthy"):
-                    break
-            except (OSError, RuntimeError, KeyError, IndexError):
-                pass
-            if time.time() > deadline:
-                raise RuntimeError(f"the server of {n} tools did not come up")
-            time.sleep(0.2)
         time.sleep(1.0)
         rss = rss_kib(proc.pid)
         tools, pages, _ = client.list_all()

@@ -8,7 +8,6 @@ full listing, and after 1, 2, 5, 20 and 100 searches.
 """
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,29 +33,9 @@ def main():
     parser.add_argument("--tools", type=int, default=10000)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as work:
-        config = os.path.join(work, "catalog.toml")
-        with open(config, "w") as f:
-            f.write(f'[inference]\nenabled = false\n\n[servers.many]\ncommand = "{sys.executable}"\n'
-                    f'args = ["{catalog.SERVER}", "{args.tools}"]\nlist_timeout = "60s"\nexpose = "none"\n')
-        port = catalog.free_port()
         with open(os.path.join(work, "mcpyard.log"), "w") as log:
-            proc = subprocess.Popen([args.bin, "serve", "--config", config, "--listen", f"127.0.0.1:{port}"],
-                                    stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
+            proc, client = catalog.start(args.bin, args.tools, True, work, log)
             try:
-                client = catalog.Client(f"http://127.0.0.1:{port}/mcp")
-                deadline = time.time() + 120
-                while True:
-                    try:
-                        client.open()
-                        status = client.call("tools/call", {"name": "mcpyard__status", "arguments": {}})
-                        many = [s for s in status["structuredContent"]["sources"] if s["name"] == "many"][0]
-                        if many.get("healthy"):
-                            break
-                    except (OSError, RuntimeError, KeyError, IndexError):
-                        pass
-                    if time.time() > deadline:
-                        raise RuntimeError("the server of many tools did not come up")
-                    time.sleep(0.2)
                 time.sleep(1.0)
                 print("ready", *memory(proc.pid))
                 client.list_all()

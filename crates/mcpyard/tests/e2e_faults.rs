@@ -2,6 +2,8 @@
 //! garbage; and no child process left behind when the gateway stops, nor
 //! a call in flight cut short by it.
 
+#[path = "support/resume.rs"]
+mod resume;
 mod support;
 
 use std::sync::Arc;
@@ -499,40 +501,22 @@ async fn a_call_whose_answer_streams_finishes_while_the_gateway_drains() {
     )
     .await;
     client.shutdown().await;
-    let http = reqwest::Client::new();
-    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "drain-test", "version": "1"}}});
-    let opened = http
-        .post(gw.url())
-        .header("Accept", "application/json, text/event-stream")
-        .json(&init)
-        .send()
-        .await
-        .expect("initialize answers");
-    let session = opened
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .expect("a session id")
-        .to_owned();
-    let post = |body: serde_json::Value| {
-        http.post(gw.url())
-            .header("Accept", "application/json, text/event-stream")
-            .header("Mcp-Session-Id", &session)
-            .header("MCP-Protocol-Version", "2025-11-25")
-            .json(&body)
-            .send()
-    };
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    assert_eq!(post(initialized).await.expect("202").status(), 202);
+    let session = resume::open_session(&gw.url()).await;
 
     // Progress makes the answer a stream before the result.
     let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
         "name": "every__trigger-long-running-operation",
         "arguments": {"duration": 2, "steps": 4},
         "_meta": {"progressToken": "p"}}});
-    let mut answer = post(call).await.expect("the call's stream opens");
+    let mut answer = reqwest::Client::new()
+        .post(gw.url())
+        .header("Accept", "application/json, text/event-stream")
+        .header("Mcp-Session-Id", &session)
+        .header("MCP-Protocol-Version", "2025-11-25")
+        .json(&call)
+        .send()
+        .await
+        .expect("the call's stream opens");
     let mut read = String::new();
     while !read.contains("notifications/progress") {
         let chunk = tokio::time::timeout(Duration::from_secs(10), answer.chunk())

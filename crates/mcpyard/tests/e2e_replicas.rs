@@ -591,15 +591,7 @@ async fn rpc_messages(url: &str, session: &str, body: Value) -> Vec<Value> {
         .await
         .expect("an answer");
     assert_eq!(answer.status(), 200);
-    let text = answer.text().await.expect("the answer reads");
-    match serde_json::from_str(&text) {
-        Ok(one) => vec![one],
-        Err(_) => text
-            .lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .filter_map(|d| serde_json::from_str(d.trim()).ok())
-            .collect(),
-    }
+    resume::messages(&answer.text().await.expect("the answer reads"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -16,14 +16,20 @@ use support::*;
 
 const UPDATED: &str = "notifications/resources/updated";
 
+/// A gateway in front of the misbehaving server in `watching` mode, whose
+/// `touch` sends an update for each subscribed resource.
+async fn watching_gateway(dir: &std::path::Path) -> Gateway {
+    let config = format!(
+        "[inference]\nenabled = false\n\n[servers.watch]\n{}",
+        misbehaving("watching", &dir.join("watch.log"))
+    );
+    Gateway::start(&config, dir).await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reconnected_get_stream_gets_what_followed_its_last_event() {
     let dir = scratch();
-    let config = format!(
-        "[inference]\nenabled = false\n\n[servers.watch]\n{}",
-        misbehaving("watching", &dir.path().join("watch.log"))
-    );
-    let gw = Gateway::start(&config, dir.path()).await;
+    let gw = watching_gateway(dir.path()).await;
     let url = gw.url();
     let session = open_session(&url).await;
     // Subscribed once the upstream is up, so that its first list changes
@@ -92,11 +98,7 @@ async fn a_reconnected_get_stream_gets_what_followed_its_last_event() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_came_while_the_stream_was_broken_is_sent_on_its_return() {
     let dir = scratch();
-    let config = format!(
-        "[inference]\nenabled = false\n\n[servers.watch]\n{}",
-        misbehaving("watching", &dir.path().join("watch.log"))
-    );
-    let gw = Gateway::start(&config, dir.path()).await;
+    let gw = watching_gateway(dir.path()).await;
     let url = gw.url();
     let session = open_session(&url).await;
     subscribe(&url, &session, "mem://a").await;

@@ -30,14 +30,20 @@ pub async fn rpc(url: &str, session: Option<&str>, body: Value) -> (u16, Option<
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     let text = answer.text().await.unwrap_or_default();
-    let json = serde_json::from_str(&text).unwrap_or_else(|_| {
-        text.lines()
+    let json = messages(&text).pop().unwrap_or_default();
+    (status, issued, json)
+}
+
+/// The messages of a POST's answer: its JSON, or each event of its stream.
+pub fn messages(text: &str) -> Vec<Value> {
+    match serde_json::from_str(text) {
+        Ok(one) => vec![one],
+        Err(_) => text
+            .lines()
             .filter_map(|l| l.strip_prefix("data:"))
             .filter_map(|d| serde_json::from_str(d.trim()).ok())
-            .next_back()
-            .unwrap_or_default()
-    });
-    (status, issued, json)
+            .collect(),
+    }
 }
 
 /// Opens a 2025-11-25 session at `url`; its id.
