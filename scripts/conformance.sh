@@ -70,12 +70,10 @@ input-required-result-validate-input"
 FEWER_CHECKS="b:server-sse-multiple-streams d:server-sse-multiple-streams b:server-sse-polling
 e:server-sse-multiple-streams e:server-sse-polling f:server-sse-multiple-streams f:server-sse-polling"
 # Scenarios that fail, or warn more, across replicas (f) by a known limit,
-# per suite: subscriptions/listen keeps to one replica (a change made
-# through the other is not heard), which server-stateless warns of; see
-# docs/team.md, "Not shared yet". An entry that passes fails the gates:
-# remove it.
+# per suite (none today; see docs/team.md, "Not shared yet"). An entry
+# that passes fails the gates: remove it.
 NOT_ACROSS_REPLICAS_STABLE=""
-NOT_ACROSS_REPLICAS_ALPHA="server-stateless"
+NOT_ACROSS_REPLICAS_ALPHA=""
 
 while [ $# -gt 0 ]; do
   case "$1" in

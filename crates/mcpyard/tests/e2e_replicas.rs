@@ -40,6 +40,9 @@
 //! - The TypeScript SDK's own reconnection: its GET stream, held by a
 //!   replica that is killed, is opened again on the other with the id of
 //!   the last event it read, and the session's updates go on, none twice.
+//! - A list change that a call through one replica made (its own stdio
+//!   child's) reaches the `subscriptions/listen` streams and the GET
+//!   streams the other replica holds, once, and only those that asked.
 //! - A task created on one replica is polled, waited on, listed and
 //!   cancelled through the others (the Python SDK 1.x through the
 //!   balancer); a task whose replica is killed fails, never stays working.
@@ -1347,4 +1350,93 @@ async fn the_typescript_sdk_resumes_its_stream_on_the_other_replica() {
         .try_wait()
         .expect("the first replica's status");
     assert!(killed.is_some(), "the first replica was killed");
+}
+
+/// A `subscriptions/listen` request of the 2026-07-28 era straight to
+/// `url`, for the list changes `notifications` names; its open stream.
+async fn listen(url: &str, id: &str, notifications: Value) -> reqwest::Response {
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "subscriptions/listen",
+        "params": {"notifications": notifications, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "listen-test", "version": "1"}}}});
+    let response = reqwest::Client::new()
+        .post(url)
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", "subscriptions/listen")
+        .json(&body)
+        .send()
+        .await
+        .expect("the listen stream opens");
+    assert_eq!(response.status().as_u16(), 200);
+    response
+}
+
+/// What `stream` brings within `wait` (nothing, when it is quiet).
+async fn read_for(stream: &mut reqwest::Response, wait: Duration) -> String {
+    let mut seen = String::new();
+    let deadline = Instant::now() + wait;
+    while let Ok(Ok(Some(chunk))) = tokio::time::timeout_at(deadline.into(), stream.chunk()).await {
+        seen += &String::from_utf8_lossy(&chunk);
+    }
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_change_made_through_one_replica_reaches_the_streams_of_the_others() {
+    let dir = scratch();
+    let redis = Redis::start(dir.path(), None).await;
+    let grow = format!(
+        "[servers.grow]\n{}",
+        misbehaving("changing", &dir.path().join("grow.log"))
+    );
+    let replicas = start_replicas(dir.path(), 2, &redis.url(), &grow, &[]).await;
+    let (r0, r1) = (replicas[0].0.url(), replicas[1].0.url());
+
+    // On r0: a listen stream for tool changes, one for prompt changes only,
+    // and a 2025-11-25 session's GET stream.
+    let mut tools = listen(&r0, "tools-listener", json!({"toolsListChanged": true})).await;
+    read_until(&mut tools, "notifications/subscriptions/acknowledged").await;
+    let mut prompts = listen(&r0, "prompts-listener", json!({"promptsListChanged": true})).await;
+    read_until(&mut prompts, "notifications/subscriptions/acknowledged").await;
+    let session = open_session(&r0).await;
+    let mut get = resume::Stream::open(&r0, &session, None).await;
+
+    // The tool list of r1's own child grows, through a call to r1: r0's
+    // child never changed, yet r0's streams hear of it.
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                      "params": {"name": "grow__grow", "arguments": {}}});
+    let (status, _, answer) = rpc(&r1, Some(&open_session(&r1).await), call).await;
+    assert_eq!(status, 200, "{answer}");
+
+    let seen = read_until(&mut tools, "notifications/tools/list_changed").await;
+    let change = seen
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .find(|m| m["method"] == "notifications/tools/list_changed")
+        .expect("the change's frame");
+    assert_eq!(
+        change["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], "tools-listener",
+        "{change}"
+    );
+    let (_, event) = get.next().await;
+    assert_eq!(
+        event["method"], "notifications/tools/list_changed",
+        "{event}"
+    );
+
+    // Told once, and only to the streams that asked for it.
+    let more = read_for(&mut tools, Duration::from_secs(1)).await;
+    assert!(!more.contains("list_changed"), "told twice: {more}");
+    // (server-everything logs to the session's stream meanwhile.)
+    while let Ok((_, extra)) = tokio::time::timeout(Duration::from_millis(300), get.next()).await {
+        assert_ne!(
+            extra["method"], "notifications/tools/list_changed",
+            "told twice"
+        );
+    }
+    let other = read_for(&mut prompts, Duration::from_millis(200)).await;
+    assert!(!other.contains("list_changed"), "{other}");
 }

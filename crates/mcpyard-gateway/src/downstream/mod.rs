@@ -94,6 +94,17 @@ impl Downstream {
                     }
                 },
             ));
+            let state = downstream.state.clone();
+            downstream
+                .sessions
+                .tell_list_changes_with(Arc::new(move |method: &str| {
+                    let (state, method) = (state.clone(), method.to_owned());
+                    tokio::spawn(async move {
+                        if let Err(e) = state.list_changed(&method).await {
+                            tracing::debug!(error = %e, "the other replicas were not told of a list change");
+                        }
+                    });
+                }));
         }
         if let Some(events) = events {
             tokio::spawn(follow_replicas(Arc::downgrade(&downstream), events));
@@ -695,6 +706,9 @@ async fn follow_replicas(
             }
             Ok(StateEvent::ToClient { session, message }) => {
                 downstream.to_own_stream(&session, &message);
+            }
+            Ok(StateEvent::ListChanged(method)) => {
+                downstream.sessions.list_changed_elsewhere(&method);
             }
             // The tasks' own listener hears these, the gateway the questions.
             Ok(

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use mcpyard_proto::Message;
+use mcpyard_proto::{methods, Message};
 
 use super::listen::Listener;
 use super::subscriptions::Subscriptions;
@@ -26,10 +26,15 @@ pub(crate) struct AtCapacity;
 /// to the replica that holds it (shared state).
 pub(crate) type ElsewhereSink = Arc<dyn Fn(&str, &Message) + Send + Sync>;
 
+/// Tells the other replicas that a list changed here (the notification's
+/// method), for the streams they hold (shared state).
+pub(crate) type ListChangeSink = Arc<dyn Fn(&str) + Send + Sync>;
+
 #[derive(Default)]
 pub(crate) struct Sessions {
     map: RwLock<HashMap<String, Arc<Session>>>,
     elsewhere: RwLock<Option<ElsewhereSink>>,
+    list_changes_elsewhere: RwLock<Option<ListChangeSink>>,
     /// Which sessions (and listen streams) watch which upstream resources.
     pub(crate) subscriptions: Subscriptions,
     /// Open `subscriptions/listen` streams, by subscriber key.
@@ -49,6 +54,14 @@ impl Sessions {
     /// stream of it.
     pub(crate) fn send_elsewhere_with(&self, sink: ElsewhereSink) {
         *self.elsewhere.write().expect("sessions lock poisoned") = Some(sink);
+    }
+
+    /// Where the list changes heard here go for the other replicas.
+    pub(crate) fn tell_list_changes_with(&self, sink: ListChangeSink) {
+        *self
+            .list_changes_elsewhere
+            .write()
+            .expect("sessions lock poisoned") = Some(sink);
     }
 
     /// Sends `msg` on `session`'s stream; a shared session whose stream is
@@ -163,15 +176,46 @@ impl Sessions {
             .collect()
     }
 
-    /// Sends a notification to every session that has a stream, and to the
+    /// Sends a list change to every session that has a stream, and to the
     /// listen streams that asked for it, without waiting: a client too slow
-    /// to drain its stream misses it rather than stalling the gateway.
+    /// to drain its stream misses it rather than stalling the gateway. The
+    /// other replicas are told too, for the streams they hold: with an
+    /// upstream of its own per replica (a stdio child), a change that a
+    /// call through one replica made is heard by that replica alone.
     pub(crate) fn broadcast(&self, msg: &Message) {
+        self.deliver_list_change(msg, false);
+        let sink = self
+            .list_changes_elsewhere
+            .read()
+            .expect("sessions lock poisoned")
+            .clone();
+        if let (Some(sink), Some(method)) = (sink, msg.method()) {
+            sink(method);
+        }
+    }
+
+    /// A list change another replica heard: sent on the streams this
+    /// replica holds (a session whose stream another replica holds gets it
+    /// there, from that replica).
+    pub(crate) fn list_changed_elsewhere(&self, method: &str) {
+        if !matches!(
+            method,
+            methods::NOTIFICATION_TOOLS_LIST_CHANGED
+                | methods::NOTIFICATION_PROMPTS_LIST_CHANGED
+                | methods::NOTIFICATION_RESOURCES_LIST_CHANGED
+        ) {
+            return;
+        }
+        self.deliver_list_change(&Message::notification(method, None), true);
+    }
+
+    fn deliver_list_change(&self, msg: &Message, held_streams_only: bool) {
         let sessions: Vec<_> = self
             .map
             .read()
             .expect("sessions lock poisoned")
             .values()
+            .filter(|s| !held_streams_only || s.stream().is_some())
             .cloned()
             .collect();
         for s in sessions {

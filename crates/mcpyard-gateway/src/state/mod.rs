@@ -117,6 +117,9 @@ pub enum StateEvent {
     TaskChanged(String),
     /// A client cancelled a task; the replica that runs it stops it.
     TaskCancelled(String),
+    /// Another replica heard one of the lists it serves change (the
+    /// notification's method): the streams this replica holds are told.
+    ListChanged(String),
     /// Another replica asks this one to serve a request for it (one whose
     /// state this one holds); answer with [`StateBackend::reply`].
     Asked {
@@ -256,6 +259,13 @@ pub trait StateBackend: Send + Sync + std::fmt::Debug + 'static {
     /// Hands a message for the client of `session` to whichever replica
     /// holds the session's stream.
     async fn to_client(&self, _session: &str, _message: &str) -> Result<(), StateError> {
+        Ok(())
+    }
+
+    /// Tells the other replicas that a list changed here (`method`: the
+    /// `notifications/*/list_changed` sent), for the streams they hold
+    /// (see [`StateEvent::ListChanged`]).
+    async fn list_changed(&self, _method: &str) -> Result<(), StateError> {
         Ok(())
     }
 

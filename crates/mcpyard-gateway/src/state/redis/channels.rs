@@ -1,12 +1,12 @@
 //! The replicas' channels: Redis pub/sub for ended and changed sessions,
-//! forwarded messages, task changes and cancels, and questions between
-//! replicas; and the mark of life each process renews.
+//! forwarded messages, task changes and cancels, list changes, and
+//! questions between replicas; and the mark of life each process renews.
 
 use std::time::Duration;
 
 use futures::StreamExt;
 
-use super::{Addressed, Forwarded, RedisState, BEAT};
+use super::{Addressed, Forwarded, ListChange, RedisState, BEAT};
 use crate::state::StateEvent;
 
 impl RedisState {
@@ -32,6 +32,10 @@ impl RedisState {
 
     pub(super) fn to_client_channel(&self) -> String {
         format!("{}:to-client", self.prefix)
+    }
+
+    pub(super) fn list_changed_channel(&self) -> String {
+        format!("{}:list-changed", self.prefix)
     }
 
     pub(super) fn ask_channel(&self) -> String {
@@ -102,6 +106,7 @@ impl RedisState {
                             this.reply_channel(),
                             this.to_client_channel(),
                             this.changed_channel(),
+                            this.list_changed_channel(),
                         ])
                         .await?;
                     redis::RedisResult::Ok(pubsub)
@@ -122,7 +127,9 @@ impl RedisState {
                             this.reply_channel(),
                             this.to_client_channel(),
                             this.changed_channel(),
+                            this.list_changed_channel(),
                         ];
+                        let me = this.instance.clone();
                         drop(this);
                         let mut messages = pubsub.into_on_message();
                         loop {
@@ -154,6 +161,11 @@ impl RedisState {
                                         record,
                                     })
                                 })
+                            } else if channel == channels[7] {
+                                serde_json::from_str::<ListChange>(&payload)
+                                    .ok()
+                                    .filter(|c| c.from != me)
+                                    .map(|c| StateEvent::ListChanged(c.method.into_owned()))
                             } else if channel == channels[3] || channel == channels[4] {
                                 let Some(this) = state.upgrade() else { return };
                                 let Some(addressed) = this.addressed(&payload) else {

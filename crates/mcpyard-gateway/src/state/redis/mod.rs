@@ -337,6 +337,14 @@ pub(super) struct Forwarded<'a> {
     pub(super) message: std::borrow::Cow<'a, str>,
 }
 
+/// A list change as published: the replica that heard it and the
+/// notification's method.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(super) struct ListChange<'a> {
+    pub(super) from: std::borrow::Cow<'a, str>,
+    pub(super) method: std::borrow::Cow<'a, str>,
+}
+
 /// Whether `id` reads as a stream entry's id (`ms-seq`): anything else
 /// is no entry, and is not sent to Redis, which would refuse it.
 fn is_entry_id(id: &str) -> bool {
@@ -587,6 +595,17 @@ impl StateBackend for RedisState {
             message: message.into(),
         })
         .map_err(|e| StateError(format!("message for a client: {e}")))?;
+        self.run(|mut c| async move { c.publish::<_, _, ()>(channel, payload).await })
+            .await
+    }
+
+    async fn list_changed(&self, method: &str) -> Result<(), StateError> {
+        let channel = self.list_changed_channel();
+        let payload = serde_json::to_string(&ListChange {
+            from: self.instance.as_str().into(),
+            method: method.into(),
+        })
+        .map_err(|e| StateError(format!("list change: {e}")))?;
         self.run(|mut c| async move { c.publish::<_, _, ()>(channel, payload).await })
             .await
     }
