@@ -484,16 +484,18 @@ pub(crate) async fn get(
         )
             .into_response();
     }
-    // The new stream is attached before the log is read: a message sent
-    // meanwhile waits in it, and is logged only when written, after the
-    // replayed ones, so none comes twice.
+    // The new stream is attached, and the other replicas told that this
+    // one holds it, before the log is read: a message sent meanwhile waits
+    // in it, and is logged only when written, after the replayed ones, so
+    // none comes twice.
+    let recorder = Arc::new(state.gateway.stream_recorder(session.clone()));
+    recorder.hold().await;
     let replayed = match header_str(&headers, LAST_EVENT_ID_HEADER) {
         Ok(Some(last)) => state.gateway.replay_stream(&session, last).await,
         _ => Vec::new(),
     };
     let replayed =
         futures::stream::iter(replayed).map(|(id, json)| Ok(sse::message_event(id, json)));
-    let recorder = Arc::new(state.gateway.stream_recorder(session.clone()));
     let queued = Queued {
         rx,
         recorder: recorder.clone(),

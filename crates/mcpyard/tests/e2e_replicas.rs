@@ -34,6 +34,9 @@
 //!   another with `Last-Event-ID`: what followed the client's last event
 //!   is replayed from Redis, then the live messages; an unknown id
 //!   replays nothing, and the log goes with the session.
+//! - What comes for a session while no replica holds its GET stream is
+//!   logged in Redis by the replica that made it, and the client's return
+//!   with its last event id, on any replica, gets it.
 //! - A stdio server's log during a call reaches the caller on the call's
 //!   own stream, whichever replica holds the session's stream, and a log
 //!   level set through one replica holds on the other.
@@ -1240,19 +1243,29 @@ fn redis_keys(redis: &Redis, pattern: &str) -> Vec<String> {
         .collect()
 }
 
+/// Two replicas in front of a `watching` server each, and a session
+/// opened on the first, subscribed there to `mem://a`.
+async fn watched_session(
+    dir: &Path,
+    redis: &Redis,
+) -> (Vec<(Gateway, std::path::PathBuf)>, String) {
+    let watch = format!(
+        "[servers.watch]\n{}",
+        misbehaving("watching", &dir.join("watch.log"))
+    );
+    let replicas = start_replicas(dir, 2, &redis.url(), &watch, &[]).await;
+    let session = open_session(&replicas[0].0.url()).await;
+    resume::subscribe(&replicas[0].0.url(), &session, "mem://a").await;
+    (replicas, session)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_get_stream_resumes_on_another_replica_from_the_shared_log() {
     use resume::{subscribe, touch, Stream};
     let dir = scratch();
     let redis = Redis::start(dir.path(), None).await;
-    let watch = format!(
-        "[servers.watch]\n{}",
-        misbehaving("watching", &dir.path().join("watch.log"))
-    );
-    let replicas = start_replicas(dir.path(), 2, &redis.url(), &watch, &[]).await;
+    let (replicas, session) = watched_session(dir.path(), &redis).await;
     let (r0, r1) = (replicas[0].0.url(), replicas[1].0.url());
-    let session = open_session(&r0).await;
-    subscribe(&r0, &session, "mem://a").await;
 
     // Two updates on the stream held by r0; the client read only the
     // first when r0 died.
@@ -1299,6 +1312,74 @@ async fn a_get_stream_resumes_on_another_replica_from_the_shared_log() {
     assert_eq!(delete.status(), 200);
     let logs = redis_keys(&redis, &format!("*:replay:{session}"));
     assert!(logs.is_empty(), "the replay log is deleted: {logs:?}");
+}
+
+/// The next resource update on `stream` (server-everything's logs, which
+/// come on the session's stream too, are passed over).
+async fn next_update(stream: &mut resume::Stream) -> (String, Value) {
+    loop {
+        let (id, event) = stream.next().await;
+        if event["method"] == "notifications/resources/updated" {
+            return (id, event);
+        }
+    }
+}
+
+/// Waits (10 s at most) until no replica notes that it holds `session`'s
+/// stream.
+async fn until_no_replica_holds(redis: &Redis, session: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !redis_keys(redis, &format!("*:held:stream:{session}")).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the note of the stream's holder stays"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_comes_while_no_replica_holds_the_stream_is_sent_on_its_return() {
+    use resume::{subscribe, touch, Stream};
+    let dir = scratch();
+    let redis = Redis::start(dir.path(), None).await;
+    let (replicas, session) = watched_session(dir.path(), &redis).await;
+    let (r0, r1) = (replicas[0].0.url(), replicas[1].0.url());
+
+    // The stream is on r1; r0's upstream sends the updates.
+    let mut stream = Stream::open(&r1, &session, None).await;
+    touch(&r0, &session, 2).await;
+    let (first, _) = next_update(&mut stream).await;
+
+    // The client goes away for a while: two updates come meanwhile, made
+    // by r0, which never held the stream.
+    drop(stream);
+    until_no_replica_holds(&redis, &session).await;
+    touch(&r0, &session, 3).await;
+    touch(&r0, &session, 4).await;
+
+    // Back, on either replica, it gets both, in order, then the live ones.
+    let mut stream = Stream::open(&r0, &session, Some(&first)).await;
+    let (second, missed) = next_update(&mut stream).await;
+    assert_eq!(missed["params"]["uri"], "mem://a", "{missed}");
+    let (third, missed) = next_update(&mut stream).await;
+    assert_eq!(missed["params"]["uri"], "mem://a", "{missed}");
+    assert!(
+        second != first && third != second,
+        "{first} {second} {third}"
+    );
+    subscribe(&r1, &session, "mem://b").await;
+    touch(&r1, &session, 5).await;
+    let (_, live) = next_update(&mut stream).await;
+    assert_eq!(live["params"]["uri"], "mem://b", "{live}");
+    // (server-everything logs to the session's stream meanwhile.)
+    while let Ok((_, more)) = tokio::time::timeout(Duration::from_millis(300), stream.next()).await
+    {
+        assert_ne!(
+            more["method"], "notifications/resources/updated",
+            "twice: {more}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

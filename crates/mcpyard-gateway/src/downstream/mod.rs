@@ -82,7 +82,7 @@ impl Downstream {
             let state = downstream.state.clone();
             tokio::spawn(async move {
                 while let Some((session, text)) = queued.recv().await {
-                    if let Err(e) = state.to_client(&session, &text).await {
+                    if let Err(e) = state.to_client(&session, &text, session::REPLAY_KEPT).await {
                         tracing::debug!(error = %e, "a message for a client on another replica was lost");
                     }
                 }
@@ -353,17 +353,30 @@ impl Downstream {
 
     /// Sends another replica's message for a client on the session's
     /// stream, when this replica holds it.
+    /// A message another replica made for the client of `session`, whose
+    /// stream this replica holds: sent on it. When the stream closed a
+    /// moment ago (this replica's note that it holds it is not taken back
+    /// yet), the message is logged for the client's reconnection instead.
     fn to_own_stream(&self, session: &str, message: &str) {
         let Some(session) = self.sessions.get(session) else {
             return;
         };
-        if session.stream().is_none() {
+        if session.has_stream() {
+            if let Ok(msg) = serde_json::from_str::<Message>(message) {
+                tracing::debug!("sent a client the message another replica made for it");
+                session.notify(msg, None);
+            }
             return;
         }
-        if let Ok(msg) = serde_json::from_str::<Message>(message) {
-            tracing::debug!("sent a client the message another replica made for it");
-            session.notify(msg, None);
-        }
+        let (state, message, ttl) = (self.state.clone(), message.to_owned(), self.idle_timeout);
+        tokio::spawn(async move {
+            if let Err(e) = state
+                .append_stream(session.id(), &message, session::REPLAY_KEPT, ttl)
+                .await
+            {
+                tracing::debug!(error = %e, "a message for a client whose stream just closed was lost");
+            }
+        });
     }
 
     fn seen_epoch(&self) -> Option<String> {

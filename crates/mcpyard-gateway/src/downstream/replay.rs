@@ -10,7 +10,12 @@ use std::time::Duration;
 
 use super::session::REPLAY_KEPT;
 use super::Session;
-use crate::state::StateBackend;
+use crate::state::{stream_key, StateBackend};
+
+/// How long a replica's note that it holds a GET stream lasts unless
+/// renewed (every third of it, while the stream is open): a replica killed
+/// with a stream open stops being named within that time.
+const HELD_FOR: Duration = Duration::from_secs(15);
 
 /// The first letter of a GET stream's event ids: a POST's answer stream
 /// numbers its events 1, 2, …, which are never taken for these.
@@ -29,6 +34,8 @@ pub struct StreamRecorder {
     /// stream), and never found in a log.
     tag: String,
     next: AtomicU64,
+    /// This replica noted that it holds the stream ([`StreamRecorder::hold`]).
+    held: AtomicBool,
 }
 
 impl StreamRecorder {
@@ -40,7 +47,41 @@ impl StreamRecorder {
             unlogged: AtomicBool::new(false),
             tag: uuid::Uuid::new_v4().simple().to_string(),
             next: AtomicU64::new(1),
+            held: AtomicBool::new(false),
         }
+    }
+
+    /// Notes, for the other replicas, that this one holds the session's
+    /// stream (shared state only), and keeps the note while the stream is
+    /// open: their messages for the client come here, and once the note
+    /// is taken back (the recorder dropped, after what was left queued is
+    /// logged) they go to the log. Called before the log is read for a
+    /// reconnection, so that a message logged by another replica meanwhile
+    /// is replayed, or comes here, never neither.
+    pub async fn hold(self: &Arc<Self>) {
+        if !self.state.shared() || !self.session.is_shared() {
+            return;
+        }
+        let key = stream_key(self.session.id());
+        if let Err(e) = self.state.note_held(&key, HELD_FOR).await {
+            tracing::warn!(error = %e, "the other replicas were not told that this one holds a GET stream: their messages for it may be lost");
+        }
+        self.held.store(true, Ordering::Relaxed);
+        let recorder = Arc::downgrade(self);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(HELD_FOR / 3).await;
+                let Some(recorder) = recorder.upgrade() else {
+                    return;
+                };
+                if recorder.session.is_ended() {
+                    return;
+                }
+                if let Err(e) = recorder.state.note_held(&key, HELD_FOR).await {
+                    tracing::debug!(error = %e, "the note that this replica holds a GET stream was not renewed");
+                }
+            }
+        });
     }
 
     /// Logs `json`, about to be written on the stream; the event's id.
@@ -94,6 +135,29 @@ impl StreamRecorder {
                     return;
                 }
                 recorder.record(json).await;
+            }
+        });
+    }
+}
+
+impl Drop for StreamRecorder {
+    /// The stream closed and what it left queued is logged: this replica
+    /// no longer holds it.
+    fn drop(&mut self) {
+        if !self.held.load(Ordering::Relaxed) || self.session.is_ended() {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (state, session) = (self.state.clone(), self.session.clone());
+        runtime.spawn(async move {
+            // The client came back here already: the note is the new stream's.
+            if session.has_stream() {
+                return;
+            }
+            if let Err(e) = state.release_held(&stream_key(session.id())).await {
+                tracing::debug!(error = %e, "the note that this replica holds a GET stream stays until it expires");
             }
         });
     }

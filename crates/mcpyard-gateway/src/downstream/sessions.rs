@@ -65,9 +65,10 @@ impl Sessions {
     }
 
     /// Sends `msg` on `session`'s stream; a shared session whose stream is
-    /// held by another replica gets it there.
+    /// held by another replica gets it there (or, while none holds it, in
+    /// the stream's replay log).
     pub(crate) fn notify(&self, session: &Session, msg: Message) {
-        if session.is_shared() && session.stream().is_none() {
+        if session.is_shared() && !session.has_stream() {
             if let Some(sink) = self
                 .elsewhere
                 .read()

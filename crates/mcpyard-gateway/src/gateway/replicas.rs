@@ -22,7 +22,7 @@ use tokio::sync::broadcast::error::RecvError;
 use super::{Answer, Gateway};
 use crate::call::{Identity, IdentityKind};
 use crate::downstream::era;
-use crate::state::StateEvent;
+use crate::state::{stream_key, StateEvent};
 use crate::Session;
 
 /// How long a suspended call's state is looked for elsewhere: longer than
@@ -75,10 +75,6 @@ impl Question {
             stream_of: None,
         }
     }
-}
-
-fn stream_key(session: &str) -> String {
-    format!("stream:{session}")
 }
 
 /// What a follow-up request names that one replica holds: the state of a

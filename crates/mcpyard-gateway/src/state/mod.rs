@@ -98,6 +98,12 @@ pub enum SessionAdmission {
     FullForOwner,
 }
 
+/// What names, among what a process holds ([`StateBackend::note_held`]),
+/// the stream of `session` (its GET stream, or its legacy SSE stream).
+pub(crate) fn stream_key(session: &str) -> String {
+    format!("stream:{session}")
+}
+
 /// What one replica tells the others through the shared state.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StateEvent {
@@ -110,8 +116,8 @@ pub enum StateEvent {
     },
     /// A client's message for whichever replica waits for it in `session`.
     ForSession { session: String, message: String },
-    /// A message for the client of `session`, for the replica that holds
-    /// its stream (the one that made it holds none).
+    /// A message for the client of `session`, for this replica, which
+    /// holds its stream (or held it, and logs what comes meanwhile).
     ToClient { session: String, message: String },
     /// A task's record changed.
     TaskChanged(String),
@@ -256,9 +262,18 @@ pub trait StateBackend: Send + Sync + std::fmt::Debug + 'static {
         Ok(())
     }
 
-    /// Hands a message for the client of `session` to whichever replica
-    /// holds the session's stream.
-    async fn to_client(&self, _session: &str, _message: &str) -> Result<(), StateError> {
+    /// Hands a message for the client of `session` to the replica that
+    /// holds the session's stream ([`stream_key`], noted with
+    /// [`StateBackend::note_held`]). While none does, the message is
+    /// appended to the stream's replay log, trimmed to about `keep`
+    /// entries, when the stream wrote one: the client reconnecting with
+    /// its last event id gets it.
+    async fn to_client(
+        &self,
+        _session: &str,
+        _message: &str,
+        _keep: usize,
+    ) -> Result<(), StateError> {
         Ok(())
     }
 
@@ -299,6 +314,12 @@ pub trait StateBackend: Send + Sync + std::fmt::Debug + 'static {
     /// an upstream's task), for `ttl`: another replica that meets it asks
     /// this one.
     async fn note_held(&self, _key: &str, _ttl: Duration) -> Result<(), StateError> {
+        Ok(())
+    }
+
+    /// Takes back this process's note that it holds what `key` names (a
+    /// note of another process stays).
+    async fn release_held(&self, _key: &str) -> Result<(), StateError> {
         Ok(())
     }
 

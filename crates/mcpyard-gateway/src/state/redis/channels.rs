@@ -5,9 +5,11 @@
 use std::time::Duration;
 
 use futures::StreamExt;
+use redis::AsyncCommands;
 
-use super::{Addressed, Forwarded, ListChange, RedisState, BEAT};
-use crate::state::StateEvent;
+use super::wire::{Addressed, Forwarded, ListChange};
+use super::{RedisState, BEAT};
+use crate::state::{stream_key, StateError, StateEvent};
 
 impl RedisState {
     pub(super) fn ended_channel(&self) -> String {
@@ -44,6 +46,55 @@ impl RedisState {
 
     pub(super) fn reply_channel(&self) -> String {
         format!("{}:reply", self.prefix)
+    }
+
+    /// A message for the client of `session`, published for the replica
+    /// that holds its stream, or logged while none does (`to_client.lua`).
+    pub(super) async fn publish_to_client(
+        &self,
+        session: &str,
+        message: &str,
+        keep: usize,
+    ) -> Result<(), StateError> {
+        let (held, log) = (
+            self.key("held", &stream_key(session)),
+            self.key("replay", session),
+        );
+        let channel = self.to_client_channel();
+        let payload = serde_json::to_string(&Forwarded {
+            session: session.into(),
+            message: message.into(),
+        })
+        .map_err(|e| StateError(format!("message for a client: {e}")))?;
+        let outcome = self
+            .run(|mut c| async move {
+                self.to_client
+                    .key(held)
+                    .key(log)
+                    .arg(channel)
+                    .arg(payload)
+                    .arg(message)
+                    .arg(keep)
+                    .invoke_async::<i64>(&mut c)
+                    .await
+            })
+            .await?;
+        if outcome == 0 {
+            tracing::debug!("a message for a client whose stream never opened was dropped");
+        }
+        Ok(())
+    }
+
+    /// A list change heard here, for the other replicas' streams.
+    pub(super) async fn publish_list_change(&self, method: &str) -> Result<(), StateError> {
+        let channel = self.list_changed_channel();
+        let payload = serde_json::to_string(&ListChange {
+            from: self.instance.as_str().into(),
+            method: method.into(),
+        })
+        .map_err(|e| StateError(format!("list change: {e}")))?;
+        self.run(|mut c| async move { c.publish::<_, _, ()>(channel, payload).await })
+            .await
     }
 
     /// A question or reply published for another replica, taken when it
@@ -149,10 +200,15 @@ impl RedisState {
                             } else if channel == channels[2] {
                                 Some(StateEvent::TaskCancelled(payload))
                             } else if channel == channels[5] {
-                                forwarded(&payload).map(|f| StateEvent::ToClient {
-                                    session: f.session.into_owned(),
-                                    message: f.message.into_owned(),
-                                })
+                                // Named for the replica that holds the stream.
+                                payload
+                                    .split_once(' ')
+                                    .filter(|(holder, _)| *holder == me)
+                                    .and_then(|(_, f)| forwarded(f))
+                                    .map(|f| StateEvent::ToClient {
+                                        session: f.session.into_owned(),
+                                        message: f.message.into_owned(),
+                                    })
                             } else if channel == channels[6] {
                                 forwarded(&payload).and_then(|f| {
                                     let record = serde_json::from_str(&f.message).ok()?;

@@ -16,6 +16,9 @@ use tokio::sync::{broadcast, OnceCell};
 use tokio_util::sync::CancellationToken;
 
 mod channels;
+mod wire;
+
+use wire::{Addressed, Forwarded};
 
 use super::{SessionAdmission, SessionRecord, StateBackend, StateError, StateEvent, TaskRecord};
 
@@ -66,6 +69,7 @@ pub struct RedisState {
     unlock: redis::Script,
     admit: redis::Script,
     renew_or_end: redis::Script,
+    to_client: redis::Script,
     /// This process among the replicas (a fresh id per start: a replica
     /// that restarts under the same name no longer runs the old tasks).
     instance: String,
@@ -130,6 +134,7 @@ impl RedisState {
             save_task: redis::Script::new(include_str!("task.lua")),
             admit: redis::Script::new(include_str!("admit.lua")),
             renew_or_end: redis::Script::new(include_str!("session.lua")),
+            to_client: redis::Script::new(include_str!("to_client.lua")),
             unlock: redis::Script::new(
                 "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end",
             ),
@@ -319,30 +324,6 @@ impl RedisState {
         })
         .await
     }
-}
-
-/// A question or a reply between two replicas, as published.
-#[derive(serde::Serialize, serde::Deserialize)]
-pub(super) struct Addressed {
-    pub(super) to: String,
-    pub(super) from: String,
-    pub(super) id: u64,
-    pub(super) body: String,
-}
-
-/// A forwarded message as published: the session and the message's JSON.
-#[derive(serde::Serialize, serde::Deserialize)]
-pub(super) struct Forwarded<'a> {
-    pub(super) session: std::borrow::Cow<'a, str>,
-    pub(super) message: std::borrow::Cow<'a, str>,
-}
-
-/// A list change as published: the replica that heard it and the
-/// notification's method.
-#[derive(serde::Serialize, serde::Deserialize)]
-pub(super) struct ListChange<'a> {
-    pub(super) from: std::borrow::Cow<'a, str>,
-    pub(super) method: std::borrow::Cow<'a, str>,
 }
 
 /// Whether `id` reads as a stream entry's id (`ms-seq`): anything else
@@ -588,26 +569,24 @@ impl StateBackend for RedisState {
         Ok(live)
     }
 
-    async fn to_client(&self, session: &str, message: &str) -> Result<(), StateError> {
-        let channel = self.to_client_channel();
-        let payload = serde_json::to_string(&Forwarded {
-            session: session.into(),
-            message: message.into(),
+    async fn to_client(&self, session: &str, message: &str, keep: usize) -> Result<(), StateError> {
+        self.publish_to_client(session, message, keep).await
+    }
+
+    async fn release_held(&self, key: &str) -> Result<(), StateError> {
+        let key = self.key("held", key);
+        self.run(|mut c| async move {
+            self.unlock
+                .key(key)
+                .arg(&self.instance)
+                .invoke_async::<()>(&mut c)
+                .await
         })
-        .map_err(|e| StateError(format!("message for a client: {e}")))?;
-        self.run(|mut c| async move { c.publish::<_, _, ()>(channel, payload).await })
-            .await
+        .await
     }
 
     async fn list_changed(&self, method: &str) -> Result<(), StateError> {
-        let channel = self.list_changed_channel();
-        let payload = serde_json::to_string(&ListChange {
-            from: self.instance.as_str().into(),
-            method: method.into(),
-        })
-        .map_err(|e| StateError(format!("list change: {e}")))?;
-        self.run(|mut c| async move { c.publish::<_, _, ()>(channel, payload).await })
-            .await
+        self.publish_list_change(method).await
     }
 
     async fn append_stream(
