@@ -46,6 +46,9 @@
 //! - A list change that a call through one replica made (its own stdio
 //!   child's) reaches the `subscriptions/listen` streams and the GET
 //!   streams the other replica holds, once, and only those that asked.
+//! - A task that asks its client for input, while the client waits with
+//!   `tasks/result` on the other replica: the question comes on the
+//!   session's stream there, and the answer reaches the call.
 //! - A task created on one replica is polled, waited on, listed and
 //!   cancelled through the others (the Python SDK 1.x through the
 //!   balancer); a task whose replica is killed fails, never stays working.
@@ -1520,4 +1523,70 @@ async fn a_list_change_made_through_one_replica_reaches_the_streams_of_the_other
     }
     let other = read_for(&mut prompts, Duration::from_millis(200)).await;
     assert!(!other.contains("list_changed"), "{other}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_asks_its_client_whichever_replica_its_tasks_result_reaches() {
+    let dir = scratch();
+    let redis = Redis::start(dir.path(), None).await;
+    let asker = format!(
+        "[servers.asker]\n{}",
+        misbehaving("asking", &dir.path().join("asker.log"))
+    );
+    let replicas = start_replicas(dir.path(), 2, &redis.url(), &asker, &[]).await;
+    let (r0, r1) = (replicas[0].0.url(), replicas[1].0.url());
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "task-input-test", "version": "1"}}});
+    let (status, session, answer) = rpc(&r0, None, init).await;
+    assert_eq!(status, 200, "{answer}");
+    let session = session.expect("a session id");
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(rpc(&r0, Some(&session), initialized).await.0, 202);
+
+    // The task runs on r0; the client's stream and its tasks/result are
+    // on r1.
+    let mut stream = resume::Stream::open(&r1, &session, None).await;
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "asker__ask", "arguments": {}, "task": {"ttl": 60000}}});
+    let (status, _, created) = rpc(&r0, Some(&session), call).await;
+    assert_eq!(status, 200, "{created}");
+    let task = created["result"]["task"]["taskId"]
+        .as_str()
+        .expect("a task id")
+        .to_owned();
+    let waiting = {
+        let (r1, session, task) = (r1.clone(), session.clone(), task.clone());
+        tokio::spawn(async move {
+            let wait = json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/result",
+                              "params": {"taskId": task}});
+            rpc(&r1, Some(&session), wait).await
+        })
+    };
+
+    // The question comes on the stream r1 holds, tagged with the task; the
+    // answer, posted to r1, reaches the call on r0.
+    let (_, asked) = loop {
+        let (id, event) = stream.next().await;
+        if event["method"] == "elicitation/create" {
+            break (id, event);
+        }
+    };
+    assert_eq!(
+        asked["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        task.as_str(),
+        "{asked}"
+    );
+    let reply = json!({"jsonrpc": "2.0", "id": asked["id"],
+                       "result": {"action": "accept", "content": {"colour": "blue"}}});
+    assert_eq!(rpc(&r1, Some(&session), reply).await.0, 202);
+    let (status, _, result) = tokio::time::timeout(Duration::from_secs(30), waiting)
+        .await
+        .expect("tasks/result answers within 30 s")
+        .expect("the waiting request ran");
+    assert_eq!(status, 200, "{result}");
+    let text = result["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("blue"), "{result}");
 }

@@ -727,6 +727,7 @@ async fn follow_replicas(
             Ok(
                 StateEvent::TaskChanged(_)
                 | StateEvent::TaskCancelled(_)
+                | StateEvent::TaskResultWaiting(_)
                 | StateEvent::Asked { .. },
             ) => {}
             Err(RecvError::Closed) => return,

@@ -527,6 +527,25 @@ impl Session {
                 ))),
             };
         }
+        self.ask_client(method, params, timeout, |request| {
+            self.send(request, related)
+        })
+        .await
+    }
+
+    /// Sends a request to the client with `deliver` (false: it could not
+    /// be sent) and waits, at most `timeout`, for its answer.
+    pub(crate) async fn ask_client<F, D>(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Duration,
+        deliver: D,
+    ) -> Result<Value, RouteError>
+    where
+        D: FnOnce(Message) -> F,
+        F: std::future::Future<Output = bool>,
+    {
         let n = self.next_id.fetch_add(1, Ordering::Relaxed);
         // A shared session gets requests from several replicas: each names
         // its own, so that the client's answers never mix them up.
@@ -544,7 +563,7 @@ impl Session {
         // like one that does not answer.
         let exchange = async {
             let request = Message::request(id.clone(), method, params);
-            if !self.send(request, related).await {
+            if !deliver(request).await {
                 return Err(RouteError::internal(
                     "the client has no open stream to receive the request",
                 ));

@@ -6,10 +6,11 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use mcpyard_proto::{methods, Message};
+use serde_json::Value;
 
 use super::listen::Listener;
 use super::subscriptions::Subscriptions;
-use crate::Session;
+use crate::{Outbound, RouteError, Session};
 
 /// How many sessions may live at once, in all and per identity.
 #[derive(Debug, Clone, Copy)]
@@ -80,6 +81,46 @@ impl Sessions {
             }
         }
         session.notify(msg, None);
+    }
+
+    /// Sends a request to `session`'s client and waits for its answer: on
+    /// `related` when open, else on the session's stream, which for a
+    /// shared session may be held by another replica (the answer, posted
+    /// to any replica, comes back here).
+    pub(crate) async fn request_client(
+        &self,
+        session: &Session,
+        method: &str,
+        params: Option<Value>,
+        related: Option<&Outbound>,
+        timeout: Duration,
+    ) -> Result<Value, RouteError> {
+        let elsewhere =
+            related.is_none_or(|r| r.is_closed()) && session.is_shared() && !session.has_stream();
+        let sink = elsewhere
+            .then(|| {
+                self.elsewhere
+                    .read()
+                    .expect("sessions lock poisoned")
+                    .clone()
+            })
+            .flatten();
+        match sink {
+            Some(sink) => {
+                tracing::debug!(method, "asked a client on the stream another replica holds");
+                session
+                    .ask_client(method, params, timeout, |request| {
+                        sink(session.id(), &request);
+                        std::future::ready(true)
+                    })
+                    .await
+            }
+            None => {
+                session
+                    .request_client(method, params, related, timeout)
+                    .await
+            }
+        }
     }
 
     /// Inserts `session` while its identity has fewer than

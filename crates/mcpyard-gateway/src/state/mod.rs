@@ -123,6 +123,9 @@ pub enum StateEvent {
     TaskChanged(String),
     /// A client cancelled a task; the replica that runs it stops it.
     TaskCancelled(String),
+    /// A client waits on another replica with `tasks/result` for this
+    /// task: what the task asks of it goes on the session's stream.
+    TaskResultWaiting(String),
     /// Another replica heard one of the lists it serves change (the
     /// notification's method): the streams this replica holds are told.
     ListChanged(String),
@@ -259,6 +262,12 @@ pub trait StateBackend: Send + Sync + std::fmt::Debug + 'static {
 
     /// Asks the replica that runs task `id` to stop it.
     async fn cancel_task(&self, _id: &str) -> Result<(), StateError> {
+        Ok(())
+    }
+
+    /// Tells the replica that runs task `id` that its client waits here
+    /// with `tasks/result` (see [`StateEvent::TaskResultWaiting`]).
+    async fn task_result_waiting(&self, _id: &str) -> Result<(), StateError> {
         Ok(())
     }
 

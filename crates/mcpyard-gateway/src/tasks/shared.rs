@@ -61,6 +61,7 @@ impl SharedTasks {
     }
 
     /// Stops the tasks that run here when another replica cancels them,
+    /// and notes the clients that wait on another with `tasks/result`,
     /// until `stop`. After a gap in the channel, every unfinished task is
     /// checked against its record: a cancel may have been missed.
     pub(crate) fn follow(&self, local: TaskStore, stop: CancellationToken) {
@@ -76,6 +77,7 @@ impl SharedTasks {
                 };
                 match event {
                     Ok(StateEvent::TaskCancelled(id)) => local.cancel_for_another_replica(&id),
+                    Ok(StateEvent::TaskResultWaiting(id)) => local.result_waiting_elsewhere(&id),
                     Ok(StateEvent::Rejoined) | Err(broadcast::error::RecvError::Lagged(_)) => {
                         for id in local.unfinished() {
                             if let Ok(Some(record)) = state.load_task(&id).await {
@@ -170,7 +172,7 @@ impl SharedTasks {
                 "task {task_id} is waiting for no input"
             ))),
             _ => tokio::select! {
-                r = self.result(task_id) => r,
+                r = self.wait_for_result(task_id, &record) => r,
                 () = cancel.cancelled() => Err(RouteError::Cancelled { what: "the request".into() }),
             },
         })
@@ -234,6 +236,22 @@ impl SharedTasks {
             tracing::warn!(task = %task_id, error = %e, "the task's replica may not hear its cancel");
         }
         Ok(cancelled.task)
+    }
+
+    /// `tasks/result` of a task another replica runs: that replica is told
+    /// that its client waits (what the task asks of the client then goes
+    /// on the session's stream, wherever it is held), then the result.
+    async fn wait_for_result(
+        &self,
+        task_id: &str,
+        record: &TaskRecord,
+    ) -> Result<Value, RouteError> {
+        if !record.is_terminal() {
+            if let Err(e) = self.state.task_result_waiting(task_id).await {
+                tracing::debug!(task = %task_id, error = %e, "the task's replica was not told that its client waits");
+            }
+        }
+        self.result(task_id).await
     }
 
     /// Waits until the task is terminal (its record goes when its ttl

@@ -317,6 +317,26 @@ impl TaskStore {
         Ok(entry.to_json(task_id, &self.shared.limits))
     }
 
+    /// A client waits for task `id` with `tasks/result` on another
+    /// replica: a request the task makes of it goes on the session's
+    /// stream (a `tasks/result` waiting here, with its own stream, keeps
+    /// precedence).
+    pub(crate) fn result_waiting_elsewhere(&self, id: &str) {
+        let waiter_id = self.shared.next_waiter.fetch_add(1, Ordering::Relaxed);
+        if let Some(entry) = self.shared.state().tasks.get(id) {
+            entry.result_waiter.send_if_modified(|w| {
+                let vacant = w.is_none();
+                if vacant {
+                    *w = Some(ResultWaiter {
+                        id: waiter_id,
+                        stream: None,
+                    });
+                }
+                vacant
+            });
+        }
+    }
+
     /// `tasks/result`: waits until the task is terminal (at most until it
     /// expires), then returns exactly what the call returned, a result
     /// stamped with the related-task `_meta`, or its JSON-RPC error.

@@ -292,8 +292,9 @@ impl Relay {
                 self.client_timeout
             )));
         };
-        ctx.session
+        self.sessions
             .request_client(
+                &ctx.session,
                 method,
                 Some(params),
                 waiter.stream.as_ref(),
@@ -460,9 +461,15 @@ impl ClientHandler for Relay {
         tracing::debug!(server = %self.server, method, "relaying request to the client");
         match &ctx.task {
             Some(task) => self.request_for_task(task, &ctx, method, params).await,
-            None => ctx
-                .session
-                .request_client(method, params, ctx.related.as_ref(), self.client_timeout)
+            None => self
+                .sessions
+                .request_client(
+                    &ctx.session,
+                    method,
+                    params,
+                    ctx.related.as_ref(),
+                    self.client_timeout,
+                )
                 .await
                 .map_err(ErrorObject::from),
         }

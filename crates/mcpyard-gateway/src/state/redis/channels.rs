@@ -1,6 +1,7 @@
 //! The replicas' channels: Redis pub/sub for ended and changed sessions,
-//! forwarded messages, task changes and cancels, list changes, and
-//! questions between replicas; and the mark of life each process renews.
+//! forwarded messages, task changes, cancels and waiting results, list
+//! changes, and questions between replicas; and the mark of life each
+//! process renews.
 
 use std::time::Duration;
 
@@ -30,6 +31,10 @@ impl RedisState {
 
     pub(super) fn task_cancel_channel(&self) -> String {
         format!("{}:task-cancel", self.prefix)
+    }
+
+    pub(super) fn task_result_waiting_channel(&self) -> String {
+        format!("{}:task-result-waiting", self.prefix)
     }
 
     pub(super) fn to_client_channel(&self) -> String {
@@ -158,6 +163,7 @@ impl RedisState {
                             this.to_client_channel(),
                             this.changed_channel(),
                             this.list_changed_channel(),
+                            this.task_result_waiting_channel(),
                         ])
                         .await?;
                     redis::RedisResult::Ok(pubsub)
@@ -179,6 +185,7 @@ impl RedisState {
                             this.to_client_channel(),
                             this.changed_channel(),
                             this.list_changed_channel(),
+                            this.task_result_waiting_channel(),
                         ];
                         let me = this.instance.clone();
                         drop(this);
@@ -217,6 +224,8 @@ impl RedisState {
                                         record,
                                     })
                                 })
+                            } else if channel == channels[8] {
+                                Some(StateEvent::TaskResultWaiting(payload))
                             } else if channel == channels[7] {
                                 serde_json::from_str::<ListChange>(&payload)
                                     .ok()

@@ -569,6 +569,12 @@ impl StateBackend for RedisState {
         Ok(live)
     }
 
+    async fn task_result_waiting(&self, id: &str) -> Result<(), StateError> {
+        let (channel, id) = (self.task_result_waiting_channel(), id.to_owned());
+        self.run(|mut c| async move { c.publish::<_, _, ()>(channel, id).await })
+            .await
+    }
+
     async fn to_client(&self, session: &str, message: &str, keep: usize) -> Result<(), StateError> {
         self.publish_to_client(session, message, keep).await
     }
