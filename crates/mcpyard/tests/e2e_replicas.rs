@@ -49,6 +49,10 @@
 //! - A task that asks its client for input, while the client waits with
 //!   `tasks/result` on the other replica: the question comes on the
 //!   session's stream there, and the answer reaches the call.
+//! - A task that server-everything runs itself, started through one
+//!   replica in a 2025-11-25 session, is read, waited on (its question
+//!   to the user answered through the other) and cancelled through the
+//!   other.
 //! - A task created on one replica is polled, waited on, listed and
 //!   cancelled through the others (the Python SDK 1.x through the
 //!   balancer); a task whose replica is killed fails, never stays working.
@@ -1525,6 +1529,40 @@ async fn a_list_change_made_through_one_replica_reaches_the_streams_of_the_other
     assert!(!other.contains("list_changed"), "{other}");
 }
 
+/// Opens a 2025-11-25 session at `url` whose client can answer
+/// elicitation; its id.
+async fn open_eliciting_session(url: &str) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "task-input-test", "version": "1"}}});
+    let (status, session, answer) = rpc(url, None, init).await;
+    assert_eq!(status, 200, "{answer}");
+    let session = session.expect("a session id");
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(rpc(url, Some(&session), initialized).await.0, 202);
+    session
+}
+
+/// Answers the next elicitation on `stream` (other events are passed
+/// over) through `url`, with `content`; the request.
+async fn answer_elicitation(
+    stream: &mut resume::Stream,
+    url: &str,
+    session: &str,
+    content: Value,
+) -> Value {
+    let asked = loop {
+        let (_, event) = stream.next().await;
+        if event["method"] == "elicitation/create" {
+            break event;
+        }
+    };
+    let reply = json!({"jsonrpc": "2.0", "id": asked["id"],
+                       "result": {"action": "accept", "content": content}});
+    assert_eq!(rpc(url, Some(session), reply).await.0, 202);
+    asked
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_asks_its_client_whichever_replica_its_tasks_result_reaches() {
     let dir = scratch();
@@ -1535,14 +1573,7 @@ async fn a_task_asks_its_client_whichever_replica_its_tasks_result_reaches() {
     );
     let replicas = start_replicas(dir.path(), 2, &redis.url(), &asker, &[]).await;
     let (r0, r1) = (replicas[0].0.url(), replicas[1].0.url());
-    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
-        "clientInfo": {"name": "task-input-test", "version": "1"}}});
-    let (status, session, answer) = rpc(&r0, None, init).await;
-    assert_eq!(status, 200, "{answer}");
-    let session = session.expect("a session id");
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    assert_eq!(rpc(&r0, Some(&session), initialized).await.0, 202);
+    let session = open_eliciting_session(&r0).await;
 
     // The task runs on r0; the client's stream and its tasks/result are
     // on r1.
@@ -1566,20 +1597,12 @@ async fn a_task_asks_its_client_whichever_replica_its_tasks_result_reaches() {
 
     // The question comes on the stream r1 holds, tagged with the task; the
     // answer, posted to r1, reaches the call on r0.
-    let (_, asked) = loop {
-        let (id, event) = stream.next().await;
-        if event["method"] == "elicitation/create" {
-            break (id, event);
-        }
-    };
+    let asked = answer_elicitation(&mut stream, &r1, &session, json!({"colour": "blue"})).await;
     assert_eq!(
         asked["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
         task.as_str(),
         "{asked}"
     );
-    let reply = json!({"jsonrpc": "2.0", "id": asked["id"],
-                       "result": {"action": "accept", "content": {"colour": "blue"}}});
-    assert_eq!(rpc(&r1, Some(&session), reply).await.0, 202);
     let (status, _, result) = tokio::time::timeout(Duration::from_secs(30), waiting)
         .await
         .expect("tasks/result answers within 30 s")
@@ -1589,4 +1612,93 @@ async fn a_task_asks_its_client_whichever_replica_its_tasks_result_reaches() {
         .as_str()
         .unwrap_or_default();
     assert!(text.contains("blue"), "{result}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstreams_own_task_is_followed_through_the_other_replica() {
+    let dir = scratch();
+    let redis = Redis::start(dir.path(), None).await;
+    let replicas = start_replicas(dir.path(), 2, &redis.url(), "", &[]).await;
+    let (r0, r1) = (replicas[0].0.url(), replicas[1].0.url());
+    let session = open_session(&r0).await;
+    let start = |id: u64| {
+        let (r0, session) = (r0.clone(), session.clone());
+        async move {
+            let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+                "name": "every__simulate-research-query",
+                "arguments": {"topic": "gateways"}, "task": {"ttl": 60000}}});
+            let (status, _, created) = rpc(&r0, Some(&session), call).await;
+            assert_eq!(status, 200, "{created}");
+            created["result"]["task"]["taskId"]
+                .as_str()
+                .unwrap_or_else(|| panic!("a CreateTaskResult: {created}"))
+                .to_owned()
+        }
+    };
+    let ask = |method: &'static str, task: String| {
+        let (r1, session) = (r1.clone(), session.clone());
+        async move {
+            let request = json!({"jsonrpc": "2.0", "id": 9, "method": method,
+                                 "params": {"taskId": task}});
+            rpc(&r1, Some(&session), request).await.2
+        }
+    };
+
+    // server-everything runs the task on r0's child; r1 answers for it.
+    let task = start(1).await;
+    let status = ask("tasks/get", task.clone()).await;
+    assert_eq!(status["result"]["taskId"], task.as_str(), "{status}");
+    let result = ask("tasks/result", task.clone()).await;
+    let text = result["result"]["content"].to_string();
+    assert!(text.contains("gateways"), "{result}");
+    let done = ask("tasks/get", task).await;
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+
+    // Cancelled through r1.
+    let task = start(2).await;
+    let cancelled = ask("tasks/cancel", task.clone()).await;
+    assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
+    let after = ask("tasks/get", task).await;
+    assert_eq!(after["result"]["status"], "cancelled", "{after}");
+
+    // A task that needs the user, waited on through r1 (which also holds
+    // the client's stream): the question server-everything asks r0 goes
+    // on that stream, and the answer posted to r1 reaches it.
+    let session = open_eliciting_session(&r0).await;
+    let mut stream = resume::Stream::open(&r1, &session, None).await;
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "every__simulate-research-query",
+        "arguments": {"topic": "gateways", "ambiguous": true}, "task": {"ttl": 60000}}});
+    let (status, _, created) = rpc(&r0, Some(&session), call).await;
+    assert_eq!(status, 200, "{created}");
+    let task = created["result"]["task"]["taskId"]
+        .as_str()
+        .expect("a task id")
+        .to_owned();
+    let waiting = {
+        let (r1, session, task) = (r1.clone(), session.clone(), task.clone());
+        tokio::spawn(async move {
+            let wait = json!({"jsonrpc": "2.0", "id": 4, "method": "tasks/result",
+                              "params": {"taskId": task}});
+            rpc(&r1, Some(&session), wait).await
+        })
+    };
+    let asked = answer_elicitation(
+        &mut stream,
+        &r1,
+        &session,
+        json!({"interpretation": "technical"}),
+    )
+    .await;
+    assert_eq!(
+        asked["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        task.as_str(),
+        "{asked}"
+    );
+    let (status, _, result) = tokio::time::timeout(Duration::from_secs(60), waiting)
+        .await
+        .expect("tasks/result answers within 60 s")
+        .expect("the waiting request ran");
+    assert_eq!(status, 200, "{result}");
+    assert!(result["result"]["content"].is_array(), "{result}");
 }

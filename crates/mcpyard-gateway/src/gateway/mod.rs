@@ -477,8 +477,8 @@ impl Gateway {
             return Answer::Withheld(id);
         }
         if let Ok(result) = &mut outcome {
+            self.note_held(&request_session, method, result).await;
             if request_session.is_stateless() {
-                self.note_held(&request_session, method, result).await;
                 era::stamp_stateless_result(method, result);
             } else {
                 era::unstamp_for_handshake_era(result);

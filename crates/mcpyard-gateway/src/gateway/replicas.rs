@@ -57,6 +57,10 @@ struct Question {
     /// message is served in it, its answer sent on the stream.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     stream_of: Option<String>,
+    /// The shared session the request came in (the 2025-11-25 era): the
+    /// asked replica serves it there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    session: Option<String>,
 }
 
 impl Question {
@@ -73,6 +77,7 @@ impl Question {
             capabilities: negotiated.capabilities,
             request: request.to_value(),
             stream_of: None,
+            session: session.is_shared().then(|| session.id().to_owned()),
         }
     }
 }
@@ -102,7 +107,7 @@ impl Gateway {
         params: Option<&Value>,
     ) -> Option<String> {
         let state = &self.inner.state;
-        if !state.shared() || !session.is_stateless() {
+        if !state.shared() || !(session.is_stateless() || session.is_shared()) {
             return None;
         }
         let key = held_key(method, params?)?;
@@ -117,7 +122,7 @@ impl Gateway {
     /// their records).
     pub(super) async fn note_held(&self, session: &Session, method: &str, result: &Value) {
         let state = &self.inner.state;
-        if !state.shared() || !session.is_stateless() {
+        if !state.shared() || !(session.is_stateless() || session.is_shared()) {
             return;
         }
         let held = if let Some(request_state) = result.get("requestState").and_then(Value::as_str) {
@@ -321,6 +326,27 @@ impl Gateway {
                 match (Message::from_value(q.request), q.stream_of) {
                     (Ok(message), Some(stream_of)) => {
                         self.serve_for_stream(&stream_of, &identity, message).await
+                    }
+                    (Ok(Message::Request { id, method, params }), None) if q.session.is_some() => {
+                        let shared = match q.session.as_deref() {
+                            Some(s) => self.inner.downstream.find(s).await,
+                            None => None,
+                        };
+                        match shared.filter(|s| s.admit(&identity)) {
+                            Some(session) => {
+                                tracing::debug!(
+                                    method,
+                                    "served a session's request for another replica"
+                                );
+                                self.request(&session, id, &method, params, None)
+                                    .await
+                                    .into_reply()
+                            }
+                            None => Some(Message::error(
+                                Some(id),
+                                ErrorObject::invalid_request("the session is not known here"),
+                            )),
+                        }
                     }
                     (Ok(Message::Request { id, method, params }), None) => {
                         let session =
