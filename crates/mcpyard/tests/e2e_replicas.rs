@@ -1532,15 +1532,37 @@ async fn a_list_change_made_through_one_replica_reaches_the_streams_of_the_other
 /// Opens a 2025-11-25 session at `url` whose client can answer
 /// elicitation; its id.
 async fn open_eliciting_session(url: &str) -> String {
-    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
-        "clientInfo": {"name": "task-input-test", "version": "1"}}});
-    let (status, session, answer) = rpc(url, None, init).await;
-    assert_eq!(status, 200, "{answer}");
-    let session = session.expect("a session id");
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    assert_eq!(rpc(url, Some(&session), initialized).await.0, 202);
-    session
+    resume::open_session_with(url, json!({"elicitation": {}})).await
+}
+
+/// Starts `tool` as a task through `url`, and waits for it with
+/// `tasks/result` through `wait_at` in the background: the task's id and
+/// the answer to come.
+async fn start_and_wait_for(
+    url: &str,
+    wait_at: &str,
+    session: &str,
+    tool: &str,
+    arguments: Value,
+) -> (
+    String,
+    tokio::task::JoinHandle<(u16, Option<String>, Value)>,
+) {
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": tool, "arguments": arguments, "task": {"ttl": 60000}}});
+    let (status, _, created) = rpc(url, Some(session), call).await;
+    assert_eq!(status, 200, "{created}");
+    let task = created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a CreateTaskResult: {created}"))
+        .to_owned();
+    let (wait_at, session, id) = (wait_at.to_owned(), session.to_owned(), task.clone());
+    let waiting = tokio::spawn(async move {
+        let wait = json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/result",
+                          "params": {"taskId": id}});
+        rpc(&wait_at, Some(&session), wait).await
+    });
+    (task, waiting)
 }
 
 /// Answers the next elicitation on `stream` (other events are passed
@@ -1578,22 +1600,7 @@ async fn a_task_asks_its_client_whichever_replica_its_tasks_result_reaches() {
     // The task runs on r0; the client's stream and its tasks/result are
     // on r1.
     let mut stream = resume::Stream::open(&r1, &session, None).await;
-    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": "asker__ask", "arguments": {}, "task": {"ttl": 60000}}});
-    let (status, _, created) = rpc(&r0, Some(&session), call).await;
-    assert_eq!(status, 200, "{created}");
-    let task = created["result"]["task"]["taskId"]
-        .as_str()
-        .expect("a task id")
-        .to_owned();
-    let waiting = {
-        let (r1, session, task) = (r1.clone(), session.clone(), task.clone());
-        tokio::spawn(async move {
-            let wait = json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/result",
-                              "params": {"taskId": task}});
-            rpc(&r1, Some(&session), wait).await
-        })
-    };
+    let (task, waiting) = start_and_wait_for(&r0, &r1, &session, "asker__ask", json!({})).await;
 
     // The question comes on the stream r1 holds, tagged with the task; the
     // answer, posted to r1, reaches the call on r0.
@@ -1666,23 +1673,14 @@ async fn an_upstreams_own_task_is_followed_through_the_other_replica() {
     // on that stream, and the answer posted to r1 reaches it.
     let session = open_eliciting_session(&r0).await;
     let mut stream = resume::Stream::open(&r1, &session, None).await;
-    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
-        "name": "every__simulate-research-query",
-        "arguments": {"topic": "gateways", "ambiguous": true}, "task": {"ttl": 60000}}});
-    let (status, _, created) = rpc(&r0, Some(&session), call).await;
-    assert_eq!(status, 200, "{created}");
-    let task = created["result"]["task"]["taskId"]
-        .as_str()
-        .expect("a task id")
-        .to_owned();
-    let waiting = {
-        let (r1, session, task) = (r1.clone(), session.clone(), task.clone());
-        tokio::spawn(async move {
-            let wait = json!({"jsonrpc": "2.0", "id": 4, "method": "tasks/result",
-                              "params": {"taskId": task}});
-            rpc(&r1, Some(&session), wait).await
-        })
-    };
+    let (task, waiting) = start_and_wait_for(
+        &r0,
+        &r1,
+        &session,
+        "every__simulate-research-query",
+        json!({"topic": "gateways", "ambiguous": true}),
+    )
+    .await;
     let asked = answer_elicitation(
         &mut stream,
         &r1,

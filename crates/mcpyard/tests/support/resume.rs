@@ -48,8 +48,14 @@ pub fn messages(text: &str) -> Vec<Value> {
 
 /// Opens a 2025-11-25 session at `url`; its id.
 pub async fn open_session(url: &str) -> String {
+    open_session_with(url, json!({})).await
+}
+
+/// Opens a 2025-11-25 session at `url` whose client declares
+/// `capabilities`; its id.
+pub async fn open_session_with(url: &str, capabilities: Value) -> String {
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
+        "protocolVersion": "2025-11-25", "capabilities": capabilities,
         "clientInfo": {"name": "resume-test", "version": "1"}}});
     let (status, session, answer) = rpc(url, None, init).await;
     assert_eq!(status, 200, "{answer}");
