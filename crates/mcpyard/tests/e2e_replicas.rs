@@ -50,9 +50,9 @@
 //!   `tasks/result` on the other replica: the question comes on the
 //!   session's stream there, and the answer reaches the call.
 //! - A task that server-everything runs itself, started through one
-//!   replica in a 2025-11-25 session, is read, waited on (its question
-//!   to the user answered through the other) and cancelled through the
-//!   other.
+//!   replica in a 2025-11-25 session, is listed, read, waited on (its
+//!   question to the user answered through the other) and cancelled
+//!   through the other.
 //! - A task created on one replica is polled, waited on, listed and
 //!   cancelled through the others (the Python SDK 1.x through the
 //!   balancer); a task whose replica is killed fails, never stays working.
@@ -1651,8 +1651,18 @@ async fn an_upstreams_own_task_is_followed_through_the_other_replica() {
         }
     };
 
-    // server-everything runs the task on r0's child; r1 answers for it.
+    // server-everything runs the task on r0's child; r1 answers for it,
+    // and lists it.
     let task = start(1).await;
+    let list = json!({"jsonrpc": "2.0", "id": 8, "method": "tasks/list", "params": {}});
+    let (_, _, listed) = rpc(&r1, Some(&session), list).await;
+    let ids: Vec<&str> = listed["result"]["tasks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["taskId"].as_str())
+        .collect();
+    assert_eq!(ids, [task.as_str()], "{listed}");
     let status = ask("tasks/get", task.clone()).await;
     assert_eq!(status["result"]["taskId"], task.as_str(), "{status}");
     let result = ask("tasks/result", task.clone()).await;

@@ -13,6 +13,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcpyard_proto::methods::TASKS_GET;
 use mcpyard_proto::{ErrorObject, Message, RequestId};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -22,6 +23,7 @@ use tokio::sync::broadcast::error::RecvError;
 use super::{Answer, Gateway};
 use crate::call::{Identity, IdentityKind};
 use crate::downstream::era;
+use crate::router::task_owner;
 use crate::state::{stream_key, StateEvent};
 use crate::Session;
 
@@ -82,6 +84,14 @@ impl Question {
     }
 }
 
+/// What names an upstream's task among what a replica holds.
+fn task_key(id: &str) -> String {
+    format!("task:{id}")
+}
+
+/// How many tasks of other replicas one `tasks/list` reads at most.
+const LISTED_ELSEWHERE_MAX: usize = 50;
+
 /// What a follow-up request names that one replica holds: the state of a
 /// retry, or a task.
 fn held_key(method: &str, params: &Value) -> Option<String> {
@@ -92,7 +102,7 @@ fn held_key(method: &str, params: &Value) -> Option<String> {
     }
     if method.starts_with("tasks/") {
         let task = params.get("taskId").and_then(Value::as_str)?;
-        return Some(format!("task:{task}"));
+        return Some(task_key(task));
     }
     None
 }
@@ -136,10 +146,16 @@ impl Gateway {
                 .and_then(Value::as_u64)
                 .map_or(HELD_TASK_TTL, Duration::from_millis)
                 .min(HELD_TASK_TTL_MAX);
-            task.get("taskId")
+            let upstreams = task
+                .get("taskId")
                 .and_then(Value::as_str)
-                .filter(|id| !self.inner.router.own_tasks.owns(id))
-                .map(|id| (format!("task:{id}"), ttl))
+                .filter(|id| !self.inner.router.own_tasks.owns(id));
+            if let (Some(id), Some(owner)) = (upstreams, task_owner(session)) {
+                if let Err(e) = state.note_upstream_task(&owner, id, ttl).await {
+                    tracing::warn!(error = %e, "not shared: only this replica lists the upstream's task");
+                }
+            }
+            upstreams.map(|id| (task_key(id), ttl))
         } else {
             None
         };
@@ -148,6 +164,57 @@ impl Gateway {
                 tracing::warn!(error = %e, "not shared: only this replica can take the follow-up");
             }
         }
+    }
+
+    /// The tasks upstreams run for `owner` that other replicas passed
+    /// (those not in `known`), each read from the replica that holds it:
+    /// what `tasks/list` adds for them.
+    pub(super) async fn upstream_tasks_elsewhere(
+        &self,
+        session: &Session,
+        owner: &str,
+        known: &[String],
+    ) -> Vec<Value> {
+        let state = &self.inner.state;
+        if !state.shared() {
+            return Vec::new();
+        }
+        let ids = match state.upstream_tasks(owner).await {
+            Ok(ids) => ids,
+            Err(e) => {
+                tracing::warn!(error = %e, "tasks/list leaves out the upstreams' tasks of other replicas");
+                return Vec::new();
+            }
+        };
+        let reads = ids
+            .into_iter()
+            .filter(|id| !known.contains(id))
+            .take(LISTED_ELSEWHERE_MAX)
+            .map(|id| async move {
+                let holder = state.holder(&task_key(&id)).await.ok().flatten()?;
+                if holder == state.instance() {
+                    return None;
+                }
+                let params = serde_json::json!({ "taskId": id });
+                let asked = self
+                    .ask_holder(
+                        &holder,
+                        session,
+                        RequestId::Number(0),
+                        TASKS_GET,
+                        Some(params),
+                    )
+                    .await;
+                match asked.into_reply()? {
+                    Message::Response { result, .. } => Some(result),
+                    _ => None,
+                }
+            });
+        futures::future::join_all(reads)
+            .await
+            .into_iter()
+            .flatten()
+            .collect()
     }
 
     /// Has replica `holder` serve the request, and answers with its answer.

@@ -110,6 +110,14 @@ impl Gateway {
                 }
             }
         }
+        if let Some(owner) = owner.as_deref() {
+            let known: Vec<String> = router
+                .task_sources(Some(owner))
+                .into_iter()
+                .flat_map(|(_, ids)| ids)
+                .collect();
+            all.extend(self.upstream_tasks_elsewhere(session, owner, &known).await);
+        }
         if let Some(tasks) = page.get_mut("tasks").and_then(Value::as_array_mut) {
             tasks.extend(all);
         }

@@ -332,6 +332,25 @@ pub trait StateBackend: Send + Sync + std::fmt::Debug + 'static {
         Ok(())
     }
 
+    /// Notes that an upstream runs task `id` for `owner` (a session id or
+    /// a qualified identity) for `ttl`: every replica's `tasks/list` finds
+    /// it (the replica that passed the call holds it, see
+    /// [`StateBackend::note_held`]).
+    async fn note_upstream_task(
+        &self,
+        _owner: &str,
+        _id: &str,
+        _ttl: Duration,
+    ) -> Result<(), StateError> {
+        Ok(())
+    }
+
+    /// The ids of the tasks upstreams run for `owner`, noted and not
+    /// expired.
+    async fn upstream_tasks(&self, _owner: &str) -> Result<Vec<String>, StateError> {
+        Ok(Vec::new())
+    }
+
     /// The process that holds what `key` names, if one noted it.
     async fn holder(&self, _key: &str) -> Result<Option<String>, StateError> {
         Ok(None)

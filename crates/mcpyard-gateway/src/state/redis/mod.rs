@@ -16,6 +16,7 @@ use tokio::sync::{broadcast, OnceCell};
 use tokio_util::sync::CancellationToken;
 
 mod channels;
+mod replay_log;
 mod wire;
 
 use wire::{Addressed, Forwarded};
@@ -326,21 +327,20 @@ impl RedisState {
     }
 }
 
-/// Whether `id` reads as a stream entry's id (`ms-seq`): anything else
-/// is no entry, and is not sent to Redis, which would refuse it.
-fn is_entry_id(id: &str) -> bool {
-    let digits = |s: &str| !s.is_empty() && s.len() <= 20 && s.bytes().all(|b| b.is_ascii_digit());
-    id.split_once('-')
-        .is_some_and(|(ms, seq)| digits(ms) && digits(seq))
-}
-
-/// Entries read back from a replay log at most: its `MAXLEN ~` trim keeps
-/// a little more than asked, never this many.
-const REPLAY_READ_MAX: usize = 4096;
-
 /// A TTL in whole milliseconds, at least one.
 fn millis(ttl: Duration) -> u64 {
     u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
+/// How long the index of an owner's upstream tasks lasts after its last
+/// note: as long as the longest task (its entries expire one by one).
+const UPSTREAM_TASKS_KEPT: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// Milliseconds since the epoch, by this replica's clock.
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 #[async_trait]
@@ -602,27 +602,9 @@ impl StateBackend for RedisState {
         keep: usize,
         ttl: Duration,
     ) -> Result<Option<String>, StateError> {
-        let key = self.key("replay", session);
-        let (id,): (String,) = self
-            .run(|mut c| async move {
-                redis::pipe()
-                    .cmd("XADD")
-                    .arg(&key)
-                    .arg("MAXLEN")
-                    .arg("~")
-                    .arg(keep)
-                    .arg("*")
-                    .arg("m")
-                    .arg(message)
-                    .cmd("PEXPIRE")
-                    .arg(&key)
-                    .arg(millis(ttl))
-                    .ignore()
-                    .query_async(&mut c)
-                    .await
-            })
-            .await?;
-        Ok(Some(id))
+        self.append_to_log(session, message, keep, ttl)
+            .await
+            .map(Some)
     }
 
     async fn stream_after(
@@ -630,41 +612,48 @@ impl StateBackend for RedisState {
         session: &str,
         after: &str,
     ) -> Result<Option<Vec<(String, String)>>, StateError> {
-        if !is_entry_id(after) {
-            return Ok(None);
-        }
-        let key = self.key("replay", session);
-        // From `after` itself: its presence says the log is whole after it.
-        let entries: Vec<(String, Vec<String>)> = self
-            .run(|mut c| async move {
-                redis::cmd("XRANGE")
-                    .arg(key)
-                    .arg(after)
-                    .arg("+")
-                    .arg("COUNT")
-                    .arg(REPLAY_READ_MAX)
-                    .query_async(&mut c)
-                    .await
-            })
-            .await?;
-        let mut entries = entries.into_iter();
-        if entries.next().is_none_or(|(id, _)| id != after) {
-            return Ok(None);
-        }
-        Ok(Some(
-            entries
-                .filter_map(|(id, fields)| {
-                    let message = fields.chunks(2).find(|f| f[0] == "m")?.get(1)?.clone();
-                    Some((id, message))
-                })
-                .collect(),
-        ))
+        self.log_after(session, after).await
     }
 
     async fn note_held(&self, key: &str, ttl: Duration) -> Result<(), StateError> {
         let (key, instance) = (self.key("held", key), self.instance.clone());
         self.run(|mut c| async move { c.pset_ex::<_, _, ()>(key, instance, millis(ttl)).await })
             .await
+    }
+
+    async fn note_upstream_task(
+        &self,
+        owner: &str,
+        id: &str,
+        ttl: Duration,
+    ) -> Result<(), StateError> {
+        let key = self.key("upstream-tasks-of", owner);
+        let until = now_ms().saturating_add(millis(ttl));
+        self.run(|mut c| async move {
+            redis::pipe()
+                .zadd(&key, id, until)
+                .ignore()
+                .pexpire(&key, millis(UPSTREAM_TASKS_KEPT) as i64)
+                .ignore()
+                .query_async::<()>(&mut c)
+                .await
+        })
+        .await
+    }
+
+    async fn upstream_tasks(&self, owner: &str) -> Result<Vec<String>, StateError> {
+        let key = self.key("upstream-tasks-of", owner);
+        let (ids,): (Vec<String>,) = self
+            .run(|mut c| async move {
+                redis::pipe()
+                    .zrembyscore(&key, "-inf", now_ms())
+                    .ignore()
+                    .zrange(&key, 0, -1)
+                    .query_async(&mut c)
+                    .await
+            })
+            .await?;
+        Ok(ids)
     }
 
     async fn holder(&self, key: &str) -> Result<Option<String>, StateError> {
@@ -759,27 +748,5 @@ impl StateBackend for RedisState {
 
     fn close(&self) {
         self.stop.cancel();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::is_entry_id;
-
-    #[test]
-    fn only_stream_entry_ids_reach_redis() {
-        assert!(is_entry_id("1733355000000-0"));
-        for not in [
-            "",
-            "1",
-            "-0",
-            "1-",
-            "1-0-0",
-            "a-1",
-            "1 -0",
-            "99999999999999999999999-0",
-        ] {
-            assert!(!is_entry_id(not), "{not:?}");
-        }
     }
 }
