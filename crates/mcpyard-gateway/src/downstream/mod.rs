@@ -351,8 +351,6 @@ impl Downstream {
         }
     }
 
-    /// Sends another replica's message for a client on the session's
-    /// stream, when this replica holds it.
     /// A message another replica made for the client of `session`, whose
     /// stream this replica holds: sent on it. When the stream closed a
     /// moment ago (this replica's note that it holds it is not taken back

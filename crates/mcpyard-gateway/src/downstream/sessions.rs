@@ -69,18 +69,25 @@ impl Sessions {
     /// held by another replica gets it there (or, while none holds it, in
     /// the stream's replay log).
     pub(crate) fn notify(&self, session: &Session, msg: Message) {
-        if session.is_shared() && !session.has_stream() {
-            if let Some(sink) = self
-                .elsewhere
-                .read()
-                .expect("sessions lock poisoned")
-                .as_ref()
-            {
-                sink(session.id(), &msg);
-                return;
+        match self.sink_for(session) {
+            Some(sink) => sink(session.id(), &msg),
+            None => {
+                session.notify(msg, None);
             }
         }
-        session.notify(msg, None);
+    }
+
+    /// Where `session`'s messages go when another replica holds its
+    /// stream (or none does): `None` when this replica holds it, or the
+    /// session is this process's alone.
+    fn sink_for(&self, session: &Session) -> Option<ElsewhereSink> {
+        if !session.is_shared() || session.has_stream() {
+            return None;
+        }
+        self.elsewhere
+            .read()
+            .expect("sessions lock poisoned")
+            .clone()
     }
 
     /// Sends a request to `session`'s client and waits for its answer: on
@@ -95,15 +102,9 @@ impl Sessions {
         related: Option<&Outbound>,
         timeout: Duration,
     ) -> Result<Value, RouteError> {
-        let elsewhere =
-            related.is_none_or(|r| r.is_closed()) && session.is_shared() && !session.has_stream();
-        let sink = elsewhere
-            .then(|| {
-                self.elsewhere
-                    .read()
-                    .expect("sessions lock poisoned")
-                    .clone()
-            })
+        let sink = related
+            .is_none_or(|r| r.is_closed())
+            .then(|| self.sink_for(session))
             .flatten();
         match sink {
             Some(sink) => {
@@ -257,7 +258,7 @@ impl Sessions {
             .read()
             .expect("sessions lock poisoned")
             .values()
-            .filter(|s| !held_streams_only || s.stream().is_some())
+            .filter(|s| !held_streams_only || s.has_stream())
             .cloned()
             .collect();
         for s in sessions {

@@ -84,6 +84,14 @@ impl Question {
     }
 }
 
+/// Whether `session`'s follow-up requests (a retry with `requestState`,
+/// `tasks/*` of an upstream's task) may reach another replica than the
+/// one that holds what they follow: a stateless request, or a session
+/// every replica shares.
+fn followed_across_replicas(state_shared: bool, session: &Session) -> bool {
+    state_shared && (session.is_stateless() || session.is_shared())
+}
+
 /// What names an upstream's task among what a replica holds.
 fn task_key(id: &str) -> String {
     format!("task:{id}")
@@ -117,7 +125,7 @@ impl Gateway {
         params: Option<&Value>,
     ) -> Option<String> {
         let state = &self.inner.state;
-        if !state.shared() || !(session.is_stateless() || session.is_shared()) {
+        if !followed_across_replicas(state.shared(), session) {
             return None;
         }
         let key = held_key(method, params?)?;
@@ -132,7 +140,7 @@ impl Gateway {
     /// their records).
     pub(super) async fn note_held(&self, session: &Session, method: &str, result: &Value) {
         let state = &self.inner.state;
-        if !state.shared() || !(session.is_stateless() || session.is_shared()) {
+        if !followed_across_replicas(state.shared(), session) {
             return;
         }
         let held = if let Some(request_state) = result.get("requestState").and_then(Value::as_str) {
@@ -355,6 +363,29 @@ impl Gateway {
         None
     }
 
+    /// A request of a shared session's client that another replica hands
+    /// this one (which holds what it follows): served in the session.
+    async fn serve_in_session(
+        &self,
+        session_id: &str,
+        identity: &Identity,
+        id: RequestId,
+        method: &str,
+        params: Option<Value>,
+    ) -> Option<Message> {
+        let found = self.inner.downstream.find(session_id).await;
+        let Some(session) = found.filter(|s| s.admit(identity)) else {
+            return Some(Message::error(
+                Some(id),
+                ErrorObject::invalid_request("the session is not known here"),
+            ));
+        };
+        tracing::debug!(method, "served a session's request for another replica");
+        self.request(&session, id, method, params, None)
+            .await
+            .into_reply()
+    }
+
     /// Serves the requests other replicas hand this one, until shutdown.
     pub(super) fn serve_other_replicas(&self) {
         let Some(mut events) = self.inner.state.events() else {
@@ -394,35 +425,23 @@ impl Gateway {
                     (Ok(message), Some(stream_of)) => {
                         self.serve_for_stream(&stream_of, &identity, message).await
                     }
-                    (Ok(Message::Request { id, method, params }), None) if q.session.is_some() => {
-                        let shared = match q.session.as_deref() {
-                            Some(s) => self.inner.downstream.find(s).await,
-                            None => None,
-                        };
-                        match shared.filter(|s| s.admit(&identity)) {
-                            Some(session) => {
-                                tracing::debug!(
-                                    method,
-                                    "served a session's request for another replica"
-                                );
-                                self.request(&session, id, &method, params, None)
-                                    .await
-                                    .into_reply()
-                            }
-                            None => Some(Message::error(
-                                Some(id),
-                                ErrorObject::invalid_request("the session is not known here"),
-                            )),
+                    (Ok(Message::Request { id, method, params }), None) => match q.session {
+                        Some(session) => {
+                            self.serve_in_session(&session, &identity, id, &method, params)
+                                .await
                         }
-                    }
-                    (Ok(Message::Request { id, method, params }), None) => {
-                        let session =
-                            Session::stateless_as(identity, &q.protocol_version, q.capabilities);
-                        tracing::debug!(method, "served a request for another replica");
-                        let answer = self.request(&session, id, &method, params, None).await;
-                        session.end();
-                        answer.into_reply()
-                    }
+                        None => {
+                            let session = Session::stateless_as(
+                                identity,
+                                &q.protocol_version,
+                                q.capabilities,
+                            );
+                            tracing::debug!(method, "served a request for another replica");
+                            let answer = self.request(&session, id, &method, params, None).await;
+                            session.end();
+                            answer.into_reply()
+                        }
+                    },
                     _ => Some(Message::error(
                         None,
                         ErrorObject::invalid_params("not a request"),
