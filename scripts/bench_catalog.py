@@ -6,8 +6,9 @@ once the tools are listed (and per tool, against N = 0), the time of one
 `tools/list` page and of the full paged listing, and the p50 of
 `mcpyard__search_tools`. Each N runs twice: every tool listed, and every
 tool hidden (`expose = "none"`: the tools are searched, not listed). Times
-are the gateway's answer, from the request sent to its last byte read; the
-client's own JSON parsing is left out of them. The cost of a catalogue
+are the gateway's answer, from the request sent to its last byte read, on
+one kept-alive connection (as the SDKs' clients send); the client's own
+JSON parsing is left out of them. The cost of a catalogue
 change (views and index) is measured in process by `search` (BENCHMARKS.md
 section 4). Stdlib only; loopback only.
 
@@ -22,7 +23,8 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
+import http.client
+import urllib.parse
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SERVER = os.path.join(ROOT, "bench", "catalog", "many_tools.py")
@@ -39,6 +41,26 @@ class Client:
 
     def __init__(self, url):
         self.url, self.session, self.next_id = url, None, 0
+        parsed = urllib.parse.urlsplit(url)
+        # One connection kept open, as the SDKs' HTTP clients keep theirs:
+        # a connection per request would time the TCP handshake too.
+        self.connection = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=60)
+        self.path = parsed.path
+
+    def post(self, body, headers):
+        """(seconds to the answer's last byte, its headers, its body)."""
+        started = time.perf_counter()
+        try:
+            self.connection.request("POST", self.path, json.dumps(body).encode(), headers)
+            response = self.connection.getresponse()
+            raw = response.read()
+        except (OSError, http.client.HTTPException):
+            self.connection.close()
+            raise
+        elapsed = time.perf_counter() - started
+        if response.status >= 400:
+            raise RuntimeError(f"HTTP {response.status}: {raw[:200]!r}")
+        return elapsed, response.headers, raw
 
     def call(self, method, params=None):
         return self.timed_call(method, params)[1]
@@ -51,13 +73,9 @@ class Client:
         if self.session:
             headers["mcp-session-id"] = self.session
             headers["mcp-protocol-version"] = "2025-11-25"
-        request = urllib.request.Request(self.url, json.dumps(body).encode(), headers)
-        started = time.perf_counter()
-        with urllib.request.urlopen(request, timeout=60) as response:
-            raw = response.read()
-            elapsed = time.perf_counter() - started
-            self.session = self.session or response.headers.get("mcp-session-id")
-            text = raw.decode()
+        elapsed, response_headers, raw = self.post(body, headers)
+        self.session = self.session or response_headers.get("mcp-session-id")
+        text = raw.decode()
         if text.startswith("event:") or text.startswith("data:"):
             text = next(l[5:] for l in text.splitlines() if l.startswith("data:"))
         message = json.loads(text)
@@ -72,7 +90,7 @@ class Client:
         body = {"jsonrpc": "2.0", "method": "notifications/initialized"}
         headers = {"content-type": "application/json", "accept": "application/json, text/event-stream",
                    "mcp-session-id": self.session, "mcp-protocol-version": "2025-11-25"}
-        urllib.request.urlopen(urllib.request.Request(self.url, json.dumps(body).encode(), headers), timeout=60).read()
+        self.post(body, headers)
 
     def list_all(self):
         """(every tool, pages, seconds spent waiting for the pages)."""

@@ -27,15 +27,19 @@ ITEM = re.compile(
     re.M,
 )
 USE = re.compile(r"^\s*(pub(?:\([^)]*\))?\s+)?use\s+([^;]+);", re.M)
+# Comments, raw strings, strings and char literals of quotes, first to start wins.
+TOKENS = re.compile(
+    r"//[^\n]*|/\*.*?\*/|\bb?r(#*)\"(?:.|\n)*?\"\1|\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])'(?!\w)",
+    re.S,
+)
 INLINE = re.compile(r"\b((?:crate|super|self)(?:::[A-Za-z_][A-Za-z0-9_]*)+)")
 
 
 def strip_code(text):
     """The text without comments, strings and `#[cfg(test)]` modules."""
-    text = re.sub(r"//[^\n]*", "", text)
-    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
-    text = re.sub(r'r#*"(?:.|\n)*?"#*', '""', text)
-    text = re.sub(r'"(?:\\.|[^"\\])*"', '""', text)
+    # One pass, so that a `//` inside a string ("ui://") is not a comment
+    # and a quote inside a comment does not open a string.
+    text = TOKENS.sub(lambda m: '""' if m.group(0).endswith(("\"", "#")) else "", text)
     out, i = [], 0
     for m in re.finditer(r"#\[cfg\(test\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+\w+\s*\{", text):
         if m.start() < i:
@@ -222,7 +226,8 @@ def name(module):
 
 def self_test():
     """Checks the check on small crates of its own: a circle through a
-    re-export and `super::`, a long file, and the same crate made clean."""
+    re-export and `super::`, one behind a string holding `//`, a long
+    file, and the same crate made clean."""
     import tempfile
 
     def crate(files):
@@ -241,6 +246,14 @@ def self_test():
         "b.rs": "use crate::a::A;\npub struct B(A);\n#[cfg(test)]\nmod tests {\n    use crate::a::A;\n}\n",
     })
     found = circles(circular.edges(), circular.files)
+    assert found == [[("a",), ("b",)]], found
+    # A `//` inside a string is not a comment: the path after it counts.
+    through_string = crate({
+        "lib.rs": "mod a;\nmod b;\n",
+        "a.rs": 'pub struct A;\nconst S: &str = "ui://";\nfn f(_: crate::b::B) {}\nconst T: char = \'"\';\n',
+        "b.rs": "use crate::a::A;\npub struct B(A);\n",
+    })
+    found = circles(through_string.edges(), through_string.files)
     assert found == [[("a",), ("b",)]], found
     clean = crate({
         "lib.rs": "mod a;\nmod b;\n",

@@ -174,7 +174,7 @@ impl Harness {
 
     async fn result(&self, name: &str, arguments: Value) -> Value {
         match self.call(name, arguments).await {
-            Message::Response { result, .. } => result,
+            Message::Response { result, .. } => result.into_value(),
             other => panic!("expected a result, got {other:?}"),
         }
     }
@@ -346,12 +346,14 @@ async fn inner_calls_and_tasks_meet_the_same_layers() {
     else {
         panic!("expected a task");
     };
+    let created = created.into_value();
     let task_id = created["task"]["taskId"].as_str().expect("a task id");
     let Message::Response { result, .. } =
         h.request("tasks/result", json!({"taskId": task_id})).await
     else {
         panic!("expected the task's result");
     };
+    let result = result.into_value();
     assert!(
         text(&result).contains("[REDACTED:aws_access_key]"),
         "{result}"

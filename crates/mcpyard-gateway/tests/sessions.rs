@@ -63,6 +63,7 @@ async fn a_session_that_owns_tasks_outlives_the_idle_timeout() {
     let Message::Response { result, .. } = created else {
         panic!("not a result: {created:?}")
     };
+    let result = result.into_value();
     assert!(result["task"]["taskId"].is_string(), "{result}");
     // A session idle since after the owner's last request: once it is
     // ended, the owner has been idle past the timeout too.

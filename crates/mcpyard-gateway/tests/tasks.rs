@@ -120,7 +120,7 @@ impl Client {
         .into_reply()
         .expect("a request gets an answer");
         match answer {
-            Message::Response { result, .. } => Ok(result),
+            Message::Response { result, .. } => Ok(result.into_value()),
             Message::Error { error, .. } => Err(error),
             other => panic!("not an answer: {other:?}"),
         }
@@ -242,6 +242,7 @@ async fn a_task_runs_in_the_background_and_its_result_is_the_calls() {
     let Message::Response { result, .. } = answer else {
         panic!("tasks/result failed: {answer:?}");
     };
+    let result = result.into_value();
     assert_eq!(result["content"][0]["text"], "done 7");
     assert_eq!(result["_meta"][RELATED_TASK]["taskId"], id.as_str());
 

@@ -6,7 +6,7 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use crate::ErrorObject;
+use crate::{ErrorObject, Payload};
 
 /// A JSON-RPC request id: a string or an integer, kept as it was sent so it
 /// can be echoed byte for byte.
@@ -52,7 +52,7 @@ pub enum Message {
     },
     Response {
         id: RequestId,
-        result: Value,
+        result: Payload,
     },
     /// An error response; `id` is `None` when the request's id was unreadable.
     Error {
@@ -106,8 +106,11 @@ impl Message {
         }
     }
 
-    pub fn response(id: RequestId, result: Value) -> Self {
-        Message::Response { id, result }
+    pub fn response(id: RequestId, result: impl Into<Payload>) -> Self {
+        Message::Response {
+            id,
+            result: result.into(),
+        }
     }
 
     pub fn error(id: Option<RequestId>, error: ErrorObject) -> Self {
@@ -322,7 +325,10 @@ impl Members {
         }
         if let Some(result) = self.result {
             return match id {
-                Some(Some(id)) => Ok(Message::Response { id, result }),
+                Some(Some(id)) => Ok(Message::Response {
+                    id,
+                    result: Payload::Value(result),
+                }),
                 _ => Err(invalid("a response needs an id")),
             };
         }

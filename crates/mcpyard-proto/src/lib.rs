@@ -6,11 +6,13 @@ pub mod envelope;
 mod error;
 mod jsonrpc;
 pub mod methods;
+mod payload;
 mod version;
 
 pub use envelope::{has_envelope, Envelope};
 pub use error::{codes, ErrorObject};
 pub use jsonrpc::{meta, parse_body, Body, Message, ParseError, RequestId};
+pub use payload::Payload;
 pub use version::{
     allows_batches, is_supported, negotiate, ProtocolVersion, LATEST, LATEST_STATEFUL, SUPPORTED,
 };

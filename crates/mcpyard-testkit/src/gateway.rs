@@ -108,7 +108,7 @@ impl InProcessClient {
         .into_reply()
         .expect("a request gets a response");
         match answer {
-            Message::Response { result, .. } => Ok(result),
+            Message::Response { result, .. } => Ok(result.into_value()),
             Message::Error { error, .. } => Err(error),
             other => panic!("expected a response, got {other:?}"),
         }

@@ -600,7 +600,7 @@ impl Connection {
                 .send_with(&message, &scope, &headers)
                 .await?
             {
-                Some(Message::Response { result, .. }) => Ok(result),
+                Some(Message::Response { result, .. }) => Ok(result.into_value()),
                 Some(Message::Error { error, .. }) => Err(ClientError::Rpc(error)),
                 _ => rx.await.unwrap_or(Err(ClientError::Closed)),
             }

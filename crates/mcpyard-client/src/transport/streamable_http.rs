@@ -335,7 +335,7 @@ impl StreamableHttpTransport {
         }
         self.core.capture_session(&resp);
         let result = match read_answer(&self.core, resp, &id).await? {
-            Message::Response { result, .. } => result,
+            Message::Response { result, .. } => result.into_value(),
             Message::Error { error, .. } => return Err(ClientError::Rpc(error)),
             _ => return Err(ClientError::Protocol("no answer to initialize".into())),
         };

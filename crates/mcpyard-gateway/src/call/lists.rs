@@ -32,6 +32,11 @@ impl ListKind {
         }
     }
 
+    /// The list `method` asks for (`tools/list`...), if it is one.
+    pub(crate) fn listed_by(method: &str) -> Option<ListKind> {
+        Self::ALL.into_iter().find(|k| k.list_method() == method)
+    }
+
     /// The key of the items in the list result.
     pub(crate) fn key(self) -> &'static str {
         match self {

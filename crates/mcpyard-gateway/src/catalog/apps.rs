@@ -24,8 +24,7 @@ use std::sync::Mutex;
 
 use serde_json::{json, Value};
 
-use crate::call::Era;
-use crate::call::Identity;
+use crate::call::ListItem;
 use crate::RouteError;
 
 /// The extension's identifier in `capabilities.extensions`.
@@ -101,16 +100,14 @@ pub(crate) fn is_app_only(tool: &Value) -> bool {
         .is_some_and(|v| !v.iter().any(|x| x.as_str() == Some("model")))
 }
 
-/// A `tools/list` page as a client sees it: one that did not declare the
-/// extension does not get the tools meant for apps only (a server that
-/// asks the client's capabilities would not have offered them to it).
-pub(crate) fn for_client(page: &mut Value, capabilities: &Value) {
-    if client_supports_ui(capabilities) {
-        return;
-    }
-    if let Some(tools) = page.get_mut("tools").and_then(Value::as_array_mut) {
-        tools.retain(|t| !is_app_only(t));
-    }
+/// Whether `tool` is listed to a client: one that did not declare the
+/// extension (`supports_ui`) does not get the tools meant for apps only (a
+/// server that asks the client's capabilities would not have offered them
+/// to it).
+pub(crate) fn listed_for(tool: &ListItem, supports_ui: bool) -> bool {
+    // The item's text was written by serde_json, which spells the key so:
+    // most tools are settled without parsing them.
+    supports_ui || !tool.json().contains("\"visibility\"") || !is_app_only(&tool.to_value())
 }
 
 /// Whether `uri` is a `ui://` URI.
@@ -244,7 +241,7 @@ impl Served {
 
 /// The refusal of a name several sources offer, naming those the caller
 /// may use.
-fn ambiguous(what: &str, verb: &str, names: &[String]) -> RouteError {
+pub(super) fn ambiguous(what: &str, verb: &str, names: &[String]) -> RouteError {
     let how = if names.is_empty() {
         format!("{verb} its listed name")
     } else {
@@ -272,113 +269,6 @@ pub(crate) fn choose(
     let mut names: Vec<String> = candidates.into_iter().map(|(n, _)| n).collect();
     names.sort();
     Err(names)
-}
-
-impl super::Catalog {
-    /// The source's own URI of a `ui://` URI it is exposed under; `None`
-    /// when the source's URIs are not rewritten or `uri` is not one of them.
-    pub(crate) fn upstream_ui_uri(&self, source: usize, uri: &str) -> Option<String> {
-        let entries = self.entries.read().expect("catalog lock poisoned");
-        let entry = entries.get(source)?;
-        if !super::build::rewrites_ui(&self.apps, entry) {
-            return None;
-        }
-        upstream_uri(&authority(&entry.name), uri)
-    }
-
-    /// Remembers that `source` served `session` an app, so that the page's
-    /// calls by its server's own names go there.
-    pub(crate) fn note_app_served(&self, session: &str, source: usize) {
-        self.served.note(session, source);
-    }
-
-    /// The listed name a call naming `name` is for, when no source lists
-    /// `name` itself: the tool whose source knows it as `name` (see the
-    /// module documentation). Decided on the whole catalogue, whoever
-    /// asks, so that the policy then judges the call by the listed name
-    /// exactly as it judges a call by that name; an ambiguity names only
-    /// the tools `identity` may use. `Ok(None)`: no such tool, or `name`
-    /// is a listed name itself.
-    pub(crate) fn resolve_app_tool(
-        &self,
-        identity: &Identity,
-        era: Era,
-        session: Option<&str>,
-        name: &str,
-    ) -> Result<Option<String>, RouteError> {
-        if !(self.apps.enabled && self.apps.resolve_unprefixed) {
-            return Ok(None);
-        }
-        let view = self.era_view(era);
-        if view.tool(name).is_some() || view.unavailable(name).is_some() {
-            return Ok(None);
-        }
-        let builtin = self.builtin_index();
-        let candidates: Vec<(String, usize)> = view
-            .tools
-            .iter()
-            .filter(|(_, route)| route.name == name && Some(route.source) != builtin)
-            .map(|(exposed, route)| (exposed.clone(), route.source))
-            .collect();
-        let served = session.map(|s| self.served.sources(s)).unwrap_or_default();
-        choose(candidates, &served).map_err(|names| {
-            let visible = self.view_for(identity, era);
-            let names: Vec<String> = names
-                .into_iter()
-                .filter(|n| visible.tool(n).is_some())
-                .collect();
-            ambiguous(&format!("tool `{name}`"), "call it by", &names)
-        })
-    }
-
-    /// The exposed URI a read of a source's own `ui://` URI is for, when
-    /// nothing is listed under `uri` itself: the one source (among those
-    /// `identity` may read, preferring those that served the session an
-    /// app) that has it. `Ok(None)`: no such source, or `uri` is listed.
-    pub(crate) fn resolve_app_uri(
-        &self,
-        identity: &Identity,
-        era: Era,
-        session: Option<&str>,
-        uri: &str,
-    ) -> Result<Option<String>, RouteError> {
-        if !self.apps.enabled || !is_ui_uri(uri) {
-            return Ok(None);
-        }
-        let view = self.era_view(era);
-        if view.resource_source(uri).is_some() {
-            return Ok(None);
-        }
-        let candidates: Vec<(String, usize)> = {
-            let entries = self.entries.read().expect("catalog lock poisoned");
-            entries
-                .iter()
-                .enumerate()
-                .filter(|(_, e)| super::build::rewrites_ui(&self.apps, e))
-                .filter_map(|(i, e)| {
-                    let exposed = exposed_uri(&authority(&e.name), uri)?;
-                    (view.resource_source(&exposed) == Some(i)).then_some((exposed, i))
-                })
-                .collect()
-        };
-        let served = session.map(|s| self.served.sources(s)).unwrap_or_default();
-        choose(candidates, &served).map_err(|uris| {
-            let visible = self.view_for(identity, era);
-            let uris: Vec<String> = uris
-                .into_iter()
-                .filter(|u| visible.resource_source(u).is_some())
-                .collect();
-            ambiguous(&format!("`{uri}`"), "read it by", &uris)
-        })
-    }
-
-    fn builtin_index(&self) -> Option<usize> {
-        self.entries
-            .read()
-            .expect("catalog lock poisoned")
-            .iter()
-            .position(|e| e.name == crate::call::GATEWAY_SOURCE)
-    }
 }
 
 #[cfg(test)]
@@ -425,18 +315,23 @@ mod tests {
 
     #[test]
     fn app_only_tools_reach_only_clients_that_declared_the_extension() {
-        let page = json!({"tools": [
-            {"name": "a"},
-            {"name": "b", "_meta": {"ui": {"visibility": ["app"]}}},
-        ]});
-        let mut plain = page.clone();
-        for_client(&mut plain, &json!({}));
-        assert_eq!(plain["tools"].as_array().map(Vec::len), Some(1));
-        let mut host = page.clone();
-        for_client(
-            &mut host,
-            &json!({"extensions": {EXTENSION_ID: {"mimeTypes": [MIME_TYPE]}}}),
-        );
+        let page = [
+            json!({"name": "a"}),
+            json!({"name": "b", "_meta": {"ui": {"visibility": ["app"]}}}),
+        ]
+        .map(|t| ListItem::tool(&t));
+        let listed = |capabilities: &Value| {
+            let supports_ui = client_supports_ui(capabilities);
+            let listed: Vec<_> = page
+                .iter()
+                .filter(|t| listed_for(t, supports_ui))
+                .cloned()
+                .collect();
+            listed
+        };
+        let plain = listed(&json!({}));
+        assert_eq!(plain.len(), 1);
+        let host = listed(&json!({"extensions": {EXTENSION_ID: {"mimeTypes": [MIME_TYPE]}}}));
         assert_eq!(host, page);
     }
 

@@ -9,10 +9,12 @@
 //! what is listed; the tools left unlisted are indexed for search
 //! (`search.rs`) with each new view.
 
+mod app_routes;
 pub(crate) mod apps;
 mod build;
 mod exposure;
 mod names;
+mod page;
 mod reload;
 pub(crate) mod resource_uri;
 mod search;
@@ -21,8 +23,7 @@ mod view;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 
-use base64::Engine;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 pub use apps::AppsConfig;
 use build::{Entry, Pairing};
@@ -37,6 +38,7 @@ use crate::governance::{Item, Policy, Verdict};
 use crate::call::ItemKind;
 use crate::call::{Era, Identity, ListItem, ListKind, SourceLists};
 use crate::RouteError;
+use mcpyard_proto::Payload;
 
 #[derive(Debug)]
 pub(crate) struct Catalog {
@@ -320,50 +322,36 @@ impl Catalog {
     }
 
     /// One page of a merged list, as a list result (`{key: [...],
-    /// nextCursor?}`). The cursor is opaque: an offset into the merged list.
+    /// nextCursor?}`) followed by `members` (the era's own), written from
+    /// the items' text without parsing them; of the page's items, those
+    /// `listed` keeps. The cursor is opaque: an offset into the merged list.
     pub(crate) fn page(
         &self,
         kind: ListKind,
         cursor: Option<&str>,
         identity: &Identity,
         era: Era,
-    ) -> Result<Value, RouteError> {
+        listed: &dyn Fn(&ListItem) -> bool,
+        members: &[(&str, Value)],
+    ) -> Result<Payload, RouteError> {
         let view = self.view_for(identity, era);
-        let all = view.list(kind);
-        let start = match cursor {
-            None => 0,
-            Some(c) => decode_cursor(c, kind)
-                .filter(|o| *o <= all.len())
-                .ok_or_else(|| RouteError::invalid_params(format!("invalid cursor: {c:?}")))?,
-        };
-        let end = (start + self.page_size).min(all.len());
-        let items = all[start..end].iter().map(ListItem::to_value).collect();
-        let mut result = json!({ kind.key(): Value::Array(items) });
-        if end < all.len() {
-            result["nextCursor"] = Value::String(encode_cursor(end, kind));
-        }
-        Ok(result)
+        page::write(
+            view.list(kind),
+            kind,
+            cursor,
+            self.page_size,
+            listed,
+            members,
+        )
     }
-}
-
-fn encode_cursor(offset: usize, kind: ListKind) -> String {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("{}:{offset}", kind.key()))
-}
-
-fn decode_cursor(cursor: &str, kind: ListKind) -> Option<usize> {
-    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(cursor)
-        .ok()?;
-    let text = String::from_utf8(raw).ok()?;
-    let (k, offset) = text.split_once(':')?;
-    (k == kind.key()).then_some(())?;
-    offset.parse().ok()
 }
 
 #[cfg(test)]
 mod tests {
     use super::names::exposed_name;
+    use super::page::encode_cursor;
     use super::*;
+    use serde_json::json;
 
     fn lists(tools: &[&str]) -> SourceLists {
         let mut l = SourceLists::default();
@@ -564,8 +552,11 @@ mod tests {
                     cursor.as_deref(),
                     &Identity::anonymous(),
                     Era::Handshake,
+                    &|_| true,
+                    &[],
                 )
-                .unwrap();
+                .unwrap()
+                .into_value();
             for t in page["tools"].as_array().unwrap() {
                 seen.push(t["name"].as_str().unwrap().to_owned());
             }
@@ -592,6 +583,8 @@ mod tests {
                     Some(bad),
                     &Identity::anonymous(),
                     Era::Handshake,
+                    &|_| true,
+                    &[],
                 )
                 .unwrap_err();
             assert_eq!(
@@ -797,7 +790,10 @@ mod tests {
         let second = c.view_for(&bob, Era::Handshake);
         assert!(!Arc::ptr_eq(&first, &second));
         assert_eq!(names(&second), ["a__echo", "a__more"]);
-        let page = c.page(ListKind::Tools, None, &bob, Era::Handshake).unwrap();
+        let page = c
+            .page(ListKind::Tools, None, &bob, Era::Handshake, &|_| true, &[])
+            .unwrap()
+            .into_value();
         assert_eq!(page["tools"].as_array().map(Vec::len), Some(2));
     }
 

@@ -55,8 +55,21 @@ pub(crate) fn stamp_stateless_result(method: &str, result: &mut Value) {
     let Some(obj) = result.as_object_mut() else {
         return;
     };
-    obj.entry("resultType")
-        .or_insert_with(|| Value::String("complete".into()));
+    for (key, value) in stateless_members(method) {
+        match (obj.get_mut(key), value) {
+            (Some(Value::Object(meta)), Value::Object(ours)) if key == "_meta" => meta.extend(ours),
+            (Some(_), _) => {}
+            (None, value) => {
+                obj.insert(key.to_owned(), value);
+            }
+        }
+    }
+}
+
+/// The members [`stamp_stateless_result`] adds to a result that has none
+/// of them (the gateway's own list pages are written with them).
+pub(crate) fn stateless_members(method: &str) -> Vec<(&'static str, Value)> {
+    let mut members = vec![("resultType", Value::String("complete".into()))];
     let cacheable = matches!(
         method,
         methods::SERVER_DISCOVER
@@ -67,18 +80,15 @@ pub(crate) fn stamp_stateless_result(method: &str, result: &mut Value) {
             | methods::RESOURCES_READ
     );
     if cacheable {
-        obj.entry("ttlMs").or_insert_with(|| json!(0));
+        members.push(("ttlMs", json!(0)));
         // Lists may differ per client once exposure policy applies.
-        obj.entry("cacheScope")
-            .or_insert_with(|| Value::String("private".into()));
+        members.push(("cacheScope", Value::String("private".into())));
     }
-    let meta = obj.entry("_meta").or_insert_with(|| json!({}));
-    if let Some(meta) = meta.as_object_mut() {
-        meta.insert(
-            envelope::SERVER_INFO_KEY.into(),
-            super::announce::server_info(),
-        );
-    }
+    members.push((
+        "_meta",
+        json!({ envelope::SERVER_INFO_KEY: super::announce::server_info() }),
+    ));
+    members
 }
 
 /// A result a 2026-07-28 upstream gave goes to a client of an older era

@@ -661,7 +661,7 @@ impl Drop for ListenRegistration {
 fn deliver_answer(session: &Session, answer: Message) {
     match answer {
         Message::Response { id, result } => {
-            session.resolve(&id, Ok(result));
+            session.resolve(&id, Ok(result.into_value()));
         }
         Message::Error {
             id: Some(id),

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcpyard_proto::{codes, methods, ErrorObject, Message, RequestId};
+use mcpyard_proto::{codes, methods, ErrorObject, Message, Payload, RequestId};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -22,7 +22,7 @@ use tracing::Instrument;
 use crate::catalog::{apps, resource_uri, Catalog};
 
 use crate::call::ItemKind;
-use crate::call::{Era, ListKind};
+use crate::call::{Era, ListItem, ListKind};
 use crate::config::ConfigError;
 use crate::downstream::announce::{discover, initialize};
 use crate::downstream::{era, is_log_level, round_trips, Downstream, SessionCaps, Sessions};
@@ -454,21 +454,28 @@ impl Gateway {
         // Registered on the connection's session, so that its
         // `notifications/cancelled` finds the request.
         let cancel = session.begin_request(&id);
-        let mut outcome = if request_session.is_stateless() && !era::has_method(method) {
-            Err(RouteError::MethodNotFound(method.to_owned()))
-        } else if method == methods::SUBSCRIPTIONS_LISTEN {
-            let startup = self.wait_for_modern_era(&self.inner.stop);
-            self.inner
-                .downstream
-                .listen(&request_session, &id, params, related, &cancel, startup)
-                .await
-        } else if request_session.is_stateless() && round_trips::supports_input(method) {
-            self.round_trip(&request_session, method, params, related, &cancel)
-                .await
-        } else {
-            self.dispatch(&request_session, method, params, related, cancel.clone())
-                .await
-        };
+        let mut outcome: Result<Payload, RouteError> =
+            if request_session.is_stateless() && !era::has_method(method) {
+                Err(RouteError::MethodNotFound(method.to_owned()))
+            } else if method == methods::SUBSCRIPTIONS_LISTEN {
+                let startup = self.wait_for_modern_era(&self.inner.stop);
+                self.inner
+                    .downstream
+                    .listen(&request_session, &id, params, related, &cancel, startup)
+                    .await
+                    .map(Payload::from)
+            } else if request_session.is_stateless() && round_trips::supports_input(method) {
+                self.round_trip(&request_session, method, params, related, &cancel)
+                    .await
+                    .map(Payload::from)
+            } else if let Some(kind) = ListKind::listed_by(method) {
+                self.list_page(&request_session, kind, params, &cancel)
+                    .await
+            } else {
+                self.dispatch(&request_session, method, params, related, cancel.clone())
+                    .await
+                    .map(Payload::from)
+            };
         session.finish_request(&id);
         if derived {
             request_session.end();
@@ -476,7 +483,8 @@ impl Gateway {
         if cancel.is_cancelled() {
             return Answer::Withheld(id);
         }
-        if let Ok(result) = &mut outcome {
+        // A list page is written with its era's members already.
+        if let Some(result) = outcome.as_mut().ok().and_then(Payload::as_value_mut) {
             self.note_held(&request_session, method, result).await;
             if request_session.is_stateless() {
                 era::stamp_stateless_result(method, result);
@@ -546,6 +554,58 @@ impl Gateway {
         trips.first_leg(identity, start, client_gone).await
     }
 
+    /// Waits, if `method` needs them, for the sources of the session's era
+    /// to have been listed once.
+    async fn wait_for_sources(
+        &self,
+        session: &Session,
+        method: &str,
+        params: &Value,
+        cancel: &CancellationToken,
+    ) {
+        if needs_sources(method, params) {
+            if session.is_stateless() {
+                self.wait_for_modern_era(cancel).await;
+            } else {
+                self.wait_for_startup(cancel).await;
+            }
+        }
+    }
+
+    /// A page of `tools/list`, `resources/list`, `resources/templates/list`
+    /// or `prompts/list`, as the session's identity and era see them.
+    async fn list_page(
+        &self,
+        session: &Arc<Session>,
+        kind: ListKind,
+        params: Option<Value>,
+        cancel: &CancellationToken,
+    ) -> Result<Payload, RouteError> {
+        let params = params.unwrap_or_else(|| json!({}));
+        let method = kind.list_method();
+        self.wait_for_sources(session, method, &params, cancel)
+            .await;
+        let catalog = &self.inner.router.catalog;
+        let members = if session.is_stateless() {
+            era::stateless_members(method)
+        } else {
+            Vec::new()
+        };
+        let cursor = params.get("cursor").and_then(Value::as_str);
+        let supports_ui = kind != ListKind::Tools
+            || !catalog.apps().enabled
+            || apps::client_supports_ui(&session.negotiated().capabilities);
+        let listed = |item: &ListItem| apps::listed_for(item, supports_ui);
+        catalog.page(
+            kind,
+            cursor,
+            &session.identity(),
+            session.era(),
+            &listed,
+            &members,
+        )
+    }
+
     async fn dispatch(
         &self,
         session: &Arc<Session>,
@@ -555,13 +615,8 @@ impl Gateway {
         cancel: CancellationToken,
     ) -> Outcome {
         let params = params.unwrap_or_else(|| json!({}));
-        if needs_sources(method, &params) {
-            if session.is_stateless() {
-                self.wait_for_modern_era(&cancel).await;
-            } else {
-                self.wait_for_startup(&cancel).await;
-            }
-        }
+        self.wait_for_sources(session, method, &params, &cancel)
+            .await;
         let router = &self.inner.router;
         let catalog = &router.catalog;
         let cursor = || params.get("cursor").and_then(Value::as_str);
@@ -585,18 +640,6 @@ impl Gateway {
             }
             methods::SERVER_DISCOVER => Ok(discover(&catalog.apps())),
             methods::PING => Ok(json!({})),
-            methods::TOOLS_LIST => {
-                let mut page = catalog.page(ListKind::Tools, cursor(), &identity, era)?;
-                if catalog.apps().enabled {
-                    apps::for_client(&mut page, &session.negotiated().capabilities);
-                }
-                Ok(page)
-            }
-            methods::RESOURCES_LIST => catalog.page(ListKind::Resources, cursor(), &identity, era),
-            methods::RESOURCES_TEMPLATES_LIST => {
-                catalog.page(ListKind::ResourceTemplates, cursor(), &identity, era)
-            }
-            methods::PROMPTS_LIST => catalog.page(ListKind::Prompts, cursor(), &identity, era),
             methods::TOOLS_CALL => Ok(self.unrouted_counted(
                 methods::TOOLS_CALL,
                 router.call_tool(context(&params), params).await,

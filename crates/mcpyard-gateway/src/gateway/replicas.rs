@@ -214,7 +214,7 @@ impl Gateway {
                     )
                     .await;
                 match asked.into_reply()? {
-                    Message::Response { result, .. } => Some(result),
+                    Message::Response { result, .. } => Some(result.into_value()),
                     _ => None,
                 }
             });

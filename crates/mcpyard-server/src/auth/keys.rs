@@ -4,11 +4,50 @@
 //! away. (API keys are long random strings: a fast hash is enough; argon2
 //! is for passwords people choose, and would cost milliseconds per request.)
 
+use std::fmt;
+
 use mcpyard_gateway::{Identity, IdentityKind};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use super::{ApiKeySpec, KeySecret};
+/// One API key.
+#[derive(Clone)]
+pub struct ApiKeySpec {
+    /// The identity's name (in logs, the audit and policy rules).
+    pub name: String,
+    pub groups: Vec<String>,
+    pub secret: KeySecret,
+}
+
+/// The key itself, or only its digest.
+#[derive(Clone)]
+pub enum KeySecret {
+    /// The key as clients send it (read from the environment).
+    Clear(String),
+    /// SHA-256 of the key, so the configuration need not hold it.
+    Sha256([u8; 32]),
+}
+
+// By hand: the derived form would print the key.
+impl fmt::Debug for ApiKeySpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ApiKeySpec")
+            .field("name", &self.name)
+            .field("groups", &self.groups)
+            .field("secret", &self.secret)
+            .finish()
+    }
+}
+
+// By hand: the derived form would print the key.
+impl fmt::Debug for KeySecret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            KeySecret::Clear(_) => "<key>",
+            KeySecret::Sha256(_) => "<sha256>",
+        })
+    }
+}
 
 /// The configured keys, ready to check.
 #[derive(Debug, Default, PartialEq)]

@@ -23,6 +23,7 @@ use mcpyard_gateway::Identity;
 
 pub(crate) use jwt::JwtVerifier;
 pub(crate) use keys::ApiKeys;
+pub use keys::{ApiKeySpec, KeySecret};
 pub(crate) use metadata::{metadata_document, metadata_paths, metadata_url};
 
 use crate::reply::rpc_error_response;
@@ -81,45 +82,6 @@ impl AuthOptions {
     /// Whether clients must present credentials.
     pub fn is_required(&self) -> bool {
         !self.keys.is_empty() || self.oauth.is_some()
-    }
-}
-
-/// One API key.
-#[derive(Clone)]
-pub struct ApiKeySpec {
-    /// The identity's name (in logs, the audit and policy rules).
-    pub name: String,
-    pub groups: Vec<String>,
-    pub secret: KeySecret,
-}
-
-/// The key itself, or only its digest.
-#[derive(Clone)]
-pub enum KeySecret {
-    /// The key as clients send it (read from the environment).
-    Clear(String),
-    /// SHA-256 of the key, so the configuration need not hold it.
-    Sha256([u8; 32]),
-}
-
-// By hand: the derived form would print the key.
-impl fmt::Debug for ApiKeySpec {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ApiKeySpec")
-            .field("name", &self.name)
-            .field("groups", &self.groups)
-            .field("secret", &self.secret)
-            .finish()
-    }
-}
-
-// By hand: the derived form would print the key.
-impl fmt::Debug for KeySecret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            KeySecret::Clear(_) => "<key>",
-            KeySecret::Sha256(_) => "<sha256>",
-        })
     }
 }
 

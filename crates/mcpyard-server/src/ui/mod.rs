@@ -194,7 +194,7 @@ impl Seen {
                     .await
                     .into_message();
                 match answer {
-                    Message::Response { result, .. } => Ok(result),
+                    Message::Response { result, .. } => Ok(result.into_value()),
                     Message::Error { error, .. } => Err(format!("{method}: {}", error.message)),
                     _ => Err(format!("{method}: no answer")),
                 }

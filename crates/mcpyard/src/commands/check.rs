@@ -134,7 +134,7 @@ async fn request(
         .await
         .into_message()
     {
-        Message::Response { result, .. } => Ok(result),
+        Message::Response { result, .. } => Ok(result.into_value()),
         Message::Error { error, .. } => Err(format!("{method}: {error}")),
         other => Err(format!("{method}: unexpected answer {other:?}")),
     }
