@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use mcpyard_proto::methods;
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 /// The four kinds of list a source can offer.
@@ -85,13 +86,13 @@ impl ListKind {
 
 /// One item of a list (a tool, resource, template or prompt) as the
 /// catalogue keeps it: its JSON text, shared by every view that lists it.
-/// A `Value` tree of the same item takes ten times the memory; a page
-/// parses the few items it serves.
+/// A `Value` tree of the same item takes ten times the memory; a page is
+/// written from the items' text as it is.
 #[derive(Debug, Clone)]
 pub struct ListItem {
     /// The field it is known by (`name`, `uri`, `uriTemplate`), if a string.
     key: Option<Arc<str>>,
-    json: Arc<str>,
+    json: Arc<RawValue>,
 }
 
 impl ListItem {
@@ -102,7 +103,9 @@ impl ListItem {
                 .get(kind.item_key())
                 .and_then(Value::as_str)
                 .map(Arc::from),
-            json: Arc::from(item.to_string()),
+            json: Arc::from(
+                serde_json::value::to_raw_value(item).expect("a Value always serialises"),
+            ),
         }
     }
 
@@ -118,13 +121,18 @@ impl ListItem {
 
     /// The item's JSON text.
     pub fn json(&self) -> &str {
+        self.json.get()
+    }
+
+    /// The item's JSON text, to be written as it is.
+    pub fn raw(&self) -> &RawValue {
         &self.json
     }
 
     /// The item as a `Value`.
     pub fn to_value(&self) -> Value {
         // Written by `new` from a `Value`, so it parses.
-        serde_json::from_str(&self.json).unwrap_or_default()
+        serde_json::from_str(self.json()).unwrap_or_default()
     }
 
     /// One field of the item (e.g. `inputSchema`), parsed.
@@ -136,7 +144,7 @@ impl ListItem {
 
 impl PartialEq for ListItem {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.json, &other.json) || self.json == other.json
+        Arc::ptr_eq(&self.json, &other.json) || self.json() == other.json()
     }
 }
 

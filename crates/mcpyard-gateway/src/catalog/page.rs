@@ -1,9 +1,12 @@
-//! A page of a merged list, written as JSON text from the items' own text:
-//! a page of 200 tools parsed into values only to be written back out cost
-//! more than the rest of the request.
+//! A page of a merged list, written from the items' own JSON text: a page
+//! of 200 tools parsed into values only to be written back out cost more
+//! than the rest of the request.
 
 use base64::Engine;
 use mcpyard_proto::Payload;
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::call::{ListItem, ListKind};
@@ -27,36 +30,41 @@ pub(super) fn write(
             .ok_or_else(|| RouteError::invalid_params(format!("invalid cursor: {c:?}")))?,
     };
     let end = (start + page_size).min(all.len());
-    let items = &all[start..end];
-    let mut text =
-        String::with_capacity(items.iter().map(|i| i.json().len() + 1).sum::<usize>() + 256);
-    text.push('{');
-    push_key(&mut text, kind.key());
-    text.push('[');
-    for (n, item) in items.iter().filter(|i| listed(i)).enumerate() {
-        if n > 0 {
-            text.push(',');
-        }
-        text.push_str(item.json());
-    }
-    text.push(']');
-    let next = (end < all.len()).then(|| Value::String(encode_cursor(end, kind)));
-    let following = next.iter().map(|c| ("nextCursor", c));
-    for (key, value) in following.chain(members.iter().map(|(k, v)| (*k, v))) {
-        text.push(',');
-        push_key(&mut text, key);
-        text.push_str(&value.to_string());
-    }
-    text.push('}');
-    // Each item's text was written from a value, so this holds; checked
-    // anyway, as a page is what a client parses.
-    Payload::text(text).map_err(|e| RouteError::Internal(format!("a list page is not JSON: {e}")))
+    let page = Page {
+        key: kind.key(),
+        items: all[start..end]
+            .iter()
+            .filter(|i| listed(i))
+            .map(ListItem::raw)
+            .collect(),
+        next_cursor: (end < all.len()).then(|| encode_cursor(end, kind)),
+        members,
+    };
+    serde_json::value::to_raw_value(&page)
+        .map(Payload::Text)
+        .map_err(|e| RouteError::Internal(format!("a list page: {e}")))
 }
 
-/// `"key":`
-fn push_key(text: &mut String, key: &str) {
-    text.push_str(&Value::from(key).to_string());
-    text.push(':');
+struct Page<'a> {
+    key: &'static str,
+    /// Written as they are.
+    items: Vec<&'a RawValue>,
+    next_cursor: Option<String>,
+    members: &'a [(&'a str, Value)],
+}
+
+impl Serialize for Page<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry(self.key, &self.items)?;
+        if let Some(next) = &self.next_cursor {
+            map.serialize_entry("nextCursor", next)?;
+        }
+        for (key, value) in self.members {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
 }
 
 pub(super) fn encode_cursor(offset: usize, kind: ListKind) -> String {
