@@ -12,6 +12,10 @@ JSON parsing is left out of them. The cost of a catalogue
 change (views and index) is measured in process by `search` (BENCHMARKS.md
 section 4). Stdlib only; loopback only.
 
+The same times are also taken by `catalog-client` (bench/, a Rust client
+on hyper, in a session of its own) when it is built next to the binary:
+Python's own HTTP handling is a large part of each of its round trips.
+
     scripts/bench_catalog.py [--bin target/release/mcpyard] [--sizes 0,1000,10000] [--repeats 20]
 """
 import argparse
@@ -147,7 +151,19 @@ def start(binary, n, hidden, work, log):
         time.sleep(0.2)
 
 
-def measure(binary, n, hidden, repeats, work):
+def rust_client_times(rust_client, url, n, repeats):
+    """The same timings from `catalog-client` (a Rust client on hyper), in
+    its own session: the page, listing and search p50 in ms."""
+    if not rust_client:
+        return {}
+    addr = urllib.parse.urlsplit(url).netloc
+    out = subprocess.run([rust_client, "--addr", addr, "--tools", str(n), "--repeats", str(repeats)],
+                         check=True, capture_output=True, text=True, timeout=600).stdout
+    times = json.loads(out)
+    return {f"rust_{k}": times[k] for k in ("page_ms_p50", "full_listing_ms_p50", "search_ms_p50")}
+
+
+def measure(binary, rust_client, n, hidden, repeats, work):
     log = open(os.path.join(work, f"mcpyard-{n}.log"), "w")
     proc, client = start(binary, n, hidden, work, log)
     try:
@@ -163,7 +179,9 @@ def measure(binary, n, hidden, repeats, work):
             search_times.append(client.timed_call(
                 "tools/call", {"name": "mcpyard__search_tools",
                                "arguments": {"query": f"record tool {i * 37 % max(n, 1)}"}})[0])
+        rust = rust_client_times(rust_client, client.url, n, repeats)
         return {
+            **rust,
             "tools": n, "hidden": hidden, "listed": len(tools), "pages": pages,
             "rss_mib": round(rss / 1024, 1),
             "rss_after_listing_mib": round(rss_kib(proc.pid) / 1024, 1),
@@ -182,19 +200,27 @@ def main():
     parser.add_argument("--bin", default=os.path.join(ROOT, "target/release/mcpyard"))
     parser.add_argument("--sizes", default="0,1000,10000")
     parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--rust-client", default=None,
+                        help="catalog-client to time with too (default: next to --bin, if built)")
     args = parser.parse_args()
+    rust_client = args.rust_client or os.path.join(os.path.dirname(args.bin), "catalog-client")
+    if not os.path.exists(rust_client):
+        print(f"{rust_client} not built: Python client times only", file=sys.stderr)
+        rust_client = None
     rows = []
     with tempfile.TemporaryDirectory() as work:
         for hidden in (False, True):
             for n in [int(s) for s in args.sizes.split(",")]:
-                rows.append(measure(args.bin, n, hidden, args.repeats, work))
-    print("| tools | hidden | listed | pages | RSS MiB | KiB per tool | one page ms (p50) | full listing ms (p50) | search ms (p50) |")
+                rows.append(measure(args.bin, rust_client, n, hidden, args.repeats, work))
+    print("Times in ms (p50): Python client / Rust client (- when not run).\n")
+    print("| tools | hidden | listed | pages | RSS MiB | KiB per tool | one page | full listing | search |")
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    both = lambda r, k: f"{r[k]} / {r.get('rust_' + k, '-')}"
     for r in rows:
         base = next((b for b in rows if b["tools"] == 0 and b["hidden"] == r["hidden"]), None)
         per_tool = "" if not base or r["tools"] == 0 else round((r["rss_mib"] - base["rss_mib"]) * 1024 / r["tools"], 2)
         print(f"| {r['tools']} | {'yes' if r['hidden'] else 'no'} | {r['listed']} | {r['pages']} | {r['rss_mib']} | {per_tool} | "
-              f"{r['page_ms_p50']} | {r['full_listing_ms_p50']} | {r['search_ms_p50']} |")
+              f"{both(r, 'page_ms_p50')} | {both(r, 'full_listing_ms_p50')} | {both(r, 'search_ms_p50')} |")
     print(json.dumps(rows))
 
 

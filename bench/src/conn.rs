@@ -257,15 +257,24 @@ impl McpConn {
         Ok(())
     }
 
-    /// The names from one `tools/list` page.
-    pub async fn list_tools(&mut self) -> Result<Vec<String>, CallError> {
+    /// Sends request `method` with `params` (an encoded JSON object) and
+    /// returns the answer's raw `result`.
+    pub async fn request(&mut self, method: &str, params: &str) -> Result<String, CallError> {
         let id = self.id();
-        let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#);
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":{},"params":{params}}}"#,
+            serde_json::Value::from(method)
+        );
         let (status, headers, bytes) = self.post(body.into()).await?;
         if status != StatusCode::OK {
             return Err(CallError::Status(status.as_u16()));
         }
-        let result = answer_for(&bytes, id, headers.get(header::CONTENT_TYPE))?;
+        answer_for(&bytes, id, headers.get(header::CONTENT_TYPE))
+    }
+
+    /// The names from one `tools/list` page.
+    pub async fn list_tools(&mut self) -> Result<Vec<String>, CallError> {
+        let result = self.request("tools/list", "{}").await?;
         let list: ToolList = serde_json::from_str(&result)
             .map_err(|e| CallError::WrongAnswer(format!("tools/list result: {e}")))?;
         Ok(list.tools.into_iter().map(|t| t.name).collect())

@@ -366,18 +366,20 @@ impl ToolIndex {
                 scores[doc as usize] += weight * idf * tf * (K1 + 1.0) / (tf + norm);
             }
         }
-        let mut hits: Vec<Hit> = scores
-            .into_iter()
-            .enumerate()
-            .filter(|(_, s)| *s > 0.0)
-            .map(|(index, score)| Hit { index, score })
-            .collect();
+        // The best `limit`, kept in order while the scores are read: a
+        // common word scores most of a large catalogue, and sorting those
+        // cost more than scoring them.
         let by_score = |a: &Hit, b: &Hit| b.score.total_cmp(&a.score).then(a.index.cmp(&b.index));
-        if hits.len() > limit {
-            hits.select_nth_unstable_by(limit - 1, by_score);
-            hits.truncate(limit);
+        let mut hits: Vec<Hit> = Vec::with_capacity(limit + 1);
+        for (index, score) in scores.into_iter().enumerate() {
+            let hit = Hit { index, score };
+            let better_than_last = hits.last().is_none_or(|last| by_score(&hit, last).is_lt());
+            if score > 0.0 && (hits.len() < limit || better_than_last) {
+                let at = hits.partition_point(|h| by_score(h, &hit).is_lt());
+                hits.insert(at, hit);
+                hits.truncate(limit);
+            }
         }
-        hits.sort_by(by_score);
         hits
     }
 }
