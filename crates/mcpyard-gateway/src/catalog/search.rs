@@ -137,7 +137,9 @@ pub struct ToolIndex {
     /// large catalogue name a single tool).
     postings: Vec<(u32, f32)>,
     lengths: Vec<f32>,
-    average_length: f32,
+    /// Each tool's BM25 length norm, `K1 * (1 - B + B * length / average)`:
+    /// computed once per index, not once per posting of every search.
+    norms: Vec<f32>,
 }
 
 /// One term's postings in [`ToolIndex::postings`].
@@ -242,17 +244,21 @@ impl ToolIndex {
             .collect();
         index.tools.shrink_to_fit();
         index.lengths.shrink_to_fit();
-        index.average_length = index.average_length();
+        index.norms = index.norms();
         index
     }
 
-    fn average_length(&self) -> f32 {
+    fn norms(&self) -> Vec<f32> {
         let total: f32 = self.lengths.iter().sum();
-        if self.tools.is_empty() {
+        let average = if self.tools.is_empty() {
             1.0
         } else {
             (total / self.tools.len() as f32).max(1.0)
-        }
+        };
+        self.lengths
+            .iter()
+            .map(|length| K1 * (1.0 - B + B * length / average))
+            .collect()
     }
 
     /// The postings of `term`, if any tool has it.
@@ -296,7 +302,7 @@ impl ToolIndex {
             }
         }
         index.postings.shrink_to_fit();
-        index.average_length = index.average_length();
+        index.norms = index.norms();
         index
     }
 
@@ -361,9 +367,9 @@ impl ToolIndex {
             };
             let df = postings.len() as f32;
             let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
+            let term_weight = weight * idf * (K1 + 1.0);
             for &(doc, tf) in postings {
-                let norm = K1 * (1.0 - B + B * self.lengths[doc as usize] / self.average_length);
-                scores[doc as usize] += weight * idf * tf * (K1 + 1.0) / (tf + norm);
+                scores[doc as usize] += term_weight * tf / (tf + self.norms[doc as usize]);
             }
         }
         // The best `limit`, kept in order while the scores are read: a
