@@ -372,19 +372,19 @@ impl ToolIndex {
                 scores[doc as usize] += term_weight * tf / (tf + self.norms[doc as usize]);
             }
         }
-        // The best `limit`, kept in order while the scores are read: a
-        // common word scores most of a large catalogue, and sorting those
-        // cost more than scoring them.
-        let by_score = |a: &Hit, b: &Hit| b.score.total_cmp(&a.score).then(a.index.cmp(&b.index));
+        // The best `limit` by score, then by position, kept in order while
+        // the scores are read: a common word scores most of a large
+        // catalogue, and sorting those cost more than scoring them. Scores
+        // are read by position, so an equal score never beats a kept one.
         let mut hits: Vec<Hit> = Vec::with_capacity(limit + 1);
         for (index, score) in scores.into_iter().enumerate() {
-            let hit = Hit { index, score };
-            let better_than_last = hits.last().is_none_or(|last| by_score(&hit, last).is_lt());
-            if score > 0.0 && (hits.len() < limit || better_than_last) {
-                let at = hits.partition_point(|h| by_score(h, &hit).is_lt());
-                hits.insert(at, hit);
-                hits.truncate(limit);
+            let full = hits.len() == limit;
+            if score.is_nan() || score <= 0.0 || (full && score <= hits[limit - 1].score) {
+                continue;
             }
+            let at = hits.partition_point(|h| h.score >= score);
+            hits.insert(at, Hit { index, score });
+            hits.truncate(limit);
         }
         hits
     }
