@@ -1,6 +1,7 @@
-//! JSON-RPC 2.0 messages. Params and results stay `serde_json::Value` so that
-//! fields from newer spec revisions pass through the gateway untouched; only
-//! what routing needs (method, id) is read.
+//! JSON-RPC 2.0 messages. Params and results stay `serde_json::Value` (a
+//! result may also be JSON text the gateway already holds, see [`Payload`])
+//! so that fields from newer spec revisions pass through the gateway
+//! untouched; only what routing needs (method, id) is read.
 
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize, Serializer};
