@@ -1278,10 +1278,10 @@ async fn a_get_stream_resumes_on_another_replica_from_the_shared_log() {
     // first when r0 died.
     let mut stream = Stream::open(&r0, &session, None).await;
     touch(&r0, &session, 2).await;
-    let (first, _) = stream.next().await;
+    let (first, _) = next_update(&mut stream).await;
     touch(&r0, &session, 3).await;
-    let (second, update) = stream.next().await;
-    assert_eq!(update["method"], "notifications/resources/updated");
+    let (second, update) = next_update(&mut stream).await;
+    assert_eq!(update["params"]["uri"], "mem://a", "{update}");
     replicas[0].0.proc.signal_group(libc::SIGKILL);
     drop(stream);
     let logs = redis_keys(&redis, &format!("*:replay:{session}"));
@@ -1289,12 +1289,12 @@ async fn a_get_stream_resumes_on_another_replica_from_the_shared_log() {
 
     // r1 replays from Redis what followed, then goes on live.
     let mut stream = Stream::open(&r1, &session, Some(&first)).await;
-    let (id, replayed) = stream.next().await;
-    assert_eq!(id, second, "the message after the last event read, alone");
+    let (id, replayed) = next_update(&mut stream).await;
+    assert_eq!(id, second, "the update after the last event read");
     assert_eq!(replayed["params"]["uri"], "mem://a", "{replayed}");
     subscribe(&r1, &session, "mem://b").await;
     touch(&r1, &session, 4).await;
-    let (third, live) = stream.next().await;
+    let (third, live) = next_update(&mut stream).await;
     assert_eq!(live["params"]["uri"], "mem://b", "{live}");
     assert!(![&first, &second].contains(&&third), "{third} is new");
     drop(stream);
@@ -1303,7 +1303,7 @@ async fn a_get_stream_resumes_on_another_replica_from_the_shared_log() {
     for (n, unknown) in ["1", "g1-0", "gnot-an-id"].into_iter().enumerate() {
         let mut stream = Stream::open(&r1, &session, Some(unknown)).await;
         touch(&r1, &session, 10 + n as u64).await;
-        let (id, live) = stream.next().await;
+        let (id, live) = next_update(&mut stream).await;
         assert_eq!(live["params"]["uri"], "mem://b", "{live}");
         assert!(![&first, &second, &third].contains(&&id), "{id} is new");
     }
