@@ -19,6 +19,7 @@ Usage:
   cargo build --release -p mcpyard -p mcpyard-bench
   scripts/bench_instructions.py [--bin-dir target/release] [--calls 2000]
       [--targets passthrough,mcpyard,mcpyard-stdio,mcpyard-governed,mcpyard-stdio-governed]
+      [--message-bytes N]   (each echo result N bytes longer)
 
 A target `mcpyard-stdio-with-policy` (or -with-keys, -rate, -guardrails,
 -sizes, -audit, -metrics) is the defaults plus that one layer of the
@@ -98,8 +99,9 @@ def stop(proc):
 class Session:
     """One MCP session over one keep-alive HTTP/1.1 connection."""
 
-    def __init__(self, host, port, key=None):
+    def __init__(self, host, port, key=None, padding=0):
         self.conn = http.client.HTTPConnection(host, port, timeout=120)
+        self.padding = "x" * padding
         self.headers = {"Content-Type": "application/json",
                         "Accept": "application/json, text/event-stream"}
         if key:
@@ -123,7 +125,7 @@ class Session:
 
     def call_echo(self):
         self.id += 1
-        message = f"m{self.id}"
+        message = f"m{self.id}{self.padding}"
         body, _ = self.post({"jsonrpc": "2.0", "id": self.id, "method": "tools/call",
                              "params": {"name": "echo", "arguments": {"message": message}}})
         text = body.decode()
@@ -214,7 +216,7 @@ def measure(name, args, upstream_url, work):
         session = None
         for _ in range(600):  # the gateway lists the upstream before it routes
             try:
-                session = Session(host, port, KEY if governed else None)
+                session = Session(host, port, KEY if governed else None, args.message_bytes)
                 session.call_echo()
                 break
             except SystemExit:
@@ -289,6 +291,8 @@ def main():
     p.add_argument("--calls", type=int, default=2000)
     p.add_argument("--warmup", type=int, default=300)
     p.add_argument("--targets", default="passthrough,mcpyard,mcpyard-stdio,mcpyard-governed,mcpyard-stdio-governed")
+    p.add_argument("--message-bytes", type=int, default=0,
+                   help="bytes added to each echoed message (so to each result)")
     p.add_argument("--keep", action="store_true", help="keep the work folder (configs, logs, dumps)")
     p.add_argument("--top", type=int, default=0, help="print the N costliest functions of each target")
     p.add_argument("--flamegraph", metavar="DIR",

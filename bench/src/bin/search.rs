@@ -16,7 +16,7 @@ use mcpyard_gateway::{
     Gateway, GatewayConfig, ListItem, Listing, RouteError, Session, Source, SourceEvents,
     SourceLists, SourceRequest, SourceSpec, ToolIndex,
 };
-use mcpyard_proto::RequestId;
+use mcpyard_proto::{Payload, RequestId};
 use serde_json::{json, Value};
 
 #[derive(Debug, Parser)]
@@ -277,8 +277,8 @@ impl Source for Fixed {
         *self.events.lock().expect("lock") = Some(events);
     }
 
-    async fn call(&self, _request: SourceRequest) -> Result<Value, RouteError> {
-        Ok(json!({"content": [], "isError": false}))
+    async fn call(&self, _request: SourceRequest) -> Result<Payload, RouteError> {
+        Ok(json!({"content": [], "isError": false}).into())
     }
 
     async fn status(&self) -> Value {

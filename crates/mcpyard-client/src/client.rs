@@ -5,7 +5,7 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use mcpyard_proto::{methods, RequestId};
+use mcpyard_proto::{methods, Payload, RequestId};
 use serde_json::{json, Map, Value};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -351,7 +351,9 @@ impl McpClient {
         params: Option<Value>,
         options: RequestOptions,
     ) -> Result<Value, ClientError> {
-        self.request_with_id(method, params, options, |_| {}).await
+        self.request_with_id(method, params, options, |_| {})
+            .await
+            .map(Payload::into_value)
     }
 
     /// Like [`McpClient::request`], with a hook that learns the request's
@@ -369,7 +371,7 @@ impl McpClient {
         params: Option<Value>,
         options: RequestOptions,
         on_sent: impl FnOnce(RequestId) + Send,
-    ) -> Result<Value, ClientError> {
+    ) -> Result<Payload, ClientError> {
         let connection = self.ready()?;
         let mut options = self.with_default_timeout(options);
         let mut params = params;
@@ -397,7 +399,7 @@ impl McpClient {
         params: Option<Value>,
         options: RequestOptions,
         on_sent: impl FnOnce(RequestId) + Send,
-    ) -> Result<Value, ClientError> {
+    ) -> Result<Payload, ClientError> {
         let connection = self.ready()?;
         let options = self.with_default_timeout(options);
         connection

@@ -281,7 +281,8 @@ async fn input_required_reaches_the_handler(spec: TransportSpec) {
             |id| sent_as = Some(id),
         )
         .await
-        .expect("consult");
+        .expect("consult")
+        .into_value();
     assert_eq!(
         first_text(&result),
         "model said forty-two; user is Ada",
@@ -503,7 +504,8 @@ async fn a_single_round_hands_input_required_to_the_caller() {
     let first = client
         .request_single_round("tools/call", Some(params.clone()), bounded(), |_| {})
         .await
-        .expect("first round");
+        .expect("first round")
+        .into_value();
     assert_eq!(first["resultType"], "input_required", "{first}");
     let mut keys: Vec<&String> = first["inputRequests"]
         .as_object()
@@ -526,7 +528,8 @@ async fn a_single_round_hands_input_required_to_the_caller() {
     let done = client
         .request_single_round("tools/call", Some(retry), bounded(), |_| {})
         .await
-        .expect("second round");
+        .expect("second round")
+        .into_value();
     assert_eq!(first_text(&done), "model said seven; user is Bo", "{done}");
     client.shutdown().await;
 }

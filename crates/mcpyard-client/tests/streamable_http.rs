@@ -74,7 +74,8 @@ async fn everything_over_streamable_http_lists_calls_and_reports_progress() {
             move |id| *record.lock().expect("not poisoned") = Some(id),
         )
         .await
-        .expect("long running operation");
+        .expect("long running operation")
+        .into_value();
     assert!(first_text(&done).contains("completed"), "{done}");
     let id = sent_id
         .lock()

@@ -17,7 +17,7 @@ use mcpyard_gateway::{
     RouteError, Session, SizeLimits, Source, SourceEvents, SourceLists, SourceRequest, SourceSpec,
     ToolSizes,
 };
-use mcpyard_proto::{ErrorObject, Message, RequestId};
+use mcpyard_proto::{ErrorObject, Message, Payload, RequestId};
 use mcpyard_testkit::text;
 use serde_json::{json, Value};
 
@@ -47,10 +47,10 @@ impl Source for Vault {
         events.publish(SourceLists::tools(tools));
     }
 
-    async fn call(&self, mut request: SourceRequest) -> Result<Value, RouteError> {
+    async fn call(&self, mut request: SourceRequest) -> Result<Payload, RouteError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         let arguments = request.take_arguments();
-        let text = |t: String| Ok(json!({"content": [{"type": "text", "text": t}]}));
+        let text = |t: String| Ok(json!({"content": [{"type": "text", "text": t}]}).into());
         match request.name() {
             Some("reveal") => Ok(json!({
                 "content": [
@@ -58,7 +58,8 @@ impl Source for Vault {
                     {"type": "image", "data": GITHUB_TOKEN, "mimeType": "image/png"},
                 ],
                 "structuredContent": {"deep": [{"token": GITHUB_TOKEN}]},
-            })),
+            })
+            .into()),
             Some("echo") => text(arguments["message"].as_str().unwrap_or("").to_owned()),
             Some("big") => text("z".repeat(20_000)),
             Some("fail") => Err(RouteError::Refused {
@@ -70,7 +71,7 @@ impl Source for Vault {
                     .context
                     .call_tool("vault__reveal", json!({}))
                     .await?;
-                Ok(inner)
+                Ok(inner.into())
             }
             other => Err(RouteError::UnknownName {
                 kind: "tool",

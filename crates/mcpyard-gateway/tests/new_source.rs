@@ -17,7 +17,7 @@ use mcpyard_gateway::{
     AuditFile, AuditTrail, CallContext, CallLimits, GatewayConfig, Guard, GuardConfig, ListKind,
     Metrics, RouteError, Source, SourceEvents, SourceLists, SourceRequest, SourceSpec,
 };
-use mcpyard_proto::Message;
+use mcpyard_proto::{Message, Payload};
 use mcpyard_testkit::text;
 use mcpyard_testkit::InProcessClient;
 use serde_json::{json, Value};
@@ -68,13 +68,13 @@ impl Source for Ledger {
         let _ = self.events.set(events);
     }
 
-    async fn call(&self, mut request: SourceRequest) -> Result<Value, RouteError> {
+    async fn call(&self, mut request: SourceRequest) -> Result<Payload, RouteError> {
         if request.method == "resources/read" {
             let balance = *self.balance.lock().unwrap();
-            return Ok(json!({"contents": [{"uri": BALANCE, "text": balance.to_string()}]}));
+            return Ok(json!({"contents": [{"uri": BALANCE, "text": balance.to_string()}]}).into());
         }
         let arguments = request.take_arguments();
-        let text = |t: String| Ok(json!({"content": [{"type": "text", "text": t}]}));
+        let text = |t: String| Ok(json!({"content": [{"type": "text", "text": t}]}).into());
         match request.name() {
             Some("deposit") => {
                 let amount = arguments["amount"].as_i64().unwrap_or(0);
@@ -99,7 +99,7 @@ impl Source for Ledger {
                 assert!(request.params.get("task").is_some(), "{}", request.params);
                 let id = format!("ledger-task-{}", self.tasks.lock().unwrap().len() + 1);
                 self.tasks.lock().unwrap().insert(id.clone(), "working");
-                Ok(json!({"task": task(&id, "working")}))
+                Ok(json!({"task": task(&id, "working")}).into())
             }
             other => Err(RouteError::UnknownName {
                 kind: "tool",

@@ -12,7 +12,7 @@ use mcpyard_gateway::{
     CallLimits, Gateway, GatewayConfig, Layer, Next, RouteError, RouteFuture, RoutedCall, Session,
     Source, SourceEvents, SourceLists, SourceRequest, SourceSpec,
 };
-use mcpyard_proto::{codes, Message, RequestId};
+use mcpyard_proto::{codes, Message, Payload, RequestId};
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 
@@ -37,10 +37,10 @@ impl Source for Gate {
         events.publish(SourceLists::tools(vec![tool]));
     }
 
-    async fn call(&self, request: SourceRequest) -> Result<Value, RouteError> {
+    async fn call(&self, request: SourceRequest) -> Result<Payload, RouteError> {
         self.started.fetch_add(1, Ordering::SeqCst);
         tokio::select! {
-            () = self.release.notified() => Ok(json!({"content": [{"type": "text", "text": "released"}]})),
+            () = self.release.notified() => Ok(json!({"content": [{"type": "text", "text": "released"}]}).into()),
             () = request.context.cancel.cancelled() => {
                 self.stopped.fetch_add(1, Ordering::SeqCst);
                 Err(RouteError::internal("stopped"))

@@ -12,7 +12,7 @@ use mcpyard_gateway::{
     Gateway, GatewayConfig, RouteError, Session, Source, SourceEvents, SourceLists, SourceRequest,
     SourceSpec,
 };
-use mcpyard_proto::{codes, ErrorObject, Message, RequestId};
+use mcpyard_proto::{codes, ErrorObject, Message, Payload, RequestId};
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, Notify};
 
@@ -51,12 +51,13 @@ impl Source for Slow {
         events.publish(SourceLists::tools(tools));
     }
 
-    async fn call(&self, mut request: SourceRequest) -> Result<Value, RouteError> {
+    async fn call(&self, mut request: SourceRequest) -> Result<Payload, RouteError> {
         let arguments = request.take_arguments();
         let ctx = &request.context;
         if request.name() == Some("boom") {
             return Ok(
-                json!({"content": [{"type": "text", "text": "no such city"}], "isError": true}),
+                json!({"content": [{"type": "text", "text": "no such city"}], "isError": true})
+                    .into(),
             );
         }
         self.started.fetch_add(1, Ordering::SeqCst);
@@ -65,7 +66,7 @@ impl Source for Slow {
         tokio::select! {
             _ = self.release.notified() => Ok(json!({
                 "content": [{"type": "text", "text": format!("done {}", arguments["n"])}]
-            })),
+            }).into()),
             _ = ctx.cancel.cancelled() => Err(RouteError::internal("stopped")),
         }
     }

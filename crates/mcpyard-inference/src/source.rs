@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use mcpyard_gateway::{RouteError, Source, SourceEvents, SourceLists, SourceRequest, SourceSpec};
+use mcpyard_proto::Payload;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -118,7 +119,7 @@ impl Source for InferenceSource {
         self.stopped.cancel();
     }
 
-    async fn call(&self, mut request: SourceRequest) -> Result<Value, RouteError> {
+    async fn call(&self, mut request: SourceRequest) -> Result<Payload, RouteError> {
         let arguments = request.take_arguments();
         let tool = request.name().unwrap_or_default().to_owned();
         let tool = tool.as_str();
@@ -137,10 +138,12 @@ impl Source for InferenceSource {
             }
             Err(e) => Err(e),
         };
-        Ok(outcome.unwrap_or_else(|e| {
-            tracing::info!(tool, error = %e, "local tool call failed");
-            e.into_result()
-        }))
+        Ok(outcome
+            .unwrap_or_else(|e| {
+                tracing::info!(tool, error = %e, "local tool call failed");
+                e.into_result()
+            })
+            .into())
     }
 
     async fn status(&self) -> Value {

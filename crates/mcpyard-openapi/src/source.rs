@@ -10,6 +10,7 @@ use mcpyard_gateway::{
     CallLimits, ListKind, RouteError, SizeLimits, Source, SourceEvents, SourceLists, SourceRequest,
     SourceSpec,
 };
+use mcpyard_proto::Payload;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -255,7 +256,7 @@ impl Source for OpenApiSource {
         }
     }
 
-    async fn call(&self, mut request: SourceRequest) -> Result<Value, RouteError> {
+    async fn call(&self, mut request: SourceRequest) -> Result<Payload, RouteError> {
         if request.method != mcpyard_proto::methods::TOOLS_CALL {
             return Err(RouteError::InvalidParams(format!(
                 "API `{}` offers tools only, not {}",
@@ -281,7 +282,11 @@ impl Source for OpenApiSource {
         let Some(&index) = loaded.by_name.get(&name) else {
             return Err(RouteError::UnknownName { kind: "tool", name });
         };
-        Ok(loaded.caller.call(index, arguments, &request.context).await)
+        Ok(loaded
+            .caller
+            .call(index, arguments, &request.context)
+            .await
+            .into())
     }
 
     async fn status(&self) -> Value {

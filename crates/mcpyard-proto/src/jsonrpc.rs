@@ -153,10 +153,15 @@ impl Message {
 
     /// Parses exactly one message from bytes. The object's members are read
     /// in one pass, straight into the message: no map of the whole object
-    /// is built first (what [`Message::from_value`] is given).
+    /// is built first (what [`Message::from_value`] is given). A response's
+    /// result is kept as its JSON text ([`Payload::Text`]), parsed only by
+    /// whoever needs to look inside.
     pub fn from_slice(bytes: &[u8]) -> Result<Self, ParseError> {
         let mut de = serde_json::Deserializer::from_slice(bytes);
-        let members = serde::Deserializer::deserialize_any(&mut de, MembersVisitor)
+        let visitor = MembersVisitor {
+            result_as_text: true,
+        };
+        let members = serde::Deserializer::deserialize_any(&mut de, visitor)
             .and_then(|m| de.end().map(|()| m))
             .map_err(|e| ParseError::NotJson(e.to_string()))?;
         members.ok_or_else(not_an_object)?.into_message()
@@ -204,10 +209,12 @@ impl Serialize for Message {
 
 impl<'de> Deserialize<'de> for Message {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(MembersVisitor)?
-            .ok_or_else(not_an_object)
-            .and_then(Members::into_message)
-            .map_err(serde::de::Error::custom)
+        d.deserialize_any(MembersVisitor {
+            result_as_text: false,
+        })?
+        .ok_or_else(not_an_object)
+        .and_then(Members::into_message)
+        .map_err(serde::de::Error::custom)
     }
 }
 
@@ -263,7 +270,7 @@ struct Members {
     id: Option<Value>,
     method: Option<Value>,
     params: Option<Value>,
-    result: Option<Value>,
+    result: Option<Payload>,
     error: Option<Value>,
 }
 
@@ -274,7 +281,7 @@ impl Members {
             id: obj.remove("id"),
             method: obj.remove("method"),
             params: obj.remove("params"),
-            result: obj.remove("result"),
+            result: obj.remove("result").map(Payload::Value),
             error: obj.remove("error"),
         }
     }
@@ -326,10 +333,7 @@ impl Members {
         }
         if let Some(result) = self.result {
             return match id {
-                Some(Some(id)) => Ok(Message::Response {
-                    id,
-                    result: Payload::Value(result),
-                }),
+                Some(Some(id)) => Ok(Message::Response { id, result }),
                 _ => Err(invalid("a response needs an id")),
             };
         }
@@ -339,7 +343,11 @@ impl Members {
 
 /// Reads a message's members from its object; `None` for any other JSON
 /// value (which is valid JSON, but not a message).
-struct MembersVisitor;
+struct MembersVisitor {
+    /// Keep a result as its text (only a deserializer reading JSON text
+    /// can give it).
+    result_as_text: bool,
+}
 
 impl<'de> serde::de::Visitor<'de> for MembersVisitor {
     type Value = Option<Members>;
@@ -356,7 +364,14 @@ impl<'de> serde::de::Visitor<'de> for MembersVisitor {
                 MemberName::Id => &mut m.id,
                 MemberName::Method => &mut m.method,
                 MemberName::Params => &mut m.params,
-                MemberName::Result => &mut m.result,
+                MemberName::Result if self.result_as_text => {
+                    m.result = Some(Payload::from_text(map.next_value()?));
+                    continue;
+                }
+                MemberName::Result => {
+                    m.result = Some(Payload::Value(map.next_value()?));
+                    continue;
+                }
                 MemberName::Error => &mut m.error,
                 MemberName::Other => {
                     map.next_value::<serde::de::IgnoredAny>()?;

@@ -1,7 +1,7 @@
 //! A response's result: a parsed value, or JSON text written out as it is.
 //! The text form lets the gateway answer with JSON it already holds (a list
-//! page assembled from the catalogue's items) without parsing it into a
-//! value only to write it back.
+//! page assembled from the catalogue's items, an upstream's result read off
+//! the wire) without parsing it into a value only to write it back.
 
 use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
@@ -15,6 +15,88 @@ pub enum Payload {
 }
 
 impl Payload {
+    /// A result read off the wire, kept as its text unless that spans lines:
+    /// every door writes a message on one line (stdio, SSE `data:`), and
+    /// JSON text is only reflowed by parsing it.
+    pub fn from_text(raw: Box<RawValue>) -> Self {
+        match raw.get().contains(['\n', '\r']) {
+            true => Payload::Value(parse(&raw)),
+            false => Payload::Text(raw),
+        }
+    }
+
+    /// The JSON text, when the result is held as text.
+    pub fn text(&self) -> Option<&str> {
+        match self {
+            Payload::Value(_) => None,
+            Payload::Text(raw) => Some(raw.get()),
+        }
+    }
+
+    /// Whether the result may hold `word` as (part of) a member name or a
+    /// string. False only when it is text that does not hold it as written
+    /// and has no escape that could spell it otherwise (`\u` for any
+    /// character; `\/`, `\"`, `\\` and the like for what the word has
+    /// of those); a value must be looked into.
+    pub fn may_hold(&self, word: &str) -> bool {
+        let Payload::Text(raw) = self else {
+            return true;
+        };
+        let text = raw.get();
+        let has_short_escapes = word
+            .bytes()
+            .any(|b| b < 0x20 || matches!(b, b'"' | b'\\' | b'/'));
+        text.contains(word) || text.contains("\\u") || (has_short_escapes && text.contains('\\'))
+    }
+
+    /// Whether it is a tool result that reports an error (`isError: true`).
+    pub fn is_error(&self) -> bool {
+        self.may_hold("isError") && self.to_value().get("isError") == Some(&Value::Bool(true))
+    }
+
+    /// Adds `members`, which the result's object does not have, in front
+    /// of its own: text is written around, not parsed. Nothing happens to
+    /// a result that is not an object.
+    pub fn add_members(&mut self, members: Vec<(&str, Value)>) {
+        let Payload::Text(raw) = self else {
+            if let Some(obj) = self.value_mut().as_object_mut() {
+                obj.extend(members.into_iter().map(|(k, v)| (k.to_owned(), v)));
+            }
+            return;
+        };
+        let Some(rest) = raw.get().trim_start().strip_prefix('{') else {
+            return;
+        };
+        let mut text = String::with_capacity(raw.get().len() + 64 * members.len());
+        text.push('{');
+        for (i, (key, value)) in members.iter().enumerate() {
+            if i > 0 {
+                text.push(',');
+            }
+            text.push_str(&Value::from(*key).to_string());
+            text.push(':');
+            text.push_str(&value.to_string());
+        }
+        if !members.is_empty() && !rest.trim_start().starts_with('}') {
+            text.push(',');
+        }
+        text.push_str(rest);
+        if let Ok(raw) = RawValue::from_string(text) {
+            *self = Payload::Text(raw);
+        }
+    }
+
+    /// The result as a value to change: the text form is parsed, once.
+    pub fn value_mut(&mut self) -> &mut Value {
+        if let Payload::Text(raw) = self {
+            *self = Payload::Value(parse(raw));
+        }
+        match self {
+            Payload::Value(v) => v,
+            Payload::Text(_) => unreachable!("made a value above"),
+        }
+    }
+
     /// The result as a value (the text form is parsed).
     pub fn into_value(self) -> Value {
         match self {
@@ -28,14 +110,6 @@ impl Payload {
         match self {
             Payload::Value(v) => std::borrow::Cow::Borrowed(v),
             Payload::Text(raw) => std::borrow::Cow::Owned(parse(raw)),
-        }
-    }
-
-    /// The parsed value, if the result is held as one.
-    pub fn as_value_mut(&mut self) -> Option<&mut Value> {
-        match self {
-            Payload::Value(v) => Some(v),
-            Payload::Text(_) => None,
         }
     }
 }
@@ -86,5 +160,87 @@ mod tests {
         assert_eq!(payload, Payload::Value(value.clone()));
         assert_eq!(*payload.to_value(), value);
         assert_eq!(payload.into_value(), value);
+    }
+
+    fn text(json: &str) -> Payload {
+        Payload::from_text(RawValue::from_string(json.to_owned()).expect("JSON"))
+    }
+
+    #[test]
+    fn text_on_several_lines_is_parsed_so_that_it_is_written_on_one() {
+        let payload = text("{\n  \"content\": []\n}");
+        assert!(payload.text().is_none());
+        assert_eq!(
+            serde_json::to_string(&payload).unwrap(),
+            r#"{"content":[]}"#
+        );
+        assert_eq!(
+            text(r#"{"content": []}"#).text(),
+            Some(r#"{"content": []}"#)
+        );
+    }
+
+    #[test]
+    fn a_word_is_ruled_out_of_text_only_when_no_escape_could_spell_it() {
+        assert!(!text(r#"{"content":[]}"#).may_hold("isError"));
+        assert!(text(r#"{"isError":false}"#).may_hold("isError"));
+        assert!(text(r#"{"\u0069sError":true}"#).may_hold("isError"));
+        assert!(Payload::Value(json!({})).may_hold("isError"));
+        assert!(!text(r#"{"a/b":1}"#).may_hold("a/c"));
+        assert!(text(r#"{"a\/c":1}"#).may_hold("a/c"));
+        assert!(!text(r#"{"a\nc":1}"#).may_hold("isError"));
+    }
+
+    #[test]
+    fn an_error_is_read_however_its_member_is_spelled() {
+        assert!(text(r#"{"content":[],"isError":true}"#).is_error());
+        assert!(text(r#"{"content":[],"\u0069sError":true}"#).is_error());
+        assert!(!text(r#"{"content":[],"isError":false}"#).is_error());
+        assert!(!text(r#"{"content":[{"type":"text","text":"isError"}]}"#).is_error());
+        assert!(Payload::Value(json!({"isError": true})).is_error());
+    }
+
+    #[test]
+    fn members_are_added_to_text_without_parsing_it() {
+        let members = || {
+            vec![
+                ("resultType", json!("complete")),
+                ("_meta", json!({"a": 1})),
+            ]
+        };
+        let mut payload = text(r#" {"content":[{"type":"text","text":"x"}]}"#);
+        payload.add_members(members());
+        assert_eq!(
+            payload.text(),
+            Some(
+                r#"{"resultType":"complete","_meta":{"a":1},"content":[{"type":"text","text":"x"}]}"#
+            )
+        );
+        let mut empty = text("{ }");
+        empty.add_members(members());
+        assert_eq!(
+            empty.text(),
+            Some(r#"{"resultType":"complete","_meta":{"a":1} }"#)
+        );
+        let mut value = Payload::Value(json!({"content": []}));
+        value.add_members(members());
+        assert_eq!(
+            value,
+            Payload::Value(json!({"content": [], "resultType": "complete", "_meta": {"a": 1}}))
+        );
+        let mut array = text("[1]");
+        array.add_members(members());
+        assert_eq!(array.text(), Some("[1]"));
+    }
+
+    #[test]
+    fn a_value_to_change_is_parsed_from_the_text_once() {
+        let mut payload = text(r#"{"content":[]}"#);
+        payload.value_mut()["isError"] = json!(true);
+        assert!(payload.text().is_none());
+        assert_eq!(
+            payload,
+            Payload::Value(json!({"content": [], "isError": true}))
+        );
     }
 }

@@ -230,6 +230,47 @@ fn the_stdio_front_door_answers_the_stateless_era_as_http_does() {
     assert!(plain.get("resultType").is_none(), "{plain}");
 }
 
+/// An upstream's tool result, passed on as the text the upstream wrote,
+/// still gets the 2026-07-28 era's members (and nothing of them in the
+/// handshake era), on the stdio door as on the others.
+#[test]
+fn an_upstreams_result_gets_the_members_of_the_clients_era() {
+    let dir = scratch();
+    let cfg = dir.path().join("mcpyard.toml");
+    std::fs::write(&cfg, everything_stdio("every")).expect("write config");
+    let mut peer = StdioPeer::start(&cfg, &dir.path().join("stdio.log"));
+    let echo = |id: u64, meta: Option<Value>| {
+        let mut params = json!({"name": "every__echo", "arguments": {"message": "as written"}});
+        if let Some(meta) = meta {
+            params["_meta"] = meta;
+        }
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+    };
+    peer.send(echo(1, Some(envelope("2026-07-28"))));
+    let modern = peer.until_answer(&json!(1), Duration::from_secs(60));
+    let modern = &modern.last().expect("answer")["result"];
+    assert_eq!(modern["resultType"], "complete", "{modern}");
+    assert_eq!(
+        modern["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "mcpyard",
+        "{modern}"
+    );
+    assert_eq!(modern["content"][0]["text"], "Echo: as written", "{modern}");
+
+    peer.send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}}),
+    );
+    peer.until_answer(&json!(2), Duration::from_secs(30));
+    peer.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    peer.send(echo(3, None));
+    let plain = peer.until_answer(&json!(3), Duration::from_secs(30));
+    let plain = &plain.last().expect("answer")["result"];
+    assert_eq!(plain["content"][0]["text"], "Echo: as written", "{plain}");
+    assert!(plain.get("resultType").is_none(), "{plain}");
+    assert!(plain.get("_meta").is_none(), "{plain}");
+}
+
 /// A request the client cancelled gets no answer (the specification: the
 /// receiver should not respond), and the pipe goes on serving others.
 #[test]

@@ -17,6 +17,7 @@ use mcpyard_gateway::{
     CallLimits, Gateway, GatewayConfig, Layer, Next, RouteError, RouteFuture, RoutedCall, Source,
     SourceEvents, SourceLists, SourceRequest, SourceSpec, UpstreamSpec,
 };
+use mcpyard_proto::Payload;
 use serde_json::{json, Value};
 use support::first_text;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, WriteHalf};
@@ -46,15 +47,15 @@ impl Source for Clock {
         events.publish(SourceLists::tools(tools));
     }
 
-    async fn call(&self, mut request: SourceRequest) -> Result<Value, RouteError> {
+    async fn call(&self, mut request: SourceRequest) -> Result<Payload, RouteError> {
         let arguments = request.take_arguments();
         match request.name() {
-            Some("now") => Ok(json!({"content": [{"type": "text", "text": "tick"}]})),
+            Some("now") => Ok(json!({"content": [{"type": "text", "text": "tick"}]}).into()),
             Some("sleep") => {
                 let ms = arguments["ms"].as_u64().unwrap_or(0);
                 tokio::select! {
                     () = tokio::time::sleep(Duration::from_millis(ms)) => {
-                        Ok(json!({"content": [{"type": "text", "text": "slept"}]}))
+                        Ok(json!({"content": [{"type": "text", "text": "slept"}]}).into())
                     }
                     () = request.context.cancel.cancelled() => {
                         self.cancelled.fetch_add(1, Ordering::SeqCst);

@@ -39,7 +39,7 @@ pub(super) async fn dispatch(
         let Some(item) = item else { break };
         match item {
             Inbound::Message { message, related } => match message {
-                Message::Response { id, result } => shared.resolve(&id, Ok(result.into_value())),
+                Message::Response { id, result } => shared.resolve(&id, Ok(result)),
                 Message::Error {
                     id: Some(id),
                     error,

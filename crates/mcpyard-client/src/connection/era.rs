@@ -1,6 +1,7 @@
 //! The 2026-07-28 era on a connection: telling a server of that era alone, and the envelope every request carries.
 
 use mcpyard_proto::envelope::{CLIENT_CAPABILITIES_KEY, UNSUPPORTED_PROTOCOL_VERSION};
+use mcpyard_proto::Payload;
 use serde_json::{Map, Value};
 
 use crate::ClientError;
@@ -104,4 +105,12 @@ pub(super) fn listen_filter(capabilities: &Value) -> Option<Value> {
         }
     }
     (!filter.is_empty()).then_some(Value::Object(filter))
+}
+
+/// Whether a 2026-07-28 answer asks the client for input first
+/// (`resultType: "input_required"`); an answer held as text without those
+/// words is not parsed to tell.
+pub(super) fn asks_for_input(answer: &Payload) -> bool {
+    answer.may_hold("input_required")
+        && answer.to_value().get("resultType").and_then(Value::as_str) == Some("input_required")
 }

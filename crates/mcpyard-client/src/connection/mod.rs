@@ -29,7 +29,7 @@ use mcpyard_proto::envelope::{
     CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, PROTOCOL_VERSION_KEY, SERVER_INFO_KEY,
     UNSUPPORTED_PROTOCOL_VERSION,
 };
-use mcpyard_proto::{methods, Message, RequestId};
+use mcpyard_proto::{methods, Message, Payload, RequestId};
 use serde_json::{json, Map, Value};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -50,8 +50,8 @@ mod waits;
 
 use dispatch::dispatch;
 use era::{
-    listen_filter, offers_modern, refuses_the_handshake, request_envelope, with_envelope,
-    ANSWERED_MODERN,
+    asks_for_input, listen_filter, offers_modern, refuses_the_handshake, request_envelope,
+    with_envelope, ANSWERED_MODERN,
 };
 use shared::{Inner, Owner, PendingGuard, ProgressGuard, Shared};
 use waits::{
@@ -223,7 +223,7 @@ impl Connection {
             CLIENT_INFO_KEY.into(),
             json!({"name": options.client_name, "version": options.client_version}),
         );
-        let discover = || {
+        let discover = || async {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
             self.exchange(
                 methods::SERVER_DISCOVER,
@@ -234,6 +234,8 @@ impl Connection {
                 },
                 |_| {},
             )
+            .await
+            .map(Payload::into_value)
         };
         let mut probe = discover().await;
         // -32022 naming 2026-07-28 among the versions the server supports:
@@ -327,7 +329,9 @@ impl Connection {
         } else {
             methods::PING
         };
-        self.request(method, None, options).await.map(|_| ())
+        self.request_with_id(method, None, options, |_| {})
+            .await
+            .map(|_| ())
     }
 
     async fn handshake(
@@ -343,15 +347,17 @@ impl Connection {
         });
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
         let result = self
-            .request(
+            .request_with_id(
                 methods::INITIALIZE,
                 Some(params),
                 RequestOptions {
                     timeout: Some(left),
                     ..RequestOptions::default()
                 },
+                |_| {},
             )
             .await
+            .map(Payload::into_value)
             .map_err(|e| match e {
                 // The deadline covers the whole connect.
                 ClientError::Timeout(_) => ClientError::Timeout(options.connect_timeout),
@@ -391,22 +397,10 @@ impl Connection {
         self.inner.transport.process_id()
     }
 
-    /// Sends a request and waits for its result. A timeout or cancellation
-    /// sends `notifications/cancelled` for it. In the 2026-07-28 era the
-    /// request carries the envelope, and an `input_required` answer is
-    /// resolved (see [`Connection::request_with_id`]).
-    pub(crate) async fn request(
-        &self,
-        method: &str,
-        params: Option<Value>,
-        options: RequestOptions,
-    ) -> Result<Value, ClientError> {
-        self.request_with_id(method, params, options, |_| {}).await
-    }
-
-    /// Like [`Connection::request`], with a hook that learns the request's
-    /// upstream id right before the message goes out (so progress and
-    /// server requests on its stream can be tied back to it).
+    /// Sends a request and waits for its result, with a hook that learns
+    /// the request's upstream id right before the message goes out (so
+    /// progress and server requests on its stream can be tied back to it).
+    /// A timeout or cancellation sends `notifications/cancelled` for it.
     ///
     /// In the 2026-07-28 era, an answer with `resultType: "input_required"`
     /// has its input requests answered by the handler's `on_request` (with
@@ -419,7 +413,7 @@ impl Connection {
         params: Option<Value>,
         options: RequestOptions,
         on_sent: impl FnOnce(RequestId) + Send,
-    ) -> Result<Value, ClientError> {
+    ) -> Result<Payload, ClientError> {
         let Some(envelope) = self.inner.envelope.get() else {
             return self.exchange(method, params, options, on_sent).await;
         };
@@ -435,15 +429,16 @@ impl Connection {
             .await?;
         let mut state_only_wait = STATE_ONLY_BACKOFF;
         for _ in 0..MAX_INPUT_ROUNDS {
-            if answer.get("resultType").and_then(Value::as_str) != Some("input_required") {
+            if !asks_for_input(&answer) {
                 return Ok(answer);
             }
+            let question = answer.into_value();
             let Value::Object(mut retry) = params.clone() else {
                 return Err(ClientError::Protocol(format!(
                     "{method}: the server asked for input, but params that are not an object cannot carry the answers"
                 )));
             };
-            let asked = answer
+            let asked = question
                 .get("inputRequests")
                 .and_then(Value::as_object)
                 .filter(|asked| !asked.is_empty());
@@ -462,7 +457,7 @@ impl Connection {
                 Ok::<(), ClientError>(())
             };
             self.bounded(round, deadline, &options, start).await?;
-            if let Some(state) = answer.get("requestState") {
+            if let Some(state) = question.get("requestState") {
                 retry.insert("requestState".into(), state.clone());
             }
             let left = RequestOptions {
@@ -480,7 +475,7 @@ impl Connection {
                     other => other,
                 })?;
         }
-        if answer.get("resultType").and_then(Value::as_str) == Some("input_required") {
+        if asks_for_input(&answer) {
             return Err(ClientError::Protocol(format!(
                 "{method}: the server still asked for input after {MAX_INPUT_ROUNDS} rounds"
             )));
@@ -499,7 +494,7 @@ impl Connection {
         params: Option<Value>,
         options: RequestOptions,
         on_sent: impl FnOnce(RequestId) + Send,
-    ) -> Result<Value, ClientError> {
+    ) -> Result<Payload, ClientError> {
         let params = match self.inner.envelope.get() {
             Some(envelope) => Some(with_envelope(params, &request_envelope(envelope, &options))),
             None => params,
@@ -561,7 +556,7 @@ impl Connection {
         params: Option<Value>,
         options: RequestOptions,
         on_sent: impl FnOnce(RequestId) + Send,
-    ) -> Result<Value, ClientError> {
+    ) -> Result<Payload, ClientError> {
         let shared = &self.inner.shared;
         if shared.closed.is_cancelled() {
             return Err(ClientError::Closed);
@@ -600,7 +595,7 @@ impl Connection {
                 .send_with(&message, &scope, &headers)
                 .await?
             {
-                Some(Message::Response { result, .. }) => Ok(result.into_value()),
+                Some(Message::Response { result, .. }) => Ok(result),
                 Some(Message::Error { error, .. }) => Err(ClientError::Rpc(error)),
                 _ => rx.await.unwrap_or(Err(ClientError::Closed)),
             }
@@ -616,7 +611,7 @@ impl Connection {
                         .tools
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
-                        .learn(&mut page, &shared.label);
+                        .learn(page.value_mut(), &shared.label);
                     Ok(page)
                 }
                 other => other,
@@ -703,7 +698,10 @@ impl Connection {
         let mut cursor: Option<String> = None;
         for _ in 0..MAX_LIST_PAGES {
             let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
-            let mut page = self.request(method, params, options.clone()).await?;
+            let mut page = self
+                .request_with_id(method, params, options.clone(), |_| {})
+                .await?
+                .into_value();
             match page.get_mut(key).map(Value::take) {
                 Some(Value::Array(found)) => items.extend(found.into_iter().map(&mut each)),
                 None | Some(Value::Null) => {}

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use mcpyard_proto::RequestId;
+use mcpyard_proto::{Payload, RequestId};
 use serde_json::{Map, Value};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -23,7 +23,7 @@ impl Drop for Owner {
     }
 }
 
-pub(super) type Answer = Result<Value, ClientError>;
+pub(super) type Answer = Result<Payload, ClientError>;
 
 /// What the dispatcher shares with the client handles.
 pub(super) struct Shared {

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use mcpyard_proto::Payload;
 use serde_json::Value;
 
 /// What the router allows one source's calls.
@@ -60,6 +61,15 @@ impl SizeLimits {
 
     pub(crate) fn is_unlimited(&self) -> bool {
         self.max_arguments.is_none() && self.max_result.is_none() && self.tools.is_empty()
+    }
+}
+
+/// The size of a result as it is written: its text as it came, or its
+/// value as compact JSON.
+pub(crate) fn result_len(result: &Payload) -> u64 {
+    match result.text() {
+        Some(text) => text.len() as u64,
+        None => json_len(&result.to_value()),
     }
 }
 

@@ -9,7 +9,7 @@ mod lists;
 
 pub use identity::{Identity, IdentityKind, EVERY_GROUP};
 pub use items::{ItemKind, RATE_LIMITED};
-pub(crate) use limits::json_len;
+pub(crate) use limits::{json_len, result_len};
 pub use limits::{CallLimits, SizeLimits, ToolSizes};
 pub(crate) use lists::Era;
 pub use lists::{ListItem, ListKind, SourceLists};

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use mcpyard_proto::{codes, envelope, methods, ErrorObject};
+use mcpyard_proto::{codes, envelope, methods, ErrorObject, Payload};
 use serde_json::{json, Value};
 
 use super::{is_log_level, Session};
@@ -51,11 +51,17 @@ pub(crate) fn adopt_request_envelope(session: &Session, params: Option<&Value>) 
 /// cacheable ones (lists, reads, discovery) a TTL and a cache scope; every
 /// one names the server in `_meta`. Upstream results pass through an older
 /// era, so the gateway adds what they lack.
-pub(crate) fn stamp_stateless_result(method: &str, result: &mut Value) {
-    let Some(obj) = result.as_object_mut() else {
+pub(crate) fn stamp_stateless_result(method: &str, result: &mut Payload) {
+    let members = stateless_members(method);
+    // Text that has none of them gets them written in front of its own.
+    if !members.iter().any(|(key, _)| result.may_hold(key)) {
+        result.add_members(members);
+        return;
+    }
+    let Some(obj) = result.value_mut().as_object_mut() else {
         return;
     };
-    for (key, value) in stateless_members(method) {
+    for (key, value) in members {
         match (obj.get_mut(key), value) {
             (Some(Value::Object(meta)), Value::Object(ours)) if key == "_meta" => meta.extend(ours),
             (Some(_), _) => {}
@@ -93,8 +99,17 @@ pub(crate) fn stateless_members(method: &str) -> Vec<(&'static str, Value)> {
 
 /// A result a 2026-07-28 upstream gave goes to a client of an older era
 /// without that era's fields, and without the upstream's name in `_meta`.
-pub(crate) fn unstamp_for_handshake_era(result: &mut Value) {
-    let Some(obj) = result.as_object_mut() else {
+pub(crate) fn unstamp_for_handshake_era(result: &mut Payload) {
+    const STAMPS: [&str; 4] = [
+        "resultType",
+        "ttlMs",
+        "cacheScope",
+        envelope::SERVER_INFO_KEY,
+    ];
+    if !STAMPS.iter().any(|stamp| result.may_hold(stamp)) {
+        return;
+    }
+    let Some(obj) = result.value_mut().as_object_mut() else {
         return;
     };
     if obj.get("resultType").and_then(Value::as_str) == Some("complete") {

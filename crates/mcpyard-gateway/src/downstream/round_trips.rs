@@ -23,7 +23,7 @@ use std::time::Duration;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use hmac::{Hmac, Mac};
-use mcpyard_proto::{methods, ErrorObject};
+use mcpyard_proto::{methods, ErrorObject, Payload};
 use serde_json::{json, Map, Value};
 use sha2::Sha256;
 use tokio::sync::{mpsc, oneshot};
@@ -32,7 +32,11 @@ use tokio_util::sync::CancellationToken;
 use crate::call::Identity;
 use crate::error::RouteError;
 
-type Outcome = Result<Value, RouteError>;
+/// A call's outcome.
+type Outcome = Result<Payload, RouteError>;
+
+/// The client's answer to one input request.
+type Answer = Result<Value, RouteError>;
 
 /// Calls waiting for a client's retry at most at once: each holds an
 /// upstream request open.
@@ -46,7 +50,7 @@ const ASKS_PER_CALL: usize = 16;
 pub(crate) struct InputAsk {
     pub(crate) method: String,
     pub(crate) params: Option<Value>,
-    pub(crate) reply: oneshot::Sender<Outcome>,
+    pub(crate) reply: oneshot::Sender<Answer>,
 }
 
 /// Where a stateless call puts the requests it needs answered.
@@ -85,7 +89,7 @@ struct Suspended {
     asks: mpsc::Receiver<InputAsk>,
     outcome: oneshot::Receiver<Outcome>,
     /// The input requests handed to the client, by key, awaiting responses.
-    waiting: HashMap<String, oneshot::Sender<Outcome>>,
+    waiting: HashMap<String, oneshot::Sender<Answer>>,
     next_key: u64,
     /// Cancels the call when it is abandoned.
     cancel: CancellationToken,
@@ -265,7 +269,8 @@ impl RoundTrips {
             "resultType": "input_required",
             "inputRequests": requests,
             "requestState": state,
-        }))
+        })
+        .into())
     }
 
     /// Cancels and forgets the call if the client has not come back with
@@ -311,7 +316,7 @@ pub(crate) async fn ask(
     method: &str,
     params: Option<Value>,
     timeout: Duration,
-) -> Outcome {
+) -> Answer {
     let (reply, answer) = oneshot::channel();
     let ask = InputAsk {
         method: method.to_owned(),
@@ -352,7 +357,7 @@ mod tests {
             Duration::from_secs(5),
         )
         .await?;
-        Ok(json!({"content": [{"type": "text", "text": got["content"]["text"]}]}))
+        Ok(json!({"content": [{"type": "text", "text": got["content"]["text"]}]}).into())
     }
 
     /// The first leg of [`asking_call`]: its input request.
@@ -365,6 +370,7 @@ mod tests {
             )
             .await
             .expect("first leg")
+            .into_value()
     }
 
     #[tokio::test]
@@ -386,7 +392,8 @@ mod tests {
         let done = trips
             .resume("tools/call", &retry, &Identity::anonymous(), &gone)
             .await
-            .expect("second leg");
+            .expect("second leg")
+            .into_value();
         assert_eq!(done["content"][0]["text"], "hi");
         assert_eq!(trips.suspended_count(), 0);
         // The same state again: used up.
@@ -456,7 +463,8 @@ mod tests {
                 &gone,
             )
             .await
-            .expect("first leg");
+            .expect("first leg")
+            .into_value();
         assert_eq!(first["resultType"], "input_required");
         assert_eq!(trips.suspended_count(), 1);
         tokio::time::sleep(Duration::from_secs(31)).await;

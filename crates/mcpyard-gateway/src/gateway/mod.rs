@@ -135,7 +135,7 @@ type Twin = (usize, Arc<dyn Source>, CancellationToken);
 
 /// What serving a request gives: its result, or why not in the one
 /// currency of the gateway (made wire form at the edge, in its era).
-type Outcome = Result<Value, RouteError>;
+type Outcome = Result<Payload, RouteError>;
 
 /// The id of an unsubscribe handed to the other replicas (nobody answers it).
 const UNSUBSCRIBE_ID: &str = "mcpyard-unsubscribe";
@@ -454,28 +454,25 @@ impl Gateway {
         // Registered on the connection's session, so that its
         // `notifications/cancelled` finds the request.
         let cancel = session.begin_request(&id);
-        let mut outcome: Result<Payload, RouteError> =
-            if request_session.is_stateless() && !era::has_method(method) {
-                Err(RouteError::MethodNotFound(method.to_owned()))
-            } else if method == methods::SUBSCRIPTIONS_LISTEN {
-                let startup = self.wait_for_modern_era(&self.inner.stop);
-                self.inner
-                    .downstream
-                    .listen(&request_session, &id, params, related, &cancel, startup)
-                    .await
-                    .map(Payload::from)
-            } else if request_session.is_stateless() && round_trips::supports_input(method) {
-                self.round_trip(&request_session, method, params, related, &cancel)
-                    .await
-                    .map(Payload::from)
-            } else if let Some(kind) = ListKind::listed_by(method) {
-                self.list_page(&request_session, kind, params, &cancel)
-                    .await
-            } else {
-                self.dispatch(&request_session, method, params, related, cancel.clone())
-                    .await
-                    .map(Payload::from)
-            };
+        let mut outcome: Outcome = if request_session.is_stateless() && !era::has_method(method) {
+            Err(RouteError::MethodNotFound(method.to_owned()))
+        } else if method == methods::SUBSCRIPTIONS_LISTEN {
+            let startup = self.wait_for_modern_era(&self.inner.stop);
+            self.inner
+                .downstream
+                .listen(&request_session, &id, params, related, &cancel, startup)
+                .await
+                .map(Payload::from)
+        } else if request_session.is_stateless() && round_trips::supports_input(method) {
+            self.round_trip(&request_session, method, params, related, &cancel)
+                .await
+        } else if let Some(kind) = ListKind::listed_by(method) {
+            self.list_page(&request_session, kind, params, &cancel)
+                .await
+        } else {
+            self.dispatch(&request_session, method, params, related, cancel.clone())
+                .await
+        };
         session.finish_request(&id);
         if derived {
             request_session.end();
@@ -484,7 +481,8 @@ impl Gateway {
             return Answer::Withheld(id);
         }
         // A list page is written with its era's members already.
-        if let Some(result) = outcome.as_mut().ok().and_then(Payload::as_value_mut) {
+        let page = ListKind::listed_by(method).is_some();
+        if let Some(result) = outcome.as_mut().ok().filter(|_| !page) {
             self.note_held(&request_session, method, result).await;
             if request_session.is_stateless() {
                 era::stamp_stateless_result(method, result);
@@ -636,10 +634,10 @@ impl Gateway {
                 if let Some(metrics) = &self.inner.metrics {
                     metrics.session_started(&session.protocol_version());
                 }
-                Ok(result)
+                Ok(result.into())
             }
-            methods::SERVER_DISCOVER => Ok(discover(&catalog.apps())),
-            methods::PING => Ok(json!({})),
+            methods::SERVER_DISCOVER => Ok(discover(&catalog.apps()).into()),
+            methods::PING => Ok(json!({}).into()),
             methods::TOOLS_CALL => Ok(self.unrouted_counted(
                 methods::TOOLS_CALL,
                 router.call_tool(context(&params), params).await,
@@ -684,6 +682,7 @@ impl Gateway {
                 downstream
                     .change_subscription(method, params, client, cancel)
                     .await
+                    .map(Payload::from)
             }
             methods::LOGGING_SET_LEVEL => {
                 let level = params
@@ -697,7 +696,7 @@ impl Gateway {
                     })?;
                 session.update(|n| n.log_level = Some(level.to_owned()));
                 self.inner.downstream.share_change(session).await;
-                Ok(json!({}))
+                Ok(json!({}).into())
             }
             methods::TASKS_GET
             | methods::TASKS_RESULT
@@ -713,18 +712,15 @@ impl Gateway {
                     &cancel,
                 )
                 .await
+                .map(Payload::from)
             }
-            methods::TASKS_LIST => self.list_tasks(session, cursor()).await,
+            methods::TASKS_LIST => self.list_tasks(session, cursor()).await.map(Payload::from),
             other => Err(RouteError::MethodNotFound(other.to_owned())),
         }
     }
 
     /// Counts a call that named no tool or prompt its caller may use.
-    fn unrouted_counted(
-        &self,
-        method: &'static str,
-        outcome: Result<Value, RouteError>,
-    ) -> Result<Value, RouteError> {
+    fn unrouted_counted(&self, method: &'static str, outcome: Outcome) -> Outcome {
         if let (Err(RouteError::UnknownName { .. }), Some(metrics)) =
             (&outcome, &self.inner.metrics)
         {

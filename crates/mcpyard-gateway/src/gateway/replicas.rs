@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpyard_proto::methods::TASKS_GET;
-use mcpyard_proto::{ErrorObject, Message, RequestId};
+use mcpyard_proto::{ErrorObject, Message, Payload, RequestId};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -138,11 +138,15 @@ impl Gateway {
     /// Notes, for the other replicas, the state or the upstream task this
     /// answer hands its client (the gateway's own tasks are shared through
     /// their records).
-    pub(super) async fn note_held(&self, session: &Session, method: &str, result: &Value) {
+    pub(super) async fn note_held(&self, session: &Session, method: &str, result: &Payload) {
         let state = &self.inner.state;
         if !followed_across_replicas(state.shared(), session) {
             return;
         }
+        if !result.may_hold("requestState") && !result.may_hold("taskId") {
+            return;
+        }
+        let result = &*result.to_value();
         let held = if let Some(request_state) = result.get("requestState").and_then(Value::as_str) {
             let params = serde_json::json!({ "requestState": request_state });
             held_key("", &params).map(|key| (key, HELD_STATE_TTL))

@@ -8,7 +8,7 @@ use mcpyard_proto::{envelope, methods, ErrorObject};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::{Gateway, Outcome};
+use super::Gateway;
 use crate::router::task_owner;
 use crate::source::CallContext;
 use crate::{tasks, Outbound, RouteError, Session};
@@ -23,7 +23,7 @@ impl Gateway {
         related: Option<Outbound>,
         context: impl FnOnce() -> CallContext,
         cancel: &CancellationToken,
-    ) -> Outcome {
+    ) -> Result<Value, RouteError> {
         if session.is_stateless() && !declares_tasks(session) {
             return Err(RouteError::Protocol(
                 ErrorObject::new(
@@ -84,7 +84,11 @@ impl Gateway {
 
     /// The session's own tasks a page at a time; the last page also
     /// carries the tasks upstreams created.
-    pub(super) async fn list_tasks(&self, session: &Session, cursor: Option<&str>) -> Outcome {
+    pub(super) async fn list_tasks(
+        &self,
+        session: &Session,
+        cursor: Option<&str>,
+    ) -> Result<Value, RouteError> {
         let router = &self.inner.router;
         let owner = task_owner(session);
         let shared = router.shared_tasks.as_ref();

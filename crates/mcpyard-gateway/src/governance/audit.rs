@@ -18,10 +18,11 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
+use mcpyard_proto::Payload;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::call::json_len;
+use crate::call::result_len;
 use crate::governance::stats::{CallStats, RecentCall};
 use crate::router::{Layer, Next, RouteFuture, RoutedCall};
 use crate::RouteError;
@@ -75,9 +76,9 @@ impl Outcome {
     /// The outcome of a routed call, from its result alone (a guardrail's
     /// refusal, answered as an `isError` result, is told apart by the
     /// audit layer itself).
-    pub fn of(result: &Result<Value, RouteError>) -> Self {
+    pub fn of(result: &Result<Payload, RouteError>) -> Self {
         match result {
-            Ok(v) if v.get("isError") == Some(&Value::Bool(true)) => Self::IsError,
+            Ok(v) if v.is_error() => Self::IsError,
             Ok(_) => Self::Ok,
             Err(RouteError::Denied { .. }) => Self::Refused,
             Err(RouteError::Limited { .. } | RouteError::Busy { .. }) => Self::Limited,
@@ -358,11 +359,11 @@ impl Layer for AuditLayer {
             record.duration_ms = millis(started);
             match &outcome {
                 Ok(result) => {
-                    record.response_bytes = json_len(result);
-                    record.outcome = match (&refusal, result.get("isError")) {
-                        (Some(_), _) => Outcome::Refused,
-                        (None, Some(Value::Bool(true))) => Outcome::IsError,
-                        _ => Outcome::Ok,
+                    record.response_bytes = result_len(result);
+                    record.outcome = match &refusal {
+                        Some(_) => Outcome::Refused,
+                        None if result.is_error() => Outcome::IsError,
+                        None => Outcome::Ok,
                     };
                     record.reason = refusal;
                 }
@@ -570,7 +571,10 @@ mod tests {
                 "85c7bfa034a78f7e783fafdb61eba1e7ad6274073b3630b68802934578c0a510".to_owned()
             )
         );
-        assert_eq!(size_and_sha256(&arguments).0, json_len(&arguments));
+        assert_eq!(
+            size_and_sha256(&arguments).0,
+            crate::call::json_len(&arguments)
+        );
     }
 
     #[test]

@@ -394,6 +394,7 @@ impl Layer for CallMetrics {
                 .observe(elapsed);
             if counts_tokens {
                 if let Ok(result) = &outcome {
+                    let result = result.to_value();
                     let usage = &result["structuredContent"]["usage"];
                     let read = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
                     metrics.model_tokens(&source, read("prompt_tokens"), read("completion_tokens"));
@@ -456,9 +457,9 @@ mod tests {
 
     #[test]
     fn outcomes_tell_results_tool_errors_and_limits_apart() {
-        assert_eq!(Outcome::of(&Ok(json!({"content": []}))), Outcome::Ok);
+        assert_eq!(Outcome::of(&Ok(json!({"content": []}).into())), Outcome::Ok);
         assert_eq!(
-            Outcome::of(&Ok(json!({"content": [], "isError": true}))),
+            Outcome::of(&Ok(json!({"content": [], "isError": true}).into())),
             Outcome::IsError
         );
         let busy = RouteError::Busy {

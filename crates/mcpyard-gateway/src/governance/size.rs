@@ -4,10 +4,10 @@
 //! so: one way for every kind of source (an API's `max_response_bytes` is
 //! its source's result limit here).
 
-use mcpyard_proto::methods;
+use mcpyard_proto::{methods, Payload};
 use serde_json::{json, Value};
 
-use crate::call::json_len;
+use crate::call::{json_len, result_len};
 use crate::router::{Layer, Next, RouteFuture, RoutedCall};
 
 /// The router's size layer: it reads each call's limits from its source's
@@ -41,7 +41,9 @@ impl Layer for SizeLayer {
         let tool = call.target.clone();
         Box::pin(async move {
             let mut result = next.run(call).await?;
-            cut_result(&mut result, max, &tool);
+            if result_len(&result) > max {
+                cut_result(result.value_mut(), max, &tool);
+            }
             Ok(result)
         })
     }
@@ -49,9 +51,9 @@ impl Layer for SizeLayer {
 
 /// A refused call: an `isError` result for a tool (a model can fix its
 /// call), invalid params for a prompt.
-fn refusal(method: &str, message: String) -> Result<Value, crate::RouteError> {
+fn refusal(method: &str, message: String) -> Result<Payload, crate::RouteError> {
     if method == methods::TOOLS_CALL {
-        Ok(json!({"content": [{"type": "text", "text": message}], "isError": true}))
+        Ok(json!({"content": [{"type": "text", "text": message}], "isError": true}).into())
     } else {
         Err(crate::RouteError::invalid_params(message))
     }

@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
-use mcpyard_proto::methods;
+use mcpyard_proto::{methods, Payload};
 use serde_json::{json, Value};
 
 use crate::router::{Layer, Next, RouteFuture, RoutedCall};
@@ -384,9 +384,9 @@ impl Tools {
 
 /// Whether a call's outcome counts as an error in the statistics.
 /// (The audit's `Outcome::of` other than `ok`.)
-pub(crate) fn failed(outcome: &Result<Value, RouteError>) -> bool {
+pub(crate) fn failed(outcome: &Result<Payload, RouteError>) -> bool {
     match outcome {
-        Ok(result) => result.get("isError") == Some(&Value::Bool(true)),
+        Ok(result) => result.is_error(),
         Err(_) => true,
     }
 }

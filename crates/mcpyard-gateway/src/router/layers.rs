@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use futures::FutureExt;
-use serde_json::Value;
+use mcpyard_proto::Payload;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tracing::Instrument;
 
@@ -65,7 +65,7 @@ pub trait Layer: Send + Sync + std::fmt::Debug + 'static {
 }
 
 /// What a layer returns: the call's outcome, later.
-pub type RouteFuture<'a> = BoxFuture<'a, Result<Value, RouteError>>;
+pub type RouteFuture<'a> = BoxFuture<'a, Result<Payload, RouteError>>;
 
 /// A request resolved to its source.
 #[derive(Debug)]
@@ -118,7 +118,7 @@ const CANCEL_GRACE: Duration = Duration::from_millis(250);
 /// The end of the stack: the source itself. One that does not stop its
 /// calls itself is stopped here when the call is cancelled or its deadline
 /// passes, its token cancelled so that work it started stops too.
-async fn call_source(call: RoutedCall) -> Result<Value, RouteError> {
+async fn call_source(call: RoutedCall) -> Result<Payload, RouteError> {
     let _place = call.place;
     let slot = call.slot;
     let source = &slot.source;
@@ -178,7 +178,7 @@ impl Layer for Trace {
             let started = Instant::now();
             let outcome = next.run(call).instrument(span.clone()).await;
             let outcome_name = match &outcome {
-                Ok(result) if result.get("isError") == Some(&Value::Bool(true)) => "tool_error",
+                Ok(result) if result.is_error() => "tool_error",
                 Ok(_) => "ok",
                 Err(e) => e.fault().as_str(),
             };

@@ -9,7 +9,7 @@ pub(crate) mod stack;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock, Weak};
 
-use mcpyard_proto::methods;
+use mcpyard_proto::{methods, Payload};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -175,7 +175,7 @@ impl Router {
         &self,
         context: CallContext,
         mut params: Value,
-    ) -> Result<Value, RouteError> {
+    ) -> Result<Payload, RouteError> {
         let name = params
             .get("name")
             .and_then(Value::as_str)
@@ -205,7 +205,7 @@ impl Router {
         context: CallContext,
         mut params: Value,
         name: &str,
-    ) -> Result<Value, RouteError> {
+    ) -> Result<Payload, RouteError> {
         if let Some(args) = params.get("arguments") {
             if !args.is_object() && !args.is_null() {
                 return Err(RouteError::invalid_params("`arguments` must be an object"));
@@ -250,7 +250,7 @@ impl Router {
         context: CallContext,
         method: &'static str,
         mut params: Value,
-    ) -> Result<Value, RouteError> {
+    ) -> Result<Payload, RouteError> {
         let view = self.catalog.view_for(&context.identity, context.era());
         let (source, target) = match method {
             methods::PROMPTS_GET => {
@@ -354,14 +354,14 @@ impl Router {
         upstream_uri: String,
         mut params: Value,
         context: CallContext,
-    ) -> Result<Value, RouteError> {
+    ) -> Result<Payload, RouteError> {
         params["uri"] = Value::String(upstream_uri.clone());
         let session = app_session(&context).map(str::to_owned);
         let slot = self.routed_slot(source)?;
         let mut result = self
             .run(slot, uri.clone(), methods::RESOURCES_READ, params, context)
             .await?;
-        crate::catalog::apps::rewrite_read_result(&mut result, &upstream_uri, &uri);
+        crate::catalog::apps::rewrite_read_result(result.value_mut(), &upstream_uri, &uri);
         if let Some(session) = session {
             self.catalog.note_app_served(&session, source);
         }
@@ -421,7 +421,7 @@ impl Router {
         method: &'static str,
         params: Value,
         context: CallContext,
-    ) -> Result<Value, RouteError> {
+    ) -> Result<Payload, RouteError> {
         let call = RoutedCall {
             slot,
             target,
@@ -445,7 +445,7 @@ impl Router {
         mut params: Value,
         mut context: CallContext,
         task: TaskRequest,
-    ) -> Result<Value, RouteError> {
+    ) -> Result<Payload, RouteError> {
         if let Some(p) = params.as_object_mut() {
             p.remove("task");
         }
@@ -474,19 +474,25 @@ impl Router {
                 router
                     .run(slot, target, methods::TOOLS_CALL, params, context)
                     .await
+                    .map(Payload::into_value)
                     .map_err(Into::into)
             };
             handle.run(call).await;
         };
         tokio::spawn(tracing::Instrument::in_current_span(work));
-        Ok(created)
+        Ok(created.into())
     }
 
     /// Remembers which upstream created a task, and for whom, for the
     /// `tasks/*` that follow.
-    fn note_source_task(&self, slot: &Slot, owner: Option<String>, result: &Value) {
+    fn note_source_task(&self, slot: &Slot, owner: Option<String>, result: &Payload) {
         // 2025-11-25: `{task: {taskId, ttl}}`; the 2026-07-28 tasks
         // extension: `{resultType: "task", taskId, ttlMs}`.
+        if !result.may_hold("task") {
+            return;
+        }
+        let result = result.to_value();
+        let result = &*result;
         let (task, ttl_key) = match result.get("task") {
             Some(task) => (task, "ttl"),
             None if result.get("resultType").and_then(Value::as_str) == Some("task") => {
@@ -667,7 +673,11 @@ impl InnerCalls for Router {
             caller.cancel.child_token(),
             Progress::none(),
         );
-        Box::pin(self.call_tool(context, params))
+        Box::pin(async move {
+            self.call_tool(context, params)
+                .await
+                .map(Payload::into_value)
+        })
     }
 }
 

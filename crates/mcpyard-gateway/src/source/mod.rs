@@ -19,7 +19,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mcpyard_proto::{methods, ErrorObject, Message};
+use mcpyard_proto::{methods, ErrorObject, Message, Payload};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -44,7 +44,9 @@ pub trait Source: Send + Sync + std::fmt::Debug + 'static {
     /// Serves one request: `tools/call`, `prompts/get`, `resources/read` or
     /// `completion/complete`, with the source's own names in the params.
     /// Failures a model can fix by changing the call are `isError` results.
-    async fn call(&self, request: SourceRequest) -> Result<Value, RouteError>;
+    /// The result may be the JSON text the source was given (an upstream's
+    /// answer), passed on unparsed unless a layer needs to look inside.
+    async fn call(&self, request: SourceRequest) -> Result<Payload, RouteError>;
 
     /// A JSON summary for the status tool: must include `name` and `healthy`.
     async fn status(&self) -> Value;
@@ -166,7 +168,7 @@ impl Source for Removed {
 
     fn start(&self, _events: SourceEvents) {}
 
-    async fn call(&self, _request: SourceRequest) -> Result<Value, RouteError> {
+    async fn call(&self, _request: SourceRequest) -> Result<Payload, RouteError> {
         Err(self.unavailable())
     }
 

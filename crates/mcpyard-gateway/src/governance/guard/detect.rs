@@ -4,6 +4,7 @@
 use std::sync::{Arc, LazyLock};
 
 use aho_corasick::AhoCorasick;
+use mcpyard_proto::Payload;
 use regex::{Regex, RegexSet};
 use serde_json::Value;
 
@@ -207,6 +208,19 @@ impl Redactor {
         self.redact_in(value, true)
     }
 
+    /// Redacts a result like [`Redactor::redact_value`]. A result held as
+    /// JSON text is searched for the built-in detectors' literals as it
+    /// is, and parsed only when one may be in it: none of them holds a
+    /// character JSON must escape, so only a `\u` escape could hide one.
+    pub(crate) fn redact_result(&self, result: &mut Payload) -> usize {
+        if let (Some(needed), Some(text)) = (&self.needed, result.text()) {
+            if !text.contains("\\u") && !needed.is_match(text) {
+                return 0;
+            }
+        }
+        self.redact_value(result.value_mut())
+    }
+
     /// Redacts a message's params, saying so in the log when it did.
     pub(crate) fn redact_message(&self, method: &str, params: &mut Option<Value>) {
         if let Some(params) = params.as_mut() {
@@ -383,6 +397,42 @@ mod tests {
         assert_eq!(v["content"][1]["data"], token);
         assert!(!v["content"][0]["text"].as_str().unwrap().contains(token));
         assert!(!v["structuredContent"].to_string().contains(token));
+    }
+
+    fn text(json: &str) -> Payload {
+        Payload::from_text(serde_json::value::RawValue::from_string(json.to_owned()).unwrap())
+    }
+
+    #[test]
+    fn a_result_held_as_text_is_parsed_only_when_a_secret_may_be_in_it() {
+        let r = builtin();
+        let mut clean = text(r#"{"content":[{"type":"text","text":"nothing here"}]}"#);
+        assert_eq!(r.redact_result(&mut clean), 0);
+        assert!(clean.text().is_some(), "left as text");
+
+        let token = "ghp_16C7e42F292c6912E7710c838347Ae178B4a";
+        let mut plain = text(&format!(
+            r#"{{"content":[{{"type":"text","text":"{token}"}}]}}"#
+        ));
+        assert_eq!(r.redact_result(&mut plain), 1);
+        assert!(!plain.to_value().to_string().contains(token));
+
+        // The same token with its first letter escaped: the text does not
+        // hold it as written, the value does.
+        let escaped = format!(
+            r#"{{"content":[{{"type":"text","text":"\u0067{}"}}]}}"#,
+            &token[1..]
+        );
+        let mut escaped = text(&escaped);
+        assert_eq!(r.redact_result(&mut escaped), 1);
+        assert!(!escaped.to_value().to_string().contains(token));
+
+        // With configured patterns every result is looked into.
+        let own = Redactor::new(false, &[("word".into(), "secretword".into())])
+            .unwrap()
+            .unwrap();
+        let mut result = text(r#"{"content":[{"type":"text","text":"a secretword"}]}"#);
+        assert_eq!(own.redact_result(&mut result), 1);
     }
 
     #[test]

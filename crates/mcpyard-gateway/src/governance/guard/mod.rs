@@ -10,7 +10,7 @@ mod webhook;
 
 use std::sync::Arc;
 
-use mcpyard_proto::methods;
+use mcpyard_proto::{methods, Payload};
 use regex::Regex;
 use serde_json::{json, Value};
 
@@ -134,13 +134,13 @@ impl Guard {
             .map(|d| &d.rule)
     }
 
-    fn redact_outcome(&self, outcome: &mut Result<Value, RouteError>) {
+    fn redact_outcome(&self, outcome: &mut Result<Payload, RouteError>) {
         let Some(redactor) = &self.redactor else {
             return;
         };
         match outcome {
             Ok(result) => {
-                let changed = redactor.redact_value(result);
+                let changed = redactor.redact_result(result);
                 if changed > 0 {
                     tracing::info!(strings = changed, "secrets redacted from a result");
                 }
@@ -211,7 +211,7 @@ impl Guard {
         &self,
         webhook: &Webhook,
         call: &mut RoutedCall,
-    ) -> Option<Result<Value, RouteError>> {
+    ) -> Option<Result<Payload, RouteError>> {
         let method = call.request.method;
         let empty = json!({});
         let session = &call.request.context.client.session;
@@ -258,9 +258,9 @@ impl Guard {
 
 /// A refusal: an `isError` result for a tool call, invalid params for a
 /// prompt.
-fn refusal(method: &str, message: String) -> Result<Value, RouteError> {
+fn refusal(method: &str, message: String) -> Result<Payload, RouteError> {
     if method == methods::TOOLS_CALL {
-        Ok(json!({"content": [{"type": "text", "text": message}], "isError": true}))
+        Ok(json!({"content": [{"type": "text", "text": message}], "isError": true}).into())
     } else {
         Err(RouteError::invalid_params(message))
     }

@@ -11,6 +11,7 @@ pub use search::spread_wrapped_arguments;
 use std::sync::{Arc, OnceLock, Weak};
 
 use async_trait::async_trait;
+use mcpyard_proto::Payload;
 use serde_json::{json, Value};
 
 use crate::call::GATEWAY_SOURCE;
@@ -151,28 +152,29 @@ impl Builtin {
         &self,
         request: SourceRequest,
         arguments: Value,
-    ) -> Result<Value, RouteError> {
+    ) -> Result<Payload, RouteError> {
         let Some(router) = self.router() else {
-            return Ok(tool_error("the gateway is shutting down"));
+            return Ok(tool_error("the gateway is shutting down").into());
         };
         // `tool_name` is what LocalAiMCP's `execute_additional_tool` takes.
         let name = match (arguments.get("name"), arguments.get("tool_name")) {
             (Some(Value::String(name)), None) | (None, Some(Value::String(name))) => name.as_str(),
             (Some(_), Some(_)) => {
-                return Ok(tool_error(
-                    "give the tool's name once: `name` or `tool_name`, not both",
-                ))
+                return Ok(
+                    tool_error("give the tool's name once: `name` or `tool_name`, not both").into(),
+                )
             }
             _ => {
                 return Ok(tool_error(
                     "`name` is required: the tool's full name, as mcpyard__search_tools gives it",
-                ))
+                )
+                .into())
             }
         };
         let mut tool_arguments = match arguments.get("arguments") {
             None | Some(Value::Null) => json!({}),
             Some(a @ Value::Object(_)) => a.clone(),
-            Some(_) => return Ok(tool_error("`arguments` must be an object")),
+            Some(_) => return Ok(tool_error("`arguments` must be an object").into()),
         };
         let view = router
             .catalog
@@ -201,7 +203,7 @@ impl Builtin {
                     other => return other,
                 }
             }
-            return Ok(refusal);
+            return Ok(refusal.into());
         };
         if let Some(schema) = tool.tool.field("inputSchema") {
             if let Some(spread) =
@@ -211,7 +213,7 @@ impl Builtin {
             }
         }
         if let Some(refused) = search::invalid_arguments(tool, &tool_arguments) {
-            return Ok(refused);
+            return Ok(refused.into());
         }
         drop(view);
         let mut params = json!({"name": name, "arguments": tool_arguments});
@@ -346,7 +348,7 @@ impl Source for Builtin {
         events.publish(lists);
     }
 
-    async fn call(&self, mut request: SourceRequest) -> Result<Value, RouteError> {
+    async fn call(&self, mut request: SourceRequest) -> Result<Payload, RouteError> {
         let arguments = request.take_arguments();
         let router = self.router();
         let page_size = router.as_ref().map_or(1, |r| r.catalog.page_size());
@@ -366,14 +368,14 @@ impl Source for Builtin {
                 let context = &request.context;
                 let status = self.gateway_status(&context.identity, context.era()).await;
                 let status = self.with_calls(status, &context.identity, context.era());
-                Ok(with_caller(status, &context.identity))
+                Ok(with_caller(status, &context.identity).into())
             }
-            Some("docs") => Ok(docs(&arguments)),
+            Some("docs") => Ok(docs(&arguments).into()),
             Some(search::LIST_TOOLS) if self.search_tools => {
-                Ok(search::list_tools(&hidden(), page_size, &arguments))
+                Ok(search::list_tools(&hidden(), page_size, &arguments).into())
             }
             Some(search::SEARCH_TOOLS) if self.search_tools => {
-                Ok(search::search_tools(&hidden(), &arguments))
+                Ok(search::search_tools(&hidden(), &arguments).into())
             }
             Some(search::CALL_TOOL) if self.search_tools => {
                 self.call_hidden(request, arguments).await

@@ -18,7 +18,7 @@ use async_trait::async_trait;
 use mcpyard_client::{
     ClientError, ConnectOptions, EraPolicy, McpClient, RequestOptions, MODERN_PROTOCOL_VERSION,
 };
-use mcpyard_proto::RequestId;
+use mcpyard_proto::{Payload, RequestId};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -517,13 +517,18 @@ impl Upstream {
 
     /// Whether the connected upstream declared a capability, given as a
     /// JSON pointer into its capabilities (`/resources/subscribe`).
+    /// Asked on every call (`/tasks/requests/tools/call`): the pointer's
+    /// keys are looked up as they are, without the copies `Value::pointer`
+    /// makes to unescape them (no capability name has a `~` or a `/`).
     fn has_capability(&self, pointer: &str) -> bool {
-        self.client().is_some_and(|c| {
-            c.initialize_result()
-                .get("capabilities")
-                .and_then(|caps| caps.pointer(pointer))
-                .is_some_and(|v| !v.is_null() && v != &Value::Bool(false))
-        })
+        let Some(client) = self.client() else {
+            return false;
+        };
+        let mut at = client.initialize_result().get("capabilities");
+        for key in pointer.split('/').skip(1) {
+            at = at.and_then(|v| v.get(key));
+        }
+        at.is_some_and(|v| !v.is_null() && v != &Value::Bool(false))
     }
 
     /// Sends a client's request to this upstream on the client's behalf:
@@ -536,7 +541,7 @@ impl Upstream {
         mut params: Value,
         context: &CallContext,
         timeout: Option<Duration>,
-    ) -> Result<Value, RouteError> {
+    ) -> Result<Payload, RouteError> {
         let Some(client) = self.client() else {
             return Err(self.down_error());
         };
@@ -655,7 +660,7 @@ impl Source for Upstream {
         }
     }
 
-    async fn call(&self, request: SourceRequest) -> Result<Value, RouteError> {
+    async fn call(&self, request: SourceRequest) -> Result<Payload, RouteError> {
         self.forward(request.method, request.params, &request.context, None)
             .await
     }
@@ -675,10 +680,10 @@ impl Source for Upstream {
         context: Option<&CallContext>,
     ) -> Result<Value, RouteError> {
         match context {
-            Some(context) => {
-                self.forward(method, params, context, Some(self.spec.timeout))
-                    .await
-            }
+            Some(context) => self
+                .forward(method, params, context, Some(self.spec.timeout))
+                .await
+                .map(Payload::into_value),
             None => self.own_request(method, params).await,
         }
     }

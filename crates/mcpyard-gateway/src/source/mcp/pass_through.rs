@@ -14,6 +14,7 @@
 //! gateway relays, so that a server never asks for what the client cannot
 //! give.
 
+use mcpyard_proto::Payload;
 use serde_json::{Map, Value};
 
 use crate::source::CallContext;
@@ -45,8 +46,11 @@ pub(crate) fn restore_state(params: &mut Value) {
 }
 
 /// An answer whose `requestState` is marked as the server's.
-pub(crate) fn wrap_state(mut result: Value) -> Value {
-    if let Some(state) = result.get_mut("requestState") {
+pub(crate) fn wrap_state(mut result: Payload) -> Payload {
+    if !result.may_hold("requestState") {
+        return result;
+    }
+    if let Some(state) = result.value_mut().get_mut("requestState") {
         if let Some(s) = state.as_str() {
             *state = Value::String(format!("{STATE_MARK}{s}"));
         }
@@ -83,7 +87,9 @@ mod tests {
 
     #[test]
     fn a_servers_state_goes_out_marked_and_comes_back_as_it_was() {
-        let answer = wrap_state(json!({"resultType": "input_required", "requestState": "abc.1.x"}));
+        let answer =
+            wrap_state(json!({"resultType": "input_required", "requestState": "abc.1.x"}).into())
+                .into_value();
         assert_eq!(answer["requestState"], "~abc.1.x");
         let mut retry = json!({"name": "t", "requestState": answer["requestState"]});
         assert!(is_passed_state(&retry));
