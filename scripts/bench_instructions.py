@@ -101,7 +101,10 @@ class Session:
 
     def __init__(self, host, port, key=None, padding=0):
         self.conn = http.client.HTTPConnection(host, port, timeout=120)
-        self.padding = "x" * padding
+        # Prose, not one letter repeated: "xxx" would look like a Slack
+        # token's start to the redaction's literal search at every byte.
+        prose = "The quick brown fox jumps over the lazy dog, then naps. "
+        self.padding = (prose * (padding // len(prose) + 1))[:padding]
         self.headers = {"Content-Type": "application/json",
                         "Accept": "application/json, text/event-stream"}
         if key:

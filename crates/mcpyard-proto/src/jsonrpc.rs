@@ -290,15 +290,14 @@ impl Members {
         let id = match self.id {
             None => None,
             Some(Value::Null) => Some(None),
-            Some(v) => match serde_json::from_value::<RequestId>(v) {
-                Ok(id) => Some(Some(id)),
-                Err(_) => {
-                    return Err(ParseError::Invalid {
-                        id: None,
-                        reason: "id must be a string or an integer".into(),
-                    })
-                }
-            },
+            Some(Value::String(s)) => Some(Some(RequestId::String(s))),
+            Some(Value::Number(n)) if n.is_i64() => n.as_i64().map(|n| Some(RequestId::Number(n))),
+            Some(_) => {
+                return Err(ParseError::Invalid {
+                    id: None,
+                    reason: "id must be a string or an integer".into(),
+                })
+            }
         };
         let invalid = |reason: &str| ParseError::Invalid {
             id: id.clone().flatten(),

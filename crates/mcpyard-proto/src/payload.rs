@@ -19,7 +19,7 @@ impl Payload {
     /// every door writes a message on one line (stdio, SSE `data:`), and
     /// JSON text is only reflowed by parsing it.
     pub fn from_text(raw: Box<RawValue>) -> Self {
-        match raw.get().contains(['\n', '\r']) {
+        match memchr::memchr2(b'\n', b'\r', raw.get().as_bytes()).is_some() {
             true => Payload::Value(parse(&raw)),
             false => Payload::Text(raw),
         }
@@ -34,19 +34,34 @@ impl Payload {
     }
 
     /// Whether the result may hold `word` as (part of) a member name or a
-    /// string. False only when it is text that does not hold it as written
-    /// and has no escape that could spell it otherwise (`\u` for any
-    /// character; `\/`, `\"`, `\\` and the like for what the word has
-    /// of those); a value must be looked into.
+    /// string: [`Payload::may_hold_any`] of one word.
     pub fn may_hold(&self, word: &str) -> bool {
+        self.may_hold_any(&[word])
+    }
+
+    /// Whether the result may hold one of `words` as (part of) a member
+    /// name or a string. False only when it is text that holds none of them
+    /// as written and has no escape that could spell one otherwise (`\u`
+    /// for any character; `\/`, `\"`, `\\` and the like for what the
+    /// words have of those); a value must be looked into.
+    pub fn may_hold_any(&self, words: &[&str]) -> bool {
         let Payload::Text(raw) = self else {
             return true;
         };
-        let text = raw.get();
-        let has_short_escapes = word
-            .bytes()
-            .any(|b| b < 0x20 || matches!(b, b'"' | b'\\' | b'/'));
-        text.contains(word) || text.contains("\\u") || (has_short_escapes && text.contains('\\'))
+        // memchr's searches: a result may be megabytes, asked a few words.
+        let text = raw.get().as_bytes();
+        let holds = |word: &str| memchr::memmem::find(text, word.as_bytes()).is_some();
+        if words.iter().any(|word| holds(word)) {
+            return true;
+        }
+        if memchr::memchr(b'\\', text).is_none() {
+            return false;
+        }
+        let short_escapes = |word: &&str| {
+            word.bytes()
+                .any(|b| b < 0x20 || matches!(b, b'"' | b'\\' | b'/'))
+        };
+        holds("\\u") || words.iter().any(short_escapes)
     }
 
     /// Whether it is a tool result that reports an error (`isError: true`).

@@ -23,7 +23,7 @@ use mcpyard_proto::Message;
 use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::mpsc;
-use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, Decoder, FramedRead};
+use tokio_util::codec::{Decoder, FramedRead};
 use tokio_util::sync::CancellationToken;
 
 use crate::link::{deliver_body, Link, MAX_MESSAGE_BYTES};
@@ -415,17 +415,24 @@ enum Line {
 
 /// Newline-delimited framing with a cap. Unlike a bare `LinesCodec`, an
 /// overlong line or invalid UTF-8 does not end the stream: the line is
-/// reported and skipped.
+/// reported and skipped. The newline is searched with memchr, and only in
+/// what arrived since the last search: a long line comes in many reads.
 #[derive(Debug)]
-struct CappedLines(AnyDelimiterCodec);
+struct CappedLines {
+    max: usize,
+    /// How far the buffer was searched already.
+    searched: usize,
+    /// Skipping the rest of an overlong line, already reported.
+    skipping: bool,
+}
 
 impl CappedLines {
     fn new(max: usize) -> Self {
-        Self(AnyDelimiterCodec::new_with_max_length(
-            b"\n".to_vec(),
-            Vec::new(),
+        Self {
             max,
-        ))
+            searched: 0,
+            skipping: false,
+        }
     }
 }
 
@@ -434,19 +441,47 @@ impl Decoder for CappedLines {
     type Error = io::Error;
 
     fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Line>, io::Error> {
-        map_line(self.0.decode(buf))
+        loop {
+            let Some(at) = memchr::memchr(b'\n', &buf[self.searched..]) else {
+                if self.skipping {
+                    buf.clear();
+                    self.searched = 0;
+                    return Ok(None);
+                }
+                if buf.len() > self.max {
+                    self.skipping = true;
+                    buf.clear();
+                    self.searched = 0;
+                    return Ok(Some(Line::TooLong));
+                }
+                self.searched = buf.len();
+                return Ok(None);
+            };
+            let end = self.searched + at;
+            self.searched = 0;
+            let mut line = buf.split_to(end + 1);
+            if std::mem::take(&mut self.skipping) {
+                continue;
+            }
+            if end > self.max {
+                return Ok(Some(Line::TooLong));
+            }
+            line.truncate(end);
+            return Ok(Some(Line::Bytes(line.freeze())));
+        }
     }
 
     fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<Line>, io::Error> {
-        map_line(self.0.decode_eof(buf))
-    }
-}
-
-fn map_line(r: Result<Option<Bytes>, AnyDelimiterCodecError>) -> Result<Option<Line>, io::Error> {
-    match r {
-        Ok(line) => Ok(line.map(Line::Bytes)),
-        Err(AnyDelimiterCodecError::MaxChunkLengthExceeded) => Ok(Some(Line::TooLong)),
-        Err(AnyDelimiterCodecError::Io(e)) => Err(e),
+        if let Some(line) = self.decode(buf)? {
+            return Ok(Some(line));
+        }
+        self.searched = 0;
+        if buf.is_empty() || std::mem::take(&mut self.skipping) {
+            buf.clear();
+            return Ok(None);
+        }
+        let line = buf.split().freeze();
+        Ok(Some(Line::Bytes(line)))
     }
 }
 
@@ -535,6 +570,25 @@ mod tests {
             seen.push(line);
         }
         assert!(matches!(seen.as_slice(), [Line::Bytes(b)] if &b[..] == b"ok"));
+    }
+
+    #[test]
+    fn a_line_is_found_across_reads_and_one_over_the_cap_skipped_to_its_end() {
+        let mut codec = CappedLines::new(8);
+        let mut buf = BytesMut::from(&b"{\"a\":"[..]);
+        assert!(matches!(codec.decode(&mut buf), Ok(None)));
+        buf.extend_from_slice(b"1}\n0123456789");
+        assert!(
+            matches!(codec.decode(&mut buf), Ok(Some(Line::Bytes(b))) if &b[..] == b"{\"a\":1}")
+        );
+        assert!(matches!(codec.decode(&mut buf), Ok(Some(Line::TooLong))));
+        buf.extend_from_slice(b"rest of it\nnext\nlast");
+        assert!(matches!(codec.decode(&mut buf), Ok(Some(Line::Bytes(b))) if &b[..] == b"next"));
+        assert!(matches!(codec.decode(&mut buf), Ok(None)));
+        assert!(
+            matches!(codec.decode_eof(&mut buf), Ok(Some(Line::Bytes(b))) if &b[..] == b"last")
+        );
+        assert!(matches!(codec.decode_eof(&mut buf), Ok(None)));
     }
 
     #[test]

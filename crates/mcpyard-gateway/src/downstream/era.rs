@@ -54,7 +54,8 @@ pub(crate) fn adopt_request_envelope(session: &Session, params: Option<&Value>) 
 pub(crate) fn stamp_stateless_result(method: &str, result: &mut Payload) {
     let members = stateless_members(method);
     // Text that has none of them gets them written in front of its own.
-    if !members.iter().any(|(key, _)| result.may_hold(key)) {
+    let keys: Vec<&str> = members.iter().map(|(key, _)| *key).collect();
+    if !result.may_hold_any(&keys) {
         result.add_members(members);
         return;
     }
@@ -106,7 +107,7 @@ pub(crate) fn unstamp_for_handshake_era(result: &mut Payload) {
         "cacheScope",
         envelope::SERVER_INFO_KEY,
     ];
-    if !STAMPS.iter().any(|stamp| result.may_hold(stamp)) {
+    if !result.may_hold_any(&STAMPS) {
         return;
     }
     let Some(obj) = result.value_mut().as_object_mut() else {

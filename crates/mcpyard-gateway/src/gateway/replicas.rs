@@ -143,7 +143,7 @@ impl Gateway {
         if !followed_across_replicas(state.shared(), session) {
             return;
         }
-        if !result.may_hold("requestState") && !result.may_hold("taskId") {
+        if !result.may_hold_any(&["requestState", "taskId"]) {
             return;
         }
         let result = &*result.to_value();

@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, LazyLock};
 
-use aho_corasick::AhoCorasick;
+use aho_corasick::{AhoCorasick, MatchKind};
 use mcpyard_proto::Payload;
 use regex::{Regex, RegexSet};
 use serde_json::Value;
@@ -126,13 +126,48 @@ static BUILTIN_COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         .expect("the built-in detectors compile")
 });
 
+/// The text the built-in detectors need. The literals of detectors that
+/// match case exactly go to an Aho-Corasick automaton with leftmost
+/// semantics, which lets it skip through text with its SIMD prefilter; the
+/// few of `(?i)` detectors to a case-blind regular expression. One
+/// case-blind automaton for all of them ran byte by byte, 16 instructions
+/// a byte of every result.
+#[derive(Debug, Clone)]
+struct Literals {
+    exact: AhoCorasick,
+    any_case: Regex,
+}
+
+impl Literals {
+    fn new() -> Self {
+        let of = |any_case: bool| {
+            BUILTIN
+                .iter()
+                .filter(move |d| d.pattern.starts_with("(?i)") == any_case)
+                .flat_map(|d| d.contains.iter().copied())
+        };
+        let exact = AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostFirst)
+            .build(of(false))
+            .expect("the built-in detectors' literals build an automaton");
+        let words: Vec<String> = of(true).map(regex::escape).collect();
+        let any_case = Regex::new(&format!("(?i){}", words.join("|")))
+            .expect("the built-in detectors' literals build an expression");
+        Self { exact, any_case }
+    }
+
+    fn is_match(&self, text: &str) -> bool {
+        self.exact.is_match(text) || self.any_case.is_match(text)
+    }
+}
+
 /// Finds and replaces secrets in text and in every string of a JSON value.
 #[derive(Debug, Clone)]
 pub(crate) struct Redactor {
     /// With the built-in detectors alone, the text one of them needs: a
     /// single pass of plain string search rules out nearly every string
     /// before the regular expressions run.
-    needed: Option<AhoCorasick>,
+    needed: Option<Literals>,
     /// With configured patterns, every detector compiled at once (a bad
     /// pattern is refused when the configuration is read); `None`: the
     /// built-in detectors alone, [`BUILTIN_COMPILED`].
@@ -147,12 +182,8 @@ impl Redactor {
         patterns: &[(String, String)],
     ) -> Result<Option<Self>, PatternError> {
         if builtin && patterns.is_empty() {
-            let needed = AhoCorasick::builder()
-                .ascii_case_insensitive(true)
-                .build(BUILTIN.iter().flat_map(|d| d.contains))
-                .expect("the built-in detectors' literals build an automaton");
             return Ok(Some(Self {
-                needed: Some(needed),
+                needed: Some(Literals::new()),
                 own: None,
             }));
         }
