@@ -365,6 +365,9 @@ impl McpClient {
     /// request's id as `related`), and the request is sent again with the
     /// responses and the server's request state, up to [`MAX_INPUT_ROUNDS`]
     /// times; the timeout covers every round.
+    ///
+    /// The result is the JSON text the server sent (a [`Payload`], which a
+    /// gateway can pass on without parsing); `into_value()` parses it.
     pub async fn request_with_id(
         &self,
         method: &str,
