@@ -48,9 +48,8 @@ impl Payload {
         let Payload::Text(raw) = self else {
             return true;
         };
-        // memchr's searches: a result may be megabytes, asked a few words.
         let text = raw.get().as_bytes();
-        let holds = |word: &str| memchr::memmem::find(text, word.as_bytes()).is_some();
+        let holds = |word: &str| holds(text, word.as_bytes());
         if words.iter().any(|word| holds(word)) {
             return true;
         }
@@ -129,6 +128,20 @@ impl Payload {
     }
 }
 
+/// Whether `word` is in `text`. A long text is searched with memchr's
+/// `memmem`; for a short one, building that search costs more than
+/// comparing at each place the word's first byte occurs.
+fn holds(text: &[u8], word: &[u8]) -> bool {
+    const SHORT: usize = 256;
+    let Some((&first, rest)) = word.split_first() else {
+        return true;
+    };
+    if text.len() > SHORT {
+        return memchr::memmem::find(text, word).is_some();
+    }
+    memchr::memchr_iter(first, text).any(|at| text[at + 1..].starts_with(rest))
+}
+
 fn parse(raw: &RawValue) -> Value {
     // Checked when it was made, so it parses.
     serde_json::from_str(raw.get()).unwrap_or_default()
@@ -204,6 +217,19 @@ mod tests {
         assert!(!text(r#"{"a/b":1}"#).may_hold("a/c"));
         assert!(text(r#"{"a\/c":1}"#).may_hold("a/c"));
         assert!(!text(r#"{"a\nc":1}"#).may_hold("isError"));
+        assert!(text(r#"{"ttlMs":1}"#).may_hold_any(&["resultType", "ttlMs"]));
+        assert!(!text(r#"{"content":[]}"#).may_hold_any(&["resultType", "ttlMs"]));
+    }
+
+    #[test]
+    fn a_word_is_found_in_short_and_long_text_alike() {
+        let long = format!("{}isError", "is".repeat(300));
+        for haystack in ["isError", "iisError", &long] {
+            assert!(holds(haystack.as_bytes(), b"isError"), "{haystack}");
+            assert!(!holds(haystack.as_bytes(), b"isErrors"), "{haystack}");
+        }
+        assert!(!holds(b"isErro", b"isError"));
+        assert!(!holds(b"", b"isError"));
     }
 
     #[test]

@@ -29,7 +29,8 @@ impl Accepts {
             let Ok(value) = value.to_str() else { continue };
             for item in value.split(',') {
                 let mut parts = item.split(';');
-                let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+                let media = parts.next().unwrap_or("").trim();
+                let is = |name: &str| media.eq_ignore_ascii_case(name);
                 let refused = parts.any(|p| {
                     let p = p.trim();
                     p.strip_prefix("q=")
@@ -39,14 +40,13 @@ impl Accepts {
                 if refused {
                     continue;
                 }
-                match media.as_str() {
-                    "*/*" => {
-                        out.json = true;
-                        out.sse = true;
-                    }
-                    "application/json" | "application/*" => out.json = true,
-                    "text/event-stream" | "text/*" => out.sse = true,
-                    _ => {}
+                if is("*/*") {
+                    out.json = true;
+                    out.sse = true;
+                } else if is("application/json") || is("application/*") {
+                    out.json = true;
+                } else if is("text/event-stream") || is("text/*") {
+                    out.sse = true;
                 }
             }
         }
