@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use mcpyard_client::ClientError;
-use mcpyard_proto::{codes, ErrorObject};
+use mcpyard_proto::{codes, methods, ErrorObject, Payload};
 use serde_json::json;
 
 use crate::call::{ItemKind, RATE_LIMITED};
@@ -144,6 +144,16 @@ impl RouteError {
             Self::Protocol(e) if e.code == codes::INVALID_PARAMS => Fault::Client,
             Self::Protocol(_) => Fault::Gateway,
         }
+    }
+}
+
+/// A layer's refusal of a call: an `isError` result for a tool (a model
+/// can fix its call), invalid params for a prompt.
+pub(crate) fn refusal(method: &str, message: String) -> Result<Payload, RouteError> {
+    if method == methods::TOOLS_CALL {
+        Ok(json!({"content": [{"type": "text", "text": message}], "isError": true}).into())
+    } else {
+        Err(RouteError::invalid_params(message))
     }
 }
 

@@ -4,10 +4,11 @@
 //! so: one way for every kind of source (an API's `max_response_bytes` is
 //! its source's result limit here).
 
-use mcpyard_proto::{methods, Payload};
+use mcpyard_proto::methods;
 use serde_json::{json, Value};
 
 use crate::call::{json_len, result_len};
+use crate::error::refusal;
 use crate::router::{Layer, Next, RouteFuture, RoutedCall};
 
 /// The router's size layer: it reads each call's limits from its source's
@@ -46,16 +47,6 @@ impl Layer for SizeLayer {
             }
             Ok(result)
         })
-    }
-}
-
-/// A refused call: an `isError` result for a tool (a model can fix its
-/// call), invalid params for a prompt.
-fn refusal(method: &str, message: String) -> Result<Payload, crate::RouteError> {
-    if method == methods::TOOLS_CALL {
-        Ok(json!({"content": [{"type": "text", "text": message}], "isError": true}).into())
-    } else {
-        Err(crate::RouteError::invalid_params(message))
     }
 }
 

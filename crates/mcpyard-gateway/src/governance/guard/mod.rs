@@ -18,6 +18,7 @@ pub use detect::{builtin_detectors, PatternError};
 pub use webhook::WebhookConfig;
 
 use crate::catalog::matches;
+use crate::error::refusal;
 use crate::governance::audit::note_refusal;
 use crate::router::{Layer, Next, RouteFuture, RoutedCall};
 use crate::RouteError;
@@ -253,16 +254,6 @@ impl Guard {
                 ))
             }
         }
-    }
-}
-
-/// A refusal: an `isError` result for a tool call, invalid params for a
-/// prompt.
-fn refusal(method: &str, message: String) -> Result<Payload, RouteError> {
-    if method == methods::TOOLS_CALL {
-        Ok(json!({"content": [{"type": "text", "text": message}], "isError": true}).into())
-    } else {
-        Err(RouteError::invalid_params(message))
     }
 }
 
