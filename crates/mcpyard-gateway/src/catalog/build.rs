@@ -3,8 +3,9 @@
 //! change; the views of both eras are then merged from every source's
 //! exposed items, which only clones shared items and fills the routes.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+
+use foldhash::{HashMap, HashMapExt, HashSet};
 
 use serde_json::Value;
 
@@ -151,14 +152,11 @@ pub(super) fn expose(entry: &Entry, mut previous: Exposed, apps_config: &AppsCon
     let reusable =
         previous.runs_tasks == exposed.runs_tasks && previous.ui_authority == exposed.ui_authority;
     for (slot, kind) in [ListKind::Tools, ListKind::Prompts].into_iter().enumerate() {
-        let mut before: HashMap<String, Named> = if reusable {
+        let mut before = Previous::new(if reusable {
             std::mem::take(&mut previous.named[slot])
-                .into_iter()
-                .map(|n| (n.name.clone(), n))
-                .collect()
         } else {
-            HashMap::new()
-        };
+            Vec::new()
+        });
         for item in src.get(kind) {
             let Some(name) = item.key() else { continue };
             let (exposed_as, listed) = match entry.exposure.decide(name) {
@@ -171,7 +169,7 @@ pub(super) fn expose(entry: &Entry, mut previous: Exposed, apps_config: &AppsCon
             let exposed_as = exposed_name(kind, &entry.prefix, &exposed_as);
             let listed_when_hiding = kind == ListKind::Tools && when_hiding.contains(name);
             let searched = kind == ListKind::Tools && !listed && !listed_when_hiding;
-            let mut named = match before.remove(name) {
+            let mut named = match before.take(name) {
                 Some(old)
                     if old.from == *item
                         && old.exposed == exposed_as
@@ -216,6 +214,48 @@ pub(super) fn expose(entry: &Entry, mut previous: Exposed, apps_config: &AppsCon
         }
     }
     exposed
+}
+
+/// A source's items as they were exposed before its lists changed, each
+/// to be taken once by the item of the same name.
+struct Previous {
+    named: Vec<Option<Named>>,
+    /// Where the item after the last one taken is: a source that keeps its
+    /// order (the usual case) is matched without hashing a name.
+    next: usize,
+    /// Each name's position, made the first time an item is out of place.
+    at: Option<HashMap<String, usize>>,
+}
+
+impl Previous {
+    fn new(named: Vec<Named>) -> Self {
+        Self {
+            named: named.into_iter().map(Some).collect(),
+            next: 0,
+            at: None,
+        }
+    }
+
+    fn take(&mut self, name: &str) -> Option<Named> {
+        let at = match self.named.get(self.next) {
+            Some(Some(n)) if n.name == name => self.next,
+            _ => {
+                let named = &self.named;
+                let at = self.at.get_or_insert_with(|| {
+                    let mut at = HashMap::with_capacity(named.len());
+                    for (i, n) in named.iter().enumerate() {
+                        if let Some(n) = n {
+                            at.entry(n.name.clone()).or_insert(i);
+                        }
+                    }
+                    at
+                });
+                *at.get(name)?
+            }
+        };
+        self.next = at + 1;
+        self.named[at].take()
+    }
 }
 
 /// A tool or prompt as clients see it: renamed, a tool marked with the
@@ -453,5 +493,53 @@ mod tests {
             "the hidden tool was renamed in a copy"
         );
         assert_eq!(named.item.to_value()["description"], "gamma tool");
+    }
+
+    #[test]
+    fn a_source_that_reorders_its_tools_keeps_what_was_read_of_each() {
+        let tool = |name: &str| json!({"name": name, "description": format!("{name} tool")});
+        let mut entry = Entry::new(
+            "src".into(),
+            "src__".into(),
+            Exposure {
+                hidden: vec!["*".into()],
+                ..Exposure::default()
+            },
+        );
+        entry.up = true;
+        entry.lists = Some(SourceLists::tools(vec![tool("a"), tool("b"), tool("c")]));
+        let apps = AppsConfig::default();
+        entry.exposed = expose(&entry, Exposed::default(), &apps);
+        let before: Vec<ToolTerms> = ["a", "b", "c"]
+            .iter()
+            .map(|n| terms_of(&entry.exposed, n))
+            .collect();
+
+        // Reversed, with a new tool in the middle and one listed twice.
+        entry.lists = Some(SourceLists::tools(vec![
+            tool("c"),
+            tool("new"),
+            tool("b"),
+            tool("a"),
+            tool("a"),
+        ]));
+        let previous = std::mem::take(&mut entry.exposed);
+        entry.exposed = expose(&entry, previous, &apps);
+        for (name, terms) in ["a", "b", "c"].iter().zip(&before) {
+            assert!(
+                terms_of(&entry.exposed, name).is(terms),
+                "{name} was read again"
+            );
+        }
+        let names: Vec<&str> = entry.exposed.named[0]
+            .iter()
+            .map(|n| n.name.as_str())
+            .collect();
+        assert_eq!(names, ["c", "new", "b", "a", "a"]);
+        let second_a = &entry.exposed.named[0][4];
+        assert!(
+            !second_a.terms.as_ref().expect("read").is(&before[0]),
+            "one reading was given to two items"
+        );
     }
 }

@@ -2,7 +2,9 @@
 //! per source, which tools and prompts are offered, under which name, and
 //! which stay callable without being listed.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+
+use foldhash::HashSet;
 
 /// What a source's tools look like in `tools/list` (the `expose` setting);
 /// tools not listed stay callable and are found through the search tools.
@@ -133,16 +135,23 @@ impl Exposure {
         let Listing::Only(patterns) = &self.listing else {
             return Vec::new();
         };
-        let names: HashSet<&str> = names.collect();
+        // What is still unmatched, struck off name by name: the patterns
+        // are hashed rather than the (often many more) names.
+        let (mut globs, exact): (Vec<&str>, Vec<&str>) = patterns
+            .iter()
+            .map(String::as_str)
+            .partition(|p| p.contains(['*', '?']));
+        let mut exact: HashSet<&str> = exact.into_iter().collect();
+        for name in names {
+            if exact.is_empty() && globs.is_empty() {
+                break;
+            }
+            exact.remove(name);
+            globs.retain(|g| !matches(g, name));
+        }
         patterns
             .iter()
-            .filter(|p| {
-                if p.contains(['*', '?']) {
-                    !names.iter().any(|n| matches(p, n))
-                } else {
-                    !names.contains(p.as_str())
-                }
-            })
+            .filter(|p| exact.contains(p.as_str()) || globs.contains(&p.as_str()))
             .cloned()
             .collect()
     }
@@ -220,5 +229,11 @@ mod tests {
             only.unmatched(["echo", "get-sum"].into_iter()),
             vec!["nope".to_owned()]
         );
+        // In the list's order, globs among names.
+        assert_eq!(
+            only.unmatched(["add"].into_iter()),
+            ["get-*", "echo", "nope"]
+        );
+        assert!(with(Listing::All).unmatched(["x"].into_iter()).is_empty());
     }
 }

@@ -8,6 +8,10 @@
 //! (`exposure.rs`): per source, what is offered and under which name, and
 //! what is listed; the tools left unlisted are indexed for search
 //! (`search.rs`) with each new view.
+//!
+//! Its maps of names hash with foldhash, seeded per map, not std's SipHash:
+//! a change of a large catalogue hashes tens of thousands of names, and
+//! the names come from the configured sources, not from clients.
 
 mod app_routes;
 pub(crate) mod apps;

@@ -30,7 +30,9 @@ pub(crate) fn mirrored_arguments(tool: &Value) -> Vec<(String, String)> {
 /// past 128 characters is cut to end in 8 hex digits of a hash of the whole,
 /// which keeps it unique. Calls are routed by the original name.
 pub(crate) fn exposed_name(kind: ListKind, prefix: &str, name: &str) -> String {
-    let joined = format!("{prefix}{name}");
+    let mut joined = String::with_capacity(prefix.len() + name.len());
+    joined.push_str(prefix);
+    joined.push_str(name);
     if kind != ListKind::Tools || is_valid_tool_name(&joined) {
         return joined;
     }

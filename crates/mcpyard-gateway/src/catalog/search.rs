@@ -3,9 +3,9 @@
 //! catalogue change and queried by the search tool. Public so that a
 //! benchmark or a recall test can drive it without a gateway.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
+use foldhash::{HashMap, HashMapExt};
 use serde_json::Value;
 
 use crate::call::ListItem;
@@ -204,9 +204,11 @@ impl ToolIndex {
             .collect();
         // Number the terms and count each one's postings, then lay them
         // out term after term.
-        let mut numbers: HashMap<&str, u32> = HashMap::new();
+        // Sized up front: growing a map of every term re-hashes them all.
+        let total = words.iter().map(|terms| terms.0.weights.len()).sum();
+        let mut numbers: HashMap<&str, u32> = HashMap::with_capacity(total / 2);
         let mut counts: Vec<u32> = Vec::new();
-        let mut occurrences: Vec<u32> = Vec::new();
+        let mut occurrences: Vec<u32> = Vec::with_capacity(total);
         for terms in &words {
             for (term, _) in terms.iter() {
                 let next = counts.len() as u32;

@@ -1,8 +1,9 @@
 //! A merged view of the catalogue, as one era or one identity sees it:
 //! the lists, and the routes from each listed name back to its source.
 
-use std::collections::HashMap;
 use std::sync::Arc;
+
+use foldhash::HashMap;
 
 use super::resource_uri;
 use super::search::ToolIndex;
