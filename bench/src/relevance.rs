@@ -117,7 +117,11 @@ impl RelevanceSet {
             let hits = self.index.search(&q.query, self.index.len());
             let rank = hits
                 .iter()
-                .position(|h| q.relevant.contains(&self.index.tools()[h.index].name))
+                .position(|h| {
+                    q.relevant
+                        .iter()
+                        .any(|r| **r == *self.index.tools()[h.index].name)
+                })
                 .map(|p| p + 1);
             let within = |k: usize| f64::from(u8::from(rank.is_some_and(|r| r <= k)));
             s.recall_at_1 += within(1);
@@ -128,7 +132,7 @@ impl RelevanceSet {
                 let top: Vec<String> = hits
                     .iter()
                     .take(3)
-                    .map(|h| self.index.tools()[h.index].name.clone())
+                    .map(|h| self.index.tools()[h.index].name.to_string())
                     .collect();
                 s.misses.push((q.query.clone(), top));
             }

@@ -19,6 +19,11 @@ use mcpyard_gateway::{
 use mcpyard_proto::{Payload, RequestId};
 use serde_json::{json, Value};
 
+/// The gateway binary's allocator: a catalogue change allocates and frees
+/// thousands of small items, and costs what it costs in `mcpyard`.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Debug, Parser)]
 #[command(about = "Measure mcpyard's tool search: relevance and speed")]
 struct Args {

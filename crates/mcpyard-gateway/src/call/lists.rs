@@ -119,6 +119,11 @@ impl ListItem {
         self.key.as_deref()
     }
 
+    /// The key, shared rather than copied.
+    pub(crate) fn shared_key(&self) -> Option<Arc<str>> {
+        self.key.clone()
+    }
+
     /// The item's JSON text.
     pub fn json(&self) -> &str {
         self.json.get()

@@ -50,8 +50,8 @@ impl Catalog {
         let candidates: Vec<(String, usize)> = view
             .tools
             .iter()
-            .filter(|(_, route)| route.name == name && Some(route.source) != builtin)
-            .map(|(exposed, route)| (exposed.clone(), route.source))
+            .filter(|(_, route)| *route.name == *name && Some(route.source) != builtin)
+            .map(|(exposed, route)| (exposed.to_string(), route.source))
             .collect();
         let served = session.map(|s| self.served.sources(s)).unwrap_or_default();
         choose(candidates, &served).map_err(|names| {

@@ -13,13 +13,13 @@ use super::apps::{self, AppsConfig};
 use super::exposure::Decision;
 use super::exposure::Exposure;
 use super::names::{exposed_name, mirrored_arguments};
-use super::search::{ToolIndex, ToolTerms};
+use super::search::{ReadTool, ToolIndex, ToolTerms};
 use super::view::{Route, SourceExposure, View};
 use crate::call::{Era, ItemKind, ListItem, ListKind, SourceLists, GATEWAY_SOURCE};
 
 /// A hidden tool for the search index: its source, its exposed name, the
 /// item as the source lists it, its words.
-pub(super) type Hidden = (String, String, ListItem, ToolTerms);
+pub(super) type Hidden = ReadTool;
 
 /// How an entry stands to the other era's connection of the same server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,9 +99,9 @@ pub(super) struct Exposed {
 /// A tool or prompt, exposed.
 #[derive(Debug)]
 struct Named {
-    exposed: String,
+    exposed: Arc<str>,
     /// The name the source knows it by.
-    name: String,
+    name: Arc<str>,
     /// The item as the source listed it, and as clients see it (the same
     /// for a hidden tool, which clients see only through the search tools:
     /// one copy of each hidden tool's text, not two).
@@ -157,6 +157,7 @@ pub(super) fn expose(entry: &Entry, mut previous: Exposed, apps_config: &AppsCon
         } else {
             Vec::new()
         });
+        exposed.named[slot].reserve_exact(src.get(kind).len());
         for item in src.get(kind) {
             let Some(name) = item.key() else { continue };
             let (exposed_as, listed) = match entry.exposure.decide(name) {
@@ -172,7 +173,7 @@ pub(super) fn expose(entry: &Entry, mut previous: Exposed, apps_config: &AppsCon
             let mut named = match before.take(name) {
                 Some(old)
                     if old.from == *item
-                        && old.exposed == exposed_as
+                        && *old.exposed == *exposed_as
                         && old.terms.is_some() == searched =>
                 {
                     old
@@ -224,7 +225,7 @@ struct Previous {
     /// order (the usual case) is matched without hashing a name.
     next: usize,
     /// Each name's position, made the first time an item is out of place.
-    at: Option<HashMap<String, usize>>,
+    at: Option<HashMap<Arc<str>, usize>>,
 }
 
 impl Previous {
@@ -238,7 +239,7 @@ impl Previous {
 
     fn take(&mut self, name: &str) -> Option<Named> {
         let at = match self.named.get(self.next) {
-            Some(Some(n)) if n.name == name => self.next,
+            Some(Some(n)) if *n.name == *name => self.next,
             _ => {
                 let named = &self.named;
                 let at = self.at.get_or_insert_with(|| {
@@ -269,8 +270,8 @@ fn expose_named(
 ) -> Named {
     let mut value = item.to_value();
     let mut named = Named {
-        exposed: exposed_as.clone(),
-        name: item.key().unwrap_or_default().to_owned(),
+        exposed: Arc::from(exposed_as.as_str()),
+        name: item.shared_key().unwrap_or_else(|| Arc::from("")),
         from: item.clone(),
         item: item.clone(),
         listed: false,
@@ -313,6 +314,17 @@ pub(super) fn merge(entries: &[Entry], era: Era) -> (View, Vec<Hidden>) {
     let mut when_hiding: Vec<ListItem> = Vec::new();
     let mut when_hiding_at = 0;
     view.exposure = vec![SourceExposure::default(); entries.len()];
+    // Sized once: a large catalogue's routes and lists do not grow by steps.
+    for (slot, kind) in [ListKind::Tools, ListKind::Prompts].into_iter().enumerate() {
+        let named = || entries.iter().flat_map(|e| &e.exposed.named[slot]);
+        let listed = named().filter(|n| n.listed || n.when_hiding).count();
+        lists[kind.index()].reserve_exact(listed);
+        let count = named().count();
+        match kind {
+            ListKind::Tools => view.tools.reserve(count),
+            _ => view.prompts.reserve(count),
+        }
+    }
     for (source, entry) in entries.iter().enumerate() {
         if !entry.serves(era, entries) || entry.lists.is_none() {
             continue;
@@ -325,6 +337,7 @@ pub(super) fn merge(entries: &[Entry], era: Era) -> (View, Vec<Hidden>) {
             continue;
         }
         view.exposure[source].unmatched = exposed.unmatched.clone();
+        let source_name: Arc<str> = Arc::from(entry.name.as_str());
         let mut named_ui = Vec::new();
         for (kind, named) in [ListKind::Tools, ListKind::Prompts]
             .into_iter()
@@ -346,7 +359,7 @@ pub(super) fn merge(entries: &[Entry], era: Era) -> (View, Vec<Hidden>) {
                 };
                 routes.insert(n.exposed.clone(), route);
                 if !n.param_headers.is_empty() {
-                    param_headers.insert(n.exposed.clone(), n.param_headers.clone());
+                    param_headers.insert(n.exposed.to_string(), n.param_headers.clone());
                 }
                 named_ui.extend(&n.named_ui);
                 if n.when_hiding {
@@ -369,7 +382,12 @@ pub(super) fn merge(entries: &[Entry], era: Era) -> (View, Vec<Hidden>) {
                         .terms
                         .clone()
                         .unwrap_or_else(|| ToolTerms::read(&n.exposed, &entry.name, &n.item));
-                    hidden.push((entry.name.clone(), n.exposed.clone(), n.item.clone(), terms));
+                    hidden.push((
+                        source_name.clone(),
+                        n.exposed.clone(),
+                        n.item.clone(),
+                        terms,
+                    ));
                 }
             }
         }
@@ -404,24 +422,25 @@ pub(super) fn merge(entries: &[Entry], era: Era) -> (View, Vec<Hidden>) {
 }
 
 /// The views of both eras (handshake, then 2026-07-28), each with its
-/// search index. One view serves both when no server has a connection per
-/// era; otherwise they share the index when they hide the same tools.
-pub(super) fn views(entries: &[Entry]) -> [Arc<View>; 2] {
+/// search index, made from the index of the views they replace. One view
+/// serves both when no server has a connection per era; otherwise they
+/// share the index when they hide the same tools.
+pub(super) fn views(entries: &[Entry], previous: &[Arc<View>; 2]) -> [Arc<View>; 2] {
     let (mut handshake, hidden) = merge(entries, Era::Handshake);
     if entries.iter().all(|e| e.pairing == Pairing::Alone) {
-        handshake.hidden = Arc::new(ToolIndex::with_terms(hidden));
+        handshake.hidden = ToolIndex::after(&previous[0].hidden, hidden);
         let view = Arc::new(handshake);
         return [view.clone(), view];
     }
     let (mut modern, modern_hidden) = merge(entries, Era::Modern);
     let key = |(source, name, item, _): &Hidden| (source.clone(), name.clone(), item.clone());
     let same = hidden.iter().map(key).eq(modern_hidden.iter().map(key));
-    let index = Arc::new(ToolIndex::with_terms(hidden));
+    let index = ToolIndex::after(&previous[0].hidden, hidden);
     handshake.hidden = index.clone();
     modern.hidden = if same {
         index
     } else {
-        Arc::new(ToolIndex::with_terms(modern_hidden))
+        ToolIndex::after(&previous[1].hidden, modern_hidden)
     };
     [Arc::new(handshake), Arc::new(modern)]
 }
@@ -439,7 +458,7 @@ mod tests {
     }
 
     fn terms_of(exposed: &Exposed, name: &str) -> ToolTerms {
-        let named = exposed.named[0].iter().find(|n| n.name == name);
+        let named = exposed.named[0].iter().find(|n| *n.name == *name);
         named
             .and_then(|n| n.terms.clone())
             .expect("hidden tool read")
@@ -473,12 +492,12 @@ mod tests {
             "b kept its old words"
         );
 
-        let [view, _] = views(std::slice::from_ref(&entry));
+        let [view, _] = views(std::slice::from_ref(&entry), &Default::default());
         let index = view.hidden();
         let found = |q: &str| -> Vec<String> {
             let hits = index.search(q, 5);
             hits.iter()
-                .map(|h| index.tools()[h.index].name.clone())
+                .map(|h| index.tools()[h.index].name.to_string())
                 .collect()
         };
         assert_eq!(found("gamma"), ["src__b"]);
@@ -487,7 +506,7 @@ mod tests {
         // A hidden tool keeps the source's text (clients see it only
         // through the search tools, under its exposed name).
         let named = &entry.exposed.named[0][1];
-        assert_eq!(named.exposed, "src__b");
+        assert_eq!(&*named.exposed, "src__b");
         assert!(
             named.item == named.from,
             "the hidden tool was renamed in a copy"
@@ -531,10 +550,7 @@ mod tests {
                 "{name} was read again"
             );
         }
-        let names: Vec<&str> = entry.exposed.named[0]
-            .iter()
-            .map(|n| n.name.as_str())
-            .collect();
+        let names: Vec<&str> = entry.exposed.named[0].iter().map(|n| &*n.name).collect();
         assert_eq!(names, ["c", "new", "b", "a", "a"]);
         let second_a = &entry.exposed.named[0][4];
         assert!(

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use foldhash::HashSet;
+use foldhash::{HashSet, HashSetExt};
 
 /// What a source's tools look like in `tools/list` (the `expose` setting);
 /// tools not listed stay callable and are found through the search tools.
@@ -137,11 +137,15 @@ impl Exposure {
         };
         // What is still unmatched, struck off name by name: the patterns
         // are hashed rather than the (often many more) names.
-        let (mut globs, exact): (Vec<&str>, Vec<&str>) = patterns
-            .iter()
-            .map(String::as_str)
-            .partition(|p| p.contains(['*', '?']));
-        let mut exact: HashSet<&str> = exact.into_iter().collect();
+        let mut globs = Vec::new();
+        let mut exact = HashSet::with_capacity(patterns.len());
+        for p in patterns {
+            if p.contains(['*', '?']) {
+                globs.push(p.as_str());
+            } else {
+                exact.insert(p.as_str());
+            }
+        }
         for name in names {
             if exact.is_empty() && globs.is_empty() {
                 break;

@@ -14,8 +14,9 @@ use crate::call::ListItem;
 /// item (as the source lists it: a hidden tool keeps no renamed copy).
 #[derive(Debug, Clone)]
 pub struct IndexedTool {
-    pub name: String,
-    pub source: String,
+    pub name: Arc<str>,
+    /// Shared by every tool of the source.
+    pub source: Arc<str>,
     pub tool: ListItem,
 }
 
@@ -93,7 +94,6 @@ impl ToolTerms {
     }
 
     /// Whether both are the same reading (not read twice).
-    #[cfg(test)]
     pub(super) fn is(&self, other: &ToolTerms) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
     }
@@ -123,15 +123,19 @@ const PARAM_DESCRIPTION_WEIGHT: f32 = 0.5;
 const K1: f32 = 1.2;
 const B: f32 = 0.75;
 
+/// A tool to index: its source, its name, the item, its words.
+pub(crate) type ReadTool = (Arc<str>, Arc<str>, ListItem, ToolTerms);
+
 /// A lexical index over a set of tools.
 #[derive(Debug, Default)]
 pub struct ToolIndex {
     tools: Vec<IndexedTool>,
+    /// Each tool's words, so that the next index can keep its postings.
+    words: Vec<ToolTerms>,
     /// Positions in `tools`, in the order of their names: a lookup by name
     /// without a second copy of every name.
     by_name: Vec<u32>,
-    /// term → where its postings are in `postings`
-    terms: HashMap<Box<str>, Span>,
+    terms: TermSpans,
     /// (tool, weighted frequency) of every term, one term after the other:
     /// one allocation for all of them, not one per term (most terms of a
     /// large catalogue name a single tool).
@@ -141,6 +145,9 @@ pub struct ToolIndex {
     /// computed once per index, not once per posting of every search.
     norms: Vec<f32>,
 }
+
+/// term → where its postings are in [`ToolIndex::postings`]
+type TermSpans = HashMap<Box<str>, Span>;
 
 /// One term's postings in [`ToolIndex::postings`].
 #[derive(Debug, Clone, Copy)]
@@ -153,8 +160,9 @@ impl ToolIndex {
     /// Indexes `(source, tool)` pairs; a tool's name is its `name` field.
     pub fn new(tools: impl IntoIterator<Item = (String, ListItem)>) -> Self {
         Self::with_terms(tools.into_iter().filter_map(|(source, item)| {
-            let name = item.key()?.to_owned();
+            let name = item.shared_key()?;
             let terms = ToolTerms::read(&name, &source, &item);
+            let source = Arc::from(source);
             Some((source, name, item, terms))
         }))
     }
@@ -162,12 +170,10 @@ impl ToolIndex {
     /// Indexes `(source, name, item, words)`: tools whose words were read
     /// before ([`ToolTerms::read`]), so that a catalogue change reads only
     /// the tools that changed. Of two tools of one name, the first is kept.
-    pub(crate) fn with_terms(
-        tools: impl IntoIterator<Item = (String, String, ListItem, ToolTerms)>,
-    ) -> Self {
+    pub(crate) fn with_terms(tools: impl IntoIterator<Item = ReadTool>) -> Self {
         let mut given: Vec<_> = tools.into_iter().map(Some).collect();
-        fn name_of(tool: &Option<(String, String, ListItem, ToolTerms)>) -> &str {
-            tool.as_ref().map_or("", |(_, name, _, _)| name.as_str())
+        fn name_of(tool: &Option<ReadTool>) -> &str {
+            tool.as_ref().map_or("", |(_, name, _, _)| &**name)
         }
         // By name, and by position among equal names (a stable sort).
         let mut order: Vec<u32> = (0..given.len() as u32).collect();
@@ -246,8 +252,163 @@ impl ToolIndex {
             .collect();
         index.tools.shrink_to_fit();
         index.lengths.shrink_to_fit();
+        index.words = words;
         index.norms = index.norms();
         index
+    }
+
+    /// The index of `tools`, as [`with_terms`](Self::with_terms) makes
+    /// it, made from `previous` when most of them are indexed there: a tool
+    /// of the same reading keeps its postings, and only the others' words
+    /// are looked up. A catalogue change of a few tools among thousands
+    /// then costs a pass over the postings, not a lookup of every word;
+    /// with the same tools, it is `previous` itself.
+    pub(crate) fn after(previous: &Arc<Self>, tools: Vec<ReadTool>) -> Arc<Self> {
+        let Some(from) = previous.carried(&tools) else {
+            return Arc::new(Self::with_terms(tools));
+        };
+        let unchanged = from.len() == previous.tools.len()
+            && tools.iter().zip(&previous.tools).enumerate().all(
+                |(at, ((source, name, item, _), old))| {
+                    from[at] as usize == at
+                        && old.name == *name
+                        && old.source == *source
+                        && old.tool == *item
+                },
+            );
+        if unchanged {
+            return previous.clone();
+        }
+        Arc::new(previous.carrying(tools, &from))
+    }
+
+    /// For each of `tools`, its position here if it is indexed here (the
+    /// same reading; `u32::MAX` if not); `None` when too many are not.
+    fn carried(&self, tools: &[ReadTool]) -> Option<Vec<u32>> {
+        let mut from = vec![u32::MAX; tools.len()];
+        let mut taken = vec![false; self.tools.len()];
+        let mut new = 0;
+        // A source keeps its order: the next tool is tried before a lookup.
+        let mut next = 0;
+        let mut by_reading: Option<HashMap<*const Terms, usize>> = None;
+        for (at, (_, _, _, terms)) in tools.iter().enumerate() {
+            let found = match self.words.get(next) {
+                Some(words) if words.is(terms) => Some(next),
+                _ => by_reading
+                    .get_or_insert_with(|| {
+                        let readings = self.words.iter().map(|w| Arc::as_ptr(&w.0));
+                        readings.enumerate().map(|(at, r)| (r, at)).collect()
+                    })
+                    .get(&Arc::as_ptr(&terms.0))
+                    .copied(),
+            };
+            match found {
+                Some(old) if !taken[old] => {
+                    taken[old] = true;
+                    from[at] = old as u32;
+                    next = old + 1;
+                }
+                _ => new += 1,
+            }
+        }
+        (new <= tools.len() / 4 + 16).then_some(from)
+    }
+
+    /// The index of `tools`, where `from` gives the position here of those
+    /// indexed here.
+    fn carrying(&self, tools: Vec<ReadTool>, from: &[u32]) -> Self {
+        let name = |at: u32| &*tools[at as usize].1;
+        // By name: the carried tools in the order they had here, the new
+        // ones merged in. A name twice is left to the full build, which
+        // decides which of them stays, and so is a carried tool renamed.
+        let mut moved = vec![u32::MAX; self.tools.len()];
+        let mut new = Vec::new();
+        for (at, &old) in from.iter().enumerate() {
+            match old {
+                u32::MAX => new.push(at as u32),
+                old => moved[old as usize] = at as u32,
+            }
+        }
+        new.sort_by(|a, b| name(*a).cmp(name(*b)));
+        let mut by_name = Vec::with_capacity(tools.len());
+        let mut new_by_name = new.iter().copied().peekable();
+        let carried_by_name = self.by_name.iter().map(|&old| moved[old as usize]);
+        for carried in carried_by_name.filter(|&at| at != u32::MAX) {
+            while let Some(&at) = new_by_name.peek() {
+                if name(at) > name(carried) {
+                    break;
+                }
+                by_name.push(at);
+                new_by_name.next();
+            }
+            by_name.push(carried);
+        }
+        by_name.extend(new_by_name);
+        if by_name
+            .windows(2)
+            .any(|pair| name(pair[0]) >= name(pair[1]))
+        {
+            return Self::with_terms(tools);
+        }
+        let mut index = Self {
+            by_name,
+            ..Self::default()
+        };
+        for (source, name, item, terms) in tools {
+            index.lengths.push(terms.0.length);
+            index.tools.push(IndexedTool {
+                name,
+                source,
+                tool: item,
+            });
+            index.words.push(terms);
+        }
+        let mut added: HashMap<&str, Vec<(u32, f32)>> = HashMap::new();
+        for &at in &new {
+            for (term, weight) in index.words[at as usize].iter() {
+                added.entry(term).or_default().push((at, weight));
+            }
+        }
+        let (terms, postings) = self.moved_postings(&moved, added);
+        index.terms = terms;
+        index.postings = postings;
+        index.norms = index.norms();
+        index
+    }
+
+    /// The postings of this index's terms for the tools `moved` keeps (old
+    /// position → new one, `u32::MAX` for one not kept), with `added`'s:
+    /// the term map and the postings of another index.
+    fn moved_postings(
+        &self,
+        moved: &[u32],
+        mut added: HashMap<&str, Vec<(u32, f32)>>,
+    ) -> (TermSpans, Vec<(u32, f32)>) {
+        let mut terms = HashMap::with_capacity(self.terms.len() + added.len());
+        let mut postings = Vec::with_capacity(self.postings.len());
+        // A term's postings may be in any order: a score sums them by tool.
+        let mut lay = |term: Box<str>, kept: &[(u32, f32)], more: Option<Vec<(u32, f32)>>| {
+            let start = postings.len() as u32;
+            postings.extend(kept.iter().filter_map(|&(id, weight)| {
+                let id = moved[id as usize];
+                (id != u32::MAX).then_some((id, weight))
+            }));
+            postings.extend(more.into_iter().flatten());
+            let end = postings.len() as u32;
+            if end > start {
+                terms.insert(term, Span { start, end });
+            }
+        };
+        for (term, span) in &self.terms {
+            let kept = &self.postings[span.start as usize..span.end as usize];
+            let more = added.remove(&**term);
+            lay(term.clone(), kept, more);
+        }
+        for (term, more) in added {
+            lay(Box::from(term), &[], Some(more));
+        }
+        postings.shrink_to_fit();
+        (terms, postings)
     }
 
     fn norms(&self) -> Vec<f32> {
@@ -279,6 +440,7 @@ impl ToolIndex {
             if keep(tool) {
                 moved[old] = index.tools.len() as u32;
                 index.tools.push(tool.clone());
+                index.words.push(self.words[old].clone());
                 index.lengths.push(self.lengths[old]);
             }
         }
@@ -288,22 +450,7 @@ impl ToolIndex {
             .map(|&old| moved[old as usize])
             .filter(|&new| new != u32::MAX)
             .collect();
-        for (term, span) in &self.terms {
-            let start = index.postings.len() as u32;
-            index.postings.extend(
-                self.postings[span.start as usize..span.end as usize]
-                    .iter()
-                    .filter_map(|&(id, weight)| {
-                        let id = moved[id as usize];
-                        (id != u32::MAX).then_some((id, weight))
-                    }),
-            );
-            let end = index.postings.len() as u32;
-            if end > start {
-                index.terms.insert(term.clone(), Span { start, end });
-            }
-        }
-        index.postings.shrink_to_fit();
+        (index.terms, index.postings) = self.moved_postings(&moved, HashMap::new());
         index.norms = index.norms();
         index
     }
@@ -329,7 +476,7 @@ impl ToolIndex {
     fn position(&self, name: &str) -> Option<usize> {
         let found = self
             .by_name
-            .binary_search_by(|&i| self.tools[i as usize].name.as_str().cmp(name));
+            .binary_search_by(|&i| (*self.tools[i as usize].name).cmp(name));
         found.ok().map(|at| self.by_name[at] as usize)
     }
 
@@ -603,6 +750,7 @@ pub(crate) fn glob_matches(pattern: &str, name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use foldhash::HashSet;
     use serde_json::json;
 
     fn index() -> ToolIndex {
@@ -643,12 +791,15 @@ mod tests {
         let index = index();
         let hits = index.search("clock__get_current_time", 5);
         assert_eq!(hits.len(), 1);
-        assert_eq!(index.tools()[hits[0].index].name, "clock__get_current_time");
+        assert_eq!(
+            &*index.tools()[hits[0].index].name,
+            "clock__get_current_time"
+        );
         let hits = index.search("what time is it in Tokyo (timezone)", 5);
-        assert_eq!(index.tools()[hits[0].index].source, "clock");
+        assert_eq!(&*index.tools()[hits[0].index].source, "clock");
         let hits = index.search("generate images", 5);
         assert_eq!(
-            index.tools()[hits[0].index].name,
+            &*index.tools()[hits[0].index].name,
             "api__createImageGeneration"
         );
         assert!(index.search("zzz", 5).is_empty());
@@ -657,12 +808,12 @@ mod tests {
     #[test]
     fn a_retained_index_ranks_as_one_built_from_the_tools_kept() {
         let all = index();
-        let kept = all.retain(|t| t.source != "files");
+        let kept = all.retain(|t| &*t.source != "files");
         let built = ToolIndex::new(
             all.tools()
                 .iter()
-                .filter(|t| t.source != "files")
-                .map(|t| (t.source.clone(), t.tool.clone())),
+                .filter(|t| &*t.source != "files")
+                .map(|t| (t.source.to_string(), t.tool.clone())),
         );
         assert_eq!(kept.len(), 2);
         assert!(kept.get("files__read_text_file").is_none());
@@ -677,16 +828,104 @@ mod tests {
                 index
                     .search(query, 5)
                     .iter()
-                    .map(|h| (index.tools()[h.index].name.clone(), h.score))
+                    .map(|h| (index.tools()[h.index].name.to_string(), h.score))
                     .collect::<Vec<_>>()
             };
             assert_eq!(names(&kept), names(&built), "{query}");
         }
         assert_eq!(
-            kept.get("clock__get_current_time")
-                .map(|t| t.source.as_str()),
+            kept.get("clock__get_current_time").map(|t| &*t.source),
             Some("clock")
         );
+    }
+
+    /// Tools of a small vocabulary, read: (source, name, item, words).
+    fn read_tools(numbers: std::ops::Range<usize>, description: &str) -> Vec<ReadTool> {
+        const WORDS: [&str; 8] = [
+            "invoice", "customer", "order", "ticket", "refund", "report", "alert", "user",
+        ];
+        numbers
+            .map(|i| {
+                let source = format!("svc{}", i % 7);
+                let name = format!("{source}__{}_{}_{i}", WORDS[i % 8], WORDS[(i / 8) % 8]);
+                let words = format!(
+                    "{description} {} {}",
+                    WORDS[(i * 3) % 8],
+                    WORDS[(i * 5) % 8]
+                );
+                let item = ListItem::tool(&json!({"name": name, "description": words}));
+                let terms = ToolTerms::read(&name, &source, &item);
+                (source.into(), name.into(), item, terms)
+            })
+            .collect()
+    }
+
+    /// Both indexes answer every query alike and hold the same tools.
+    fn assert_same(made: &ToolIndex, built: &ToolIndex) {
+        let names = |index: &ToolIndex| -> Vec<String> {
+            index.tools().iter().map(|t| t.name.to_string()).collect()
+        };
+        assert_eq!(names(made), names(built));
+        for tool in built.tools() {
+            assert_eq!(made.get(&tool.name).map(|t| &t.source), Some(&tool.source));
+        }
+        for query in [
+            "invoice refund",
+            "customer alert report",
+            "changed",
+            "svc3",
+            "user order ticket",
+            "svc2__*",
+        ] {
+            let hits = |index: &ToolIndex| -> Vec<(String, f32)> {
+                let hits = index.search(query, 10);
+                hits.iter()
+                    .map(|h| (index.tools()[h.index].name.to_string(), h.score))
+                    .collect()
+            };
+            assert_eq!(hits(made), hits(built), "{query}");
+        }
+    }
+
+    #[test]
+    fn an_index_made_from_the_previous_one_is_the_index_built_anew() {
+        let first = read_tools(0..200, "first");
+        let previous = Arc::new(ToolIndex::with_terms(first.clone()));
+
+        // The same tools: the same index.
+        assert!(Arc::ptr_eq(
+            &ToolIndex::after(&previous, first.clone()),
+            &previous
+        ));
+
+        // A few changed, in the source's order or another; one new tool
+        // takes an old one's name (the first of the two stays).
+        let changed = read_tools(200..203, "changed");
+        let mut edits: Vec<Vec<ReadTool>> = Vec::new();
+        let mut some = first.clone();
+        some.remove(50);
+        some[10] = changed[0].clone();
+        some.insert(120, changed[1].clone());
+        some.push(changed[2].clone());
+        edits.push(some.clone());
+        some.reverse();
+        edits.push(some.clone());
+        let mut twice = first.clone();
+        let mut renamed = changed[0].clone();
+        renamed.1 = first[30].1.clone();
+        twice.insert(5, renamed);
+        edits.push(twice);
+        // Too many changed: built anew.
+        edits.push(read_tools(0..200, "changed"));
+        for (at, tools) in edits.into_iter().enumerate() {
+            assert_eq!(previous.carried(&tools).is_some(), at < 3, "edit {at}");
+            // The first two keep their postings; the third names a tool twice.
+            let names =
+                |tools: &[ReadTool]| tools.iter().map(|t| t.1.clone()).collect::<HashSet<_>>();
+            assert_eq!(names(&tools).len() == tools.len(), at != 2, "edit {at}");
+            let made = ToolIndex::after(&previous, tools.clone());
+            assert_same(&made, &ToolIndex::with_terms(tools));
+        }
     }
 
     #[test]
@@ -695,7 +934,7 @@ mod tests {
         let names: Vec<_> = index
             .search("*__get_*", 5)
             .iter()
-            .map(|h| index.tools()[h.index].name.clone())
+            .map(|h| index.tools()[h.index].name.to_string())
             .collect();
         assert_eq!(names, ["clock__get_current_time"]);
         assert!(glob_matches("a?c*", "abcdef"));

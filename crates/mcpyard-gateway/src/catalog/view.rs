@@ -15,15 +15,17 @@ use crate::governance::{Item, Policy, Verdict};
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Route {
     pub(crate) source: usize,
-    pub(crate) name: String,
+    pub(crate) name: Arc<str>,
 }
 
 /// The merged, renamed lists and the routes back.
 #[derive(Debug, Default)]
 pub(crate) struct View {
     pub(super) lists: [Arc<Vec<ListItem>>; 4],
-    pub(super) tools: HashMap<String, Route>,
-    pub(super) prompts: HashMap<String, Route>,
+    /// Names are shared with the catalogue's exposed items: a change of a
+    /// large catalogue copies none of them.
+    pub(super) tools: HashMap<Arc<str>, Route>,
+    pub(super) prompts: HashMap<Arc<str>, Route>,
     pub(super) resources: HashMap<String, usize>,
     /// (URI template, source)
     pub(super) templates: Vec<(String, usize)>,
@@ -158,13 +160,14 @@ impl View {
             let source = sources.get(source).map_or("", String::as_str);
             policy.lists(identity, Item { kind, name, source }) == Verdict::Allow
         };
-        let routed = |routes: &HashMap<String, Route>, kind: ItemKind| -> HashMap<String, Route> {
-            routes
-                .iter()
-                .filter(|(name, route)| allowed(kind, name, route.source))
-                .map(|(n, r)| (n.clone(), r.clone()))
-                .collect()
-        };
+        let routed =
+            |routes: &HashMap<Arc<str>, Route>, kind: ItemKind| -> HashMap<Arc<str>, Route> {
+                routes
+                    .iter()
+                    .filter(|(name, route)| allowed(kind, name, route.source))
+                    .map(|(n, r)| (n.clone(), r.clone()))
+                    .collect()
+            };
         let tools = routed(&self.tools, ItemKind::Tool);
         let prompts = routed(&self.prompts, ItemKind::Prompt);
         let resources: HashMap<String, usize> = self

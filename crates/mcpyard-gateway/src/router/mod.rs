@@ -221,7 +221,7 @@ impl Router {
             self.resolve(&context.identity, context.era(), ItemKind::Tool, name)?;
         let slot = self.routed_slot(route.source)?;
         let target = name.to_owned();
-        params["name"] = Value::String(route.name);
+        params["name"] = Value::String(route.name.to_string());
         if refused {
             // Through the layers, so that the policy refuses it where every
             // other layer sees it; never as a task.
@@ -257,7 +257,7 @@ impl Router {
                 let name = string_param(&params, "name")?;
                 let (route, _) =
                     self.resolve(&context.identity, context.era(), ItemKind::Prompt, &name)?;
-                params["name"] = Value::String(route.name);
+                params["name"] = Value::String(route.name.to_string());
                 (route.source, name)
             }
             methods::RESOURCES_READ => {
@@ -308,7 +308,7 @@ impl Router {
                             .unwrap_or_default();
                         let (route, _) =
                             self.resolve(&context.identity, context.era(), ItemKind::Prompt, name)?;
-                        params["ref"]["name"] = Value::String(route.name);
+                        params["ref"]["name"] = Value::String(route.name.to_string());
                         (route.source, name.to_owned())
                     }
                     Some("ref/resource") => {

@@ -93,14 +93,14 @@ pub(crate) fn list_tools(index: &ToolIndex, page_size: usize, arguments: &Value)
     )];
     let mut current: Option<&str> = None;
     for tool in page {
-        if current != Some(tool.source.as_str()) {
+        if current != Some(&*tool.source) {
             lines.push(format!("[{}]", tool.source));
             current = Some(&tool.source);
         }
         lines.push(format!("{}: {}", tool.name, one_line(&tool.summary())));
     }
     let mut structured = json!({
-        "tools": page.iter().map(|t| json!({"name": t.name, "source": t.source, "description": one_line(&t.summary())})).collect::<Vec<_>>(),
+        "tools": page.iter().map(|t| json!({"name": &*t.name, "source": &*t.source, "description": one_line(&t.summary())})).collect::<Vec<_>>(),
         "total": index.len(),
     });
     if end < index.len() {
@@ -147,8 +147,8 @@ pub(crate) fn search_tools(index: &ToolIndex, arguments: &Value) -> Value {
 fn hit(tool: &IndexedTool) -> Value {
     let item = tool.tool.to_value();
     json!({
-        "name": tool.name,
-        "source": tool.source,
+        "name": &*tool.name,
+        "source": &*tool.source,
         "description": item.get("description").cloned().unwrap_or(Value::Null),
         "inputSchema": item.get("inputSchema").cloned().unwrap_or_else(|| json!({"type": "object"})),
     })
