@@ -17,10 +17,6 @@ use super::search::{ReadTool, ToolIndex, ToolTerms};
 use super::view::{Route, SourceExposure, View};
 use crate::call::{Era, ItemKind, ListItem, ListKind, SourceLists, GATEWAY_SOURCE};
 
-/// A hidden tool for the search index: its source, its exposed name, the
-/// item as the source lists it, its words.
-pub(super) type Hidden = ReadTool;
-
 /// How an entry stands to the other era's connection of the same server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Pairing {
@@ -302,10 +298,10 @@ pub(super) fn rewrites_ui(apps: &AppsConfig, entry: &Entry) -> bool {
 }
 
 /// The view a client of `era` sees, merged from every entry's exposed
-/// items; the tools it leaves unlisted come back as `(source, item)`
-/// pairs for the search index, which the caller builds (once for both
-/// eras when they hide the same tools).
-pub(super) fn merge(entries: &[Entry], era: Era) -> (View, Vec<Hidden>) {
+/// items; the tools it leaves unlisted come back with their words for the
+/// search index, which the caller builds (once for both eras when they
+/// hide the same tools).
+pub(super) fn merge(entries: &[Entry], era: Era) -> (View, Vec<ReadTool>) {
     let mut view = View::default();
     let mut param_headers = HashMap::new();
     let mut lists: [Vec<ListItem>; 4] = Default::default();
@@ -433,7 +429,7 @@ pub(super) fn views(entries: &[Entry], previous: &[Arc<View>; 2]) -> [Arc<View>;
         return [view.clone(), view];
     }
     let (mut modern, modern_hidden) = merge(entries, Era::Modern);
-    let key = |(source, name, item, _): &Hidden| (source.clone(), name.clone(), item.clone());
+    let key = |(source, name, item, _): &ReadTool| (source.clone(), name.clone(), item.clone());
     let same = hidden.iter().map(key).eq(modern_hidden.iter().map(key));
     let index = ToolIndex::after(&previous[0].hidden, hidden);
     handshake.hidden = index.clone();
