@@ -126,13 +126,19 @@ static BUILTIN_COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         .expect("the built-in detectors compile")
 });
 
+/// The literals of the built-in detectors, built the first time a string is
+/// checked: an idle gateway never runs the code of the automaton and the
+/// expression (a resident 0.6 MiB of the binary, BENCHMARKS.md section 7),
+/// and a reload builds them no more.
+static BUILTIN_LITERALS: LazyLock<Literals> = LazyLock::new(Literals::new);
+
 /// The text the built-in detectors need. The literals of detectors that
 /// match case exactly go to an Aho-Corasick automaton with leftmost
 /// semantics, which lets it skip through text with its SIMD prefilter; the
 /// few of `(?i)` detectors to a case-blind regular expression. One
 /// case-blind automaton for all of them ran byte by byte, 16 instructions
 /// a byte of every result.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct Literals {
     exact: AhoCorasick,
     any_case: Regex,
@@ -164,10 +170,11 @@ impl Literals {
 /// Finds and replaces secrets in text and in every string of a JSON value.
 #[derive(Debug, Clone)]
 pub(crate) struct Redactor {
-    /// With the built-in detectors alone, the text one of them needs: a
-    /// single pass of plain string search rules out nearly every string
-    /// before the regular expressions run.
-    needed: Option<Literals>,
+    /// With the built-in detectors alone, the text one of them needs
+    /// ([`BUILTIN_LITERALS`]) is looked for first: a single pass of plain
+    /// string search rules out nearly every string before the regular
+    /// expressions run.
+    builtin_only: bool,
     /// With configured patterns, every detector compiled at once (a bad
     /// pattern is refused when the configuration is read); `None`: the
     /// built-in detectors alone, [`BUILTIN_COMPILED`].
@@ -183,16 +190,21 @@ impl Redactor {
     ) -> Result<Option<Self>, PatternError> {
         if builtin && patterns.is_empty() {
             return Ok(Some(Self {
-                needed: Some(Literals::new()),
+                builtin_only: true,
                 own: None,
             }));
         }
         let builtin = builtin_patterns().filter(|_| builtin);
         let own = Compiled::new(builtin.chain(patterns.iter().cloned()))?;
         Ok(own.map(|own| Self {
-            needed: None,
+            builtin_only: false,
             own: Some(Arc::new(own)),
         }))
+    }
+
+    /// The literals to look for before the detectors run, if any.
+    fn needed(&self) -> Option<&'static Literals> {
+        self.builtin_only.then(|| &*BUILTIN_LITERALS)
     }
 
     fn compiled(&self) -> &Compiled {
@@ -202,7 +214,7 @@ impl Redactor {
     /// Whether `text` may hold a secret: false only when no detector can
     /// match it.
     fn may_hold(&self, text: &str) -> bool {
-        if self.needed.as_ref().is_some_and(|n| !n.is_match(text)) {
+        if self.needed().is_some_and(|n| !n.is_match(text)) {
             return false;
         }
         self.compiled().any.is_match(text)
@@ -210,7 +222,7 @@ impl Redactor {
 
     /// The text with every secret replaced; `None` when it has none.
     pub(crate) fn redact_str(&self, text: &str) -> Option<String> {
-        if self.needed.as_ref().is_some_and(|n| !n.is_match(text)) {
+        if self.needed().is_some_and(|n| !n.is_match(text)) {
             return None;
         }
         let compiled = self.compiled();
@@ -244,7 +256,7 @@ impl Redactor {
     /// is, and parsed only when one may be in it: none of them holds a
     /// character JSON must escape, so only a `\u` escape could hide one.
     pub(crate) fn redact_result(&self, result: &mut Payload) -> usize {
-        if let (Some(needed), Some(text)) = (&self.needed, result.text()) {
+        if let (Some(needed), Some(text)) = (self.needed(), result.text()) {
             if !text.contains("\\u") && !needed.is_match(text) {
                 return 0;
             }
