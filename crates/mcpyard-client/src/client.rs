@@ -6,6 +6,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use mcpyard_proto::{methods, Payload, RequestId};
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -422,16 +423,21 @@ impl McpClient {
     /// when the server repeats a cursor, so a looping server cannot hold the
     /// caller forever. Each page is bounded by the default timeout.
     pub async fn list_all(&self, method: &str, key: &str) -> Result<Vec<Value>, ClientError> {
-        self.list_all_as(method, key, |item| item).await
+        self.list_all_as(method, key, |item| {
+            // Read as JSON already, so it parses.
+            serde_json::from_str(item.get()).unwrap_or_default()
+        })
+        .await
     }
 
-    /// [`McpClient::list_all`], each item made into a `T` as its page
-    /// arrives: a long list is never held whole as JSON values.
+    /// [`McpClient::list_all`], each item made into a `T` from its JSON
+    /// text as its page arrives: a long list is never held whole as JSON
+    /// values, nor parsed into them unless `each` does.
     pub async fn list_all_as<T>(
         &self,
         method: &str,
         key: &str,
-        each: impl FnMut(Value) -> T,
+        each: impl FnMut(&RawValue) -> T,
     ) -> Result<Vec<T>, ClientError> {
         let options = self.with_default_timeout(RequestOptions::default());
         self.ready()?.list_all(method, key, options, each).await

@@ -30,6 +30,7 @@ use mcpyard_proto::envelope::{
     UNSUPPORTED_PROTOCOL_VERSION,
 };
 use mcpyard_proto::{methods, Message, Payload, RequestId};
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -45,6 +46,7 @@ use crate::{
 
 mod dispatch;
 mod era;
+mod list_page;
 mod shared;
 mod waits;
 
@@ -53,6 +55,7 @@ use era::{
     asks_for_input, listen_filter, offers_modern, refuses_the_handshake, request_envelope,
     with_envelope, ANSWERED_MODERN,
 };
+use list_page::ListPage;
 use shared::{Inner, Owner, PendingGuard, ProgressGuard, Shared};
 use waits::{
     until, until_cancelled, CANCEL_SEND_TIMEOUT, DISCOVER_TIMEOUT, LISTEN_RETRY, LISTEN_RETRY_CAP,
@@ -692,29 +695,17 @@ impl Connection {
         method: &str,
         key: &str,
         options: RequestOptions,
-        mut each: impl FnMut(Value) -> T,
+        mut each: impl FnMut(&RawValue) -> T,
     ) -> Result<Vec<T>, ClientError> {
         let mut items = Vec::new();
         let mut cursor: Option<String> = None;
         for _ in 0..MAX_LIST_PAGES {
             let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
-            let mut page = self
+            let page = self
                 .request_with_id(method, params, options.clone(), |_| {})
-                .await?
-                .into_value();
-            match page.get_mut(key).map(Value::take) {
-                Some(Value::Array(found)) => items.extend(found.into_iter().map(&mut each)),
-                None | Some(Value::Null) => {}
-                Some(_) => {
-                    return Err(ClientError::Protocol(format!(
-                        "`{key}` in the {method} result is not an array"
-                    )))
-                }
-            }
-            let next = page
-                .get("nextCursor")
-                .and_then(Value::as_str)
-                .map(str::to_owned);
+                .await?;
+            let ListPage { items: found, next } = ListPage::read(&page, method, key)?;
+            items.extend(found.iter().map(|item| each(item)));
             match next {
                 Some(next) if Some(&next) != cursor.as_ref() => cursor = Some(next),
                 Some(_) => {

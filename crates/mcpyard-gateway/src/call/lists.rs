@@ -109,6 +109,54 @@ impl ListItem {
         }
     }
 
+    /// `item` from its JSON text, as a page of a list arrived: written out
+    /// again compactly as it is read, without a `Value` tree of it (ten
+    /// small allocations a tool). Characters spelt with a `\u` escape are
+    /// written as themselves, so a look at the text for a member's name
+    /// (`"visibility"`) cannot miss it; members keep their order.
+    pub fn from_text(kind: ListKind, item: &RawValue) -> Self {
+        #[derive(serde::Deserialize)]
+        struct Keys<'a> {
+            #[serde(borrow)]
+            name: Option<&'a RawValue>,
+            #[serde(borrow)]
+            uri: Option<&'a RawValue>,
+            #[serde(borrow, rename = "uriTemplate")]
+            uri_template: Option<&'a RawValue>,
+        }
+        let mut compact = Vec::with_capacity(item.get().len());
+        let written = serde_transcode::transcode(
+            &mut serde_json::Deserializer::from_str(item.get()),
+            &mut serde_json::Serializer::new(&mut compact),
+        );
+        let json = written
+            .ok()
+            .and_then(|()| String::from_utf8(compact).ok())
+            .and_then(|text| RawValue::from_string(text).ok());
+        // Not an object of distinct members: read as a `Value` (the last
+        // of two same-named members is the one kept).
+        let Some((json, key)) = json.and_then(|json| {
+            // A derived struct would also take an array, field by field.
+            if !json.get().starts_with('{') {
+                return None;
+            }
+            let keys = serde_json::from_str::<Keys>(json.get()).ok()?;
+            let key = match kind {
+                ListKind::Tools | ListKind::Prompts => keys.name,
+                ListKind::Resources => keys.uri,
+                ListKind::ResourceTemplates => keys.uri_template,
+            };
+            let key = key.and_then(|key| serde_json::from_str::<String>(key.get()).ok());
+            Some((json, key))
+        }) else {
+            return Self::new(kind, &serde_json::from_str(item.get()).unwrap_or_default());
+        };
+        Self {
+            key: key.map(Arc::from),
+            json: Arc::from(json),
+        }
+    }
+
     /// A tool (known by its `name`).
     pub fn tool(item: &Value) -> Self {
         Self::new(ListKind::Tools, item)
@@ -136,7 +184,7 @@ impl ListItem {
 
     /// The item as a `Value`.
     pub fn to_value(&self) -> Value {
-        // Written by `new` from a `Value`, so it parses.
+        // Written from a `Value` or read as JSON, so it parses.
         serde_json::from_str(self.json()).unwrap_or_default()
     }
 
@@ -212,4 +260,62 @@ pub(crate) enum Era {
     Handshake,
     /// The 2026-07-28 era: an envelope on every request, no session.
     Modern,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(text: &str) -> Box<RawValue> {
+        RawValue::from_string(text.to_owned()).unwrap()
+    }
+
+    #[test]
+    fn an_item_read_from_its_text_is_the_item_read_from_its_value() {
+        let items = [
+            (
+                ListKind::Tools,
+                r#"{"name":"add","description":"Adds.","inputSchema":{"type":"object","properties":{"name":{"type":"string"}}}}"#,
+            ),
+            (
+                ListKind::Tools,
+                r#"{ "inputSchema" : {"type":"object"} , "name" : "spaced" }"#,
+            ),
+            (ListKind::Resources, r#"{"uri":"file:///a","name":"a"}"#),
+            (
+                ListKind::ResourceTemplates,
+                r#"{"uriTemplate":"file:///{p}","name":"t"}"#,
+            ),
+            (ListKind::Prompts, r#"{"name":"greet\"ing","arguments":[]}"#),
+            (ListKind::Tools, r#"{"name":7}"#),
+            (ListKind::Tools, r#"{"name":null}"#),
+            (ListKind::Tools, r#"["not","an","object"]"#),
+        ];
+        for (kind, text) in items {
+            let value: Value = serde_json::from_str(text).unwrap();
+            let read = ListItem::from_text(kind, &raw(text));
+            assert_eq!(read.key(), ListItem::new(kind, &value).key(), "{text}");
+            assert_eq!(read.to_value(), value, "{text}");
+        }
+        // Written compactly, in the order it came.
+        let spaced = r#"{ "name" : "spaced", "inputSchema" : {"type": "object"} }"#;
+        assert_eq!(
+            ListItem::from_text(ListKind::Tools, &raw(spaced)).json(),
+            r#"{"name":"spaced","inputSchema":{"type":"object"}}"#
+        );
+    }
+
+    #[test]
+    fn an_item_spelt_with_escapes_or_twice_named_is_written_anew() {
+        // `"visibility"` spelt with an escape is found by a look at the text.
+        let escaped = r#"{"name":"app","_meta":{"ui":{"visibilit\u0079":["app"]}}}"#;
+        let item = ListItem::from_text(ListKind::Tools, &raw(escaped));
+        assert!(item.json().contains("\"visibility\""), "{}", item.json());
+        assert_eq!(item.key(), Some("app"));
+        // The last of two names is the item's, as in its `Value`.
+        let twice = r#"{"name":"first","name":"second"}"#;
+        let item = ListItem::from_text(ListKind::Tools, &raw(twice));
+        assert_eq!(item.key(), Some("second"));
+        assert_eq!(item.json(), r#"{"name":"second"}"#);
+    }
 }

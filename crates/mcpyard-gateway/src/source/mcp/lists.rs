@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use mcpyard_client::{ClientError, McpClient, RequestOptions};
-use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::call::{ListItem, ListKind, SourceLists};
 
@@ -46,7 +46,7 @@ pub(super) async fn fetch_lists(
             ListKind::Prompts => "prompts",
         };
         let items = if caps.get(capability).is_some() {
-            let item = |value: Value| ListItem::new(kind, &value);
+            let item = |text: &RawValue| ListItem::from_text(kind, text);
             match client
                 .list_all_as(kind.list_method(), kind.key(), item)
                 .await
