@@ -27,7 +27,7 @@ fn main() -> ExitCode {
     // Freed pages go back to the system at once rather than a second (ten
     // for whole arenas) later, and only if the allocator runs again after
     // that: loading 10,000 tools left 6.5 MB freed but resident for as long
-    // as the gateway stayed quiet (BENCHMARKS.md, section 7). A steady
+    // as the gateway stayed quiet (BENCHMARKS.md, section 6). A steady
     // stream of calls frees no whole page: 1,000 calls made no `madvise`.
     // SAFETY: sets an option's value; mimalloc reads it at each purge.
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
