@@ -133,8 +133,9 @@ impl ListItem {
             .ok()
             .and_then(|()| String::from_utf8(compact).ok())
             .and_then(|text| RawValue::from_string(text).ok());
-        // Not an object of distinct members: read as a `Value` (the last
-        // of two same-named members is the one kept).
+        // Not an object, or its key given twice: read as a `Value` (the
+        // last of two same-named members is the one kept). Other members
+        // are kept as the source wrote them.
         let Some((json, key)) = json.and_then(|json| {
             // A derived struct would also take an array, field by field.
             if !json.get().starts_with('{') {

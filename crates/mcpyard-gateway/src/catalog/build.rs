@@ -429,7 +429,10 @@ pub(super) fn views(entries: &[Entry], previous: &[Arc<View>; 2]) -> [Arc<View>;
         return [view.clone(), view];
     }
     let (mut modern, modern_hidden) = merge(entries, Era::Modern);
-    let key = |(source, name, item, _): &ReadTool| (source.clone(), name.clone(), item.clone());
+    // Compared in place: the names and items are not cloned to be compared.
+    fn key((source, name, item, _): &ReadTool) -> (&Arc<str>, &Arc<str>, &ListItem) {
+        (source, name, item)
+    }
     let same = hidden.iter().map(key).eq(modern_hidden.iter().map(key));
     let index = ToolIndex::after(&previous[0].hidden, hidden);
     handshake.hidden = index.clone();
