@@ -28,6 +28,12 @@ own cost.
 
 Needs valgrind (Debian's package). Prints a Markdown table.
 
+With --kernel, each target runs natively and perf stat counts what the
+same calls cost its threads as the kernel sees them: system calls,
+context switches (a thread woken for a call and put to sleep again) and
+CPU time, user and system. callgrind counts none of the
+kernel's work, which on this path is a good part of a call's CPU.
+
 With --flamegraph DIR, each target is sampled by perf instead (user-space
 stacks unwound from DWARF, during the same --calls) and drawn as
 DIR/TARGET.svg, with its folded stacks in DIR/TARGET.folded. Build with
@@ -184,7 +190,7 @@ def measure(name, args, upstream_url, work):
         sys.exit(f"{name}: no layer {layer} (one of {', '.join(LAYERS)})")
     governed = layers is None or "keys" in layers
     out = os.path.join(work, f"{name}.callgrind")
-    if args.flamegraph:
+    if args.flamegraph or args.kernel:
         grind = []
     else:
         # valgrind's own messages in a file of their own: on the merged
@@ -230,6 +236,8 @@ def measure(name, args, upstream_url, work):
             session.call_echo()
         if args.flamegraph:
             return sample(name, args, proc, session, work), []
+        if args.kernel:
+            return kernel_counts(name, args, proc, session, work), []
         subprocess.run(["callgrind_control", "-z", str(proc.pid)], check=True,
                        stdout=subprocess.DEVNULL)
         for _ in range(args.calls):
@@ -252,6 +260,19 @@ def measure(name, args, upstream_url, work):
         stop(proc)
 
 
+def under_perf(perf_args, proc, session, calls):
+    """Makes `calls` calls while `perf PERF_ARGS` watches the proxy's threads
+    (not a stdio upstream it spawned: the warm-up has started every thread
+    it uses, and perf -p follows none started later)."""
+    perf = subprocess.Popen(["perf"] + perf_args + ["-p", str(proc.pid)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1)  # perf attaches to every thread before the first call
+    for _ in range(calls):
+        session.call_echo()
+    perf.send_signal(signal.SIGINT)
+    perf.wait(120)
+
+
 def sample(name, args, proc, session, work):
     """Samples the proxy's user-space stacks while it serves --calls calls
     and draws them; returns the sampled CPU µs per call (each sample weighs
@@ -259,16 +280,8 @@ def sample(name, args, proc, session, work):
     # Not beside the config: the gateway watches that folder for changes.
     os.makedirs(os.path.join(work, "perf"), exist_ok=True)
     data = os.path.join(work, "perf", f"{name}.data")
-    # The proxy's threads only, not a stdio upstream it spawned; the warm-up
-    # has started every thread it uses (perf -p follows none started later).
-    perf = subprocess.Popen(["perf", "record", "-e", "cpu-clock:u", "-F", str(args.frequency),
-                             "--call-graph", "dwarf,65528", "-o", data, "-p", str(proc.pid)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(1)  # perf attaches to every thread before the first call
-    for _ in range(args.calls):
-        session.call_echo()
-    perf.send_signal(signal.SIGINT)
-    perf.wait(120)
+    under_perf(["record", "-e", "cpu-clock:u", "-F", str(args.frequency),
+                "--call-graph", "dwarf,65528", "-o", data], proc, session, args.calls)
     script = subprocess.run(["perf", "script", "-i", data], capture_output=True, check=True)
     folded = subprocess.run([shutil.which("inferno-collapse-perf")], input=script.stdout,
                             capture_output=True, check=True).stdout
@@ -288,6 +301,34 @@ def sample(name, args, proc, session, work):
     return nanoseconds / 1000 / args.calls
 
 
+# What --kernel counts, per call: (perf's event, the column's name).
+KERNEL_EVENTS = [("raw_syscalls:sys_enter", "syscalls"), ("context-switches", "context switches"),
+                 ("task-clock", "CPU µs")]
+
+
+def kernel_counts(name, args, proc, session, work):
+    """What --calls calls cost the proxy's threads in the kernel's view
+    (perf stat): system calls, context switches and CPU time (user and
+    system) per call."""
+    out = os.path.join(work, f"{name}.perf-stat")
+    events = ",".join(e for e, _ in KERNEL_EVENTS)
+    under_perf(["stat", "-x", ",", "-e", events, "-o", out], proc, session, args.calls)
+    counts = {}
+    with open(out) as f:
+        for line in f:
+            fields = line.strip().split(",")
+            if len(fields) > 2 and fields[0] and fields[0][0].isdigit():
+                counts[fields[2]] = float(fields[0])
+    row = []
+    for event, _ in KERNEL_EVENTS:
+        value = counts.get(event)
+        if value is None:
+            sys.exit(f"{name}: perf stat counted no {event} (see {out})")
+        # The clock is counted in milliseconds.
+        row.append(value * 1000 / args.calls if event == "task-clock" else value / args.calls)
+    return row
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--bin-dir", default="target/release")
@@ -301,9 +342,16 @@ def main():
     p.add_argument("--flamegraph", metavar="DIR",
                    help="sample with perf and draw DIR/TARGET.svg instead of counting")
     p.add_argument("--frequency", type=int, default=4999, help="perf samples per CPU second")
+    p.add_argument("--kernel", action="store_true",
+                   help="count system calls, context switches and CPU time per call "
+                        "with perf stat instead of instructions")
     args = p.parse_args()
-    needed = ("perf", "inferno-collapse-perf", "inferno-flamegraph") if args.flamegraph \
-        else ("valgrind", "callgrind_control")
+    if args.flamegraph:
+        needed = ("perf", "inferno-collapse-perf", "inferno-flamegraph")
+    elif args.kernel:
+        needed = ("perf",)
+    else:
+        needed = ("valgrind", "callgrind_control")
     for tool in needed:
         if not shutil.which(tool):
             sys.exit(f"{tool} is missing (apt-get install valgrind linux-perf; "
@@ -317,6 +365,10 @@ def main():
         for name in [t for t in args.targets.split(",") if t]:
             per_call, top = measure(name, args, f"http://{host}:{port}/mcp", work)
             rows.append((name, per_call))
+            if args.kernel:
+                counted = ", ".join(f"{v:.2f} {c}" for v, (_, c) in zip(per_call, KERNEL_EVENTS))
+                print(f"{name}: {counted} per call", file=sys.stderr)
+                continue
             unit = "sampled CPU µs per call" if args.flamegraph else "instructions per call"
             print(f"{name}: {per_call:,.1f} {unit}", file=sys.stderr)
             for line in top:
@@ -325,6 +377,9 @@ def main():
         stop(upstream)
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
+    if args.kernel:
+        print_kernel_table(args, rows)
+        return
     relay = dict(rows).get("passthrough")
     unit = "sampled user CPU µs per call" if args.flamegraph else "instructions per call"
     print(f"| {args.calls} calls after {args.warmup} | {unit} | × relay |")
@@ -332,6 +387,18 @@ def main():
     for name, per_call in rows:
         ratio = f"{per_call / relay:.2f}×" if relay else "–"
         print(f"| {name} | {per_call:,.{1 if args.flamegraph else 0}f} | {ratio} |")
+
+
+def print_kernel_table(args, rows):
+    """--kernel's table: each count per call, and CPU against the relay's."""
+    relay = dict(rows).get("passthrough")
+    columns = [c for _, c in KERNEL_EVENTS]
+    print(f"| {args.calls} calls after {args.warmup}, per call | " + " | ".join(columns)
+          + " | CPU × relay |")
+    print("|---|" + "---:|" * (len(columns) + 1))
+    for name, counts in rows:
+        ratio = f"{counts[2] / relay[2]:.2f}×" if relay else "–"
+        print(f"| {name} | " + " | ".join(f"{v:.2f}" for v in counts) + f" | {ratio} |")
 
 
 if __name__ == "__main__":

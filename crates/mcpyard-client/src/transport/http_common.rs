@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::auth::Refusal;
 use super::http_response::{chunk, transport_error, HttpResponse};
 use super::origin_pool::OriginPool;
+use super::outgoing::Outgoing;
 use super::sse_decoder::{SseDecoder, SseEvent};
 use crate::{ClientError, HttpAuth};
 
@@ -69,24 +70,12 @@ impl HttpClient {
         Ok(Self { reqwest, origin })
     }
 
-    pub(crate) fn get(&self, url: reqwest::Url) -> reqwest::RequestBuilder {
-        self.reqwest.get(url)
-    }
-
-    pub(crate) fn post(&self, url: reqwest::Url) -> reqwest::RequestBuilder {
-        self.reqwest.post(url)
-    }
-
-    pub(crate) fn delete(&self, url: reqwest::Url) -> reqwest::RequestBuilder {
-        self.reqwest.delete(url)
-    }
-
-    async fn execute(&self, req: reqwest::Request) -> Result<HttpResponse, ClientError> {
+    async fn execute(&self, req: Outgoing) -> Result<HttpResponse, ClientError> {
         match &self.origin {
-            Some(pool) if pool.serves(req.url()) => pool.execute(req).await,
+            Some(pool) if pool.serves(&req.url) => pool.execute(req).await,
             _ => Ok(self
                 .reqwest
-                .execute(req)
+                .execute(req.into_reqwest())
                 .await
                 .map_err(transport_error)?
                 .into()),
@@ -100,29 +89,27 @@ impl HttpClient {
 pub(crate) async fn send_authorized(
     http: &HttpClient,
     auth: Option<&Arc<dyn HttpAuth>>,
-    build: impl Fn() -> reqwest::RequestBuilder,
+    build: impl Fn() -> Result<Outgoing, ClientError>,
 ) -> Result<HttpResponse, ClientError> {
     let Some(auth) = auth else {
-        return http
-            .execute(build().build().map_err(transport_error)?)
-            .await;
+        return http.execute(build()?).await;
     };
     let mut attempts = 1;
     loop {
-        let mut req = build().build().map_err(transport_error)?;
+        let mut req = build()?;
         let sent = auth.authorization().await?;
         if let Some(sent) = &sent {
             let mut value = HeaderValue::from_str(sent)
                 .map_err(|_| ClientError::Transport("invalid Authorization value".into()))?;
             value.set_sensitive(true);
-            req.headers_mut().insert(AUTHORIZATION, value);
+            req.headers.insert(AUTHORIZATION, value);
             let proof = auth
-                .proof(req.method().as_str(), req.url().as_str(), sent)
+                .proof(req.method.as_str(), req.url.as_str(), sent)
                 .await?;
             if let Some(proof) = proof {
                 let value = HeaderValue::from_str(&proof)
                     .map_err(|_| ClientError::Transport("invalid DPoP proof".into()))?;
-                req.headers_mut().insert("dpop", value);
+                req.headers.insert("dpop", value);
             }
         }
         let resp = http.execute(req).await?;
@@ -168,10 +155,7 @@ pub(crate) async fn send_authorized(
 /// A request's W3C trace context, sent in `_meta.traceparent` (by a tracing
 /// gateway or the caller), is sent as the `traceparent` header too, so that
 /// HTTP-level tracing at the server joins the same trace.
-pub(crate) fn with_trace_context(
-    req: reqwest::RequestBuilder,
-    message: &mcpyard_proto::Message,
-) -> reqwest::RequestBuilder {
+pub(crate) fn with_trace_context(req: Outgoing, message: &mcpyard_proto::Message) -> Outgoing {
     let mcpyard_proto::Message::Request { params, .. } = message else {
         return req;
     };
@@ -180,12 +164,15 @@ pub(crate) fn with_trace_context(
         .and_then(|p| p.get("_meta"))
         .and_then(|m| m.get("traceparent"))
         .and_then(serde_json::Value::as_str)
-        .filter(|t| is_traceparent(t));
+        .filter(|t| is_traceparent(t))
+        .and_then(|t| HeaderValue::from_str(t).ok());
     match traceparent {
-        Some(t) => req.header("traceparent", t),
+        Some(t) => req.with(TRACEPARENT, t),
         None => req,
     }
 }
+
+const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
 
 /// `version-traceid-parentid-flags` in lowercase hex (W3C Trace Context).
 fn is_traceparent(text: &str) -> bool {

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcpyard_proto::Message;
-use reqwest::header::{ACCEPT, CONTENT_TYPE};
+use reqwest::header::{HeaderValue, ACCEPT, CONTENT_TYPE};
+use reqwest::Method;
 use tokio::sync::oneshot;
 
 use super::http_common::{
@@ -15,6 +16,7 @@ use super::http_common::{
     StreamStop,
 };
 use super::http_response::HttpResponse;
+use super::outgoing::Outgoing;
 use super::sse_decoder::SseDecoder;
 use crate::link::{deliver_body, Link, MAX_MESSAGE_BYTES};
 use crate::{ClientError, HttpAuth};
@@ -41,7 +43,8 @@ impl LegacySseTransport {
         let url = parse_url(url)?;
         let http = HttpClient::new(&url, headers, connect_timeout)?;
         let resp = send_authorized(&http, auth.as_ref(), || {
-            http.get(url.clone()).header(ACCEPT, "text/event-stream")
+            Ok(Outgoing::new(Method::GET, &url)
+                .with(ACCEPT, HeaderValue::from_static("text/event-stream")))
         })
         .await?;
         if !resp.status().is_success() {
@@ -66,14 +69,12 @@ impl LegacySseTransport {
     }
 
     pub(crate) async fn send(&self, message: &Message) -> Result<(), ClientError> {
-        let body = message.to_vec();
+        let body = bytes::Bytes::from(message.to_vec());
         let resp = send_authorized(&self.http, self.auth.as_ref(), || {
-            let req = self
-                .http
-                .post(self.endpoint.clone())
-                .header(CONTENT_TYPE, "application/json")
+            let req = Outgoing::new(Method::POST, &self.endpoint)
+                .with(CONTENT_TYPE, HeaderValue::from_static("application/json"))
                 .body(body.clone());
-            super::http_common::with_trace_context(req, message)
+            Ok(super::http_common::with_trace_context(req, message))
         })
         .await?;
         if resp.status().is_success() {

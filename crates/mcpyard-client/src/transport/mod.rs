@@ -7,6 +7,7 @@ mod http_common;
 mod http_response;
 mod legacy_sse;
 mod origin_pool;
+mod outgoing;
 pub(crate) mod sse_decoder;
 mod stdio;
 mod streamable_http;

@@ -6,10 +6,9 @@
 //! answer): together they cost more CPU than the exchange itself. So an
 //! origin that reqwest would reach directly (plain `http`, no proxy in the
 //! environment) gets this pool of hyper connections instead; `https` and
-//! proxied origins stay with reqwest. Requests are still built with
-//! reqwest's builder, and answers are `http::Response`s as reqwest's are
-//! turned into, so the transports read one kind of answer whichever way it
-//! came.
+//! proxied origins stay with reqwest. Requests come as the transports'
+//! [`Outgoing`], and answers are `http::Response`s as reqwest's are turned
+//! into, so the transports read one kind of answer whichever way it came.
 //!
 //! A connection goes back to the pool when its answer's body has been read
 //! to the end (an event stream holds its connection while it lasts); one
@@ -32,6 +31,7 @@ use reqwest::Url;
 use tokio::net::TcpStream;
 
 use super::http_response::{with_causes, HttpResponse};
+use super::outgoing::Outgoing;
 use crate::ClientError;
 
 /// Idle connections kept per origin; more are closed when they come back.
@@ -111,9 +111,9 @@ impl OriginPool {
     /// has one.
     pub(crate) async fn execute(
         self: &Arc<Self>,
-        req: reqwest::Request,
+        req: Outgoing,
     ) -> Result<HttpResponse, ClientError> {
-        let timeout = req.timeout().copied();
+        let timeout = req.timeout;
         let exchange = self.exchange(req);
         match timeout {
             None => exchange.await,
@@ -123,10 +123,7 @@ impl OriginPool {
         }
     }
 
-    async fn exchange(
-        self: &Arc<Self>,
-        req: reqwest::Request,
-    ) -> Result<HttpResponse, ClientError> {
+    async fn exchange(self: &Arc<Self>, req: Outgoing) -> Result<HttpResponse, ClientError> {
         let mut req = self.http_request(req)?;
         loop {
             let (mut sender, pooled) = match self.take_idle() {
@@ -154,16 +151,13 @@ impl OriginPool {
 
     /// `req` in the form a connection sends: the path alone as its target,
     /// `Host`, and the default headers it does not set itself.
-    fn http_request(
-        &self,
-        mut req: reqwest::Request,
-    ) -> Result<http::Request<reqwest::Body>, ClientError> {
-        let target = self.target(req.url())?;
-        let mut out = http::Request::new(req.body_mut().take().unwrap_or_default());
-        *out.method_mut() = req.method().clone();
+    fn http_request(&self, req: Outgoing) -> Result<http::Request<reqwest::Body>, ClientError> {
+        let target = self.target(&req.url)?;
+        let mut out = http::Request::new(req.body.map(reqwest::Body::from).unwrap_or_default());
+        *out.method_mut() = req.method;
         *out.uri_mut() = target;
         let headers = out.headers_mut();
-        *headers = std::mem::take(req.headers_mut());
+        *headers = req.headers;
         for (name, value) in &self.defaults {
             if !headers.contains_key(name) {
                 headers.insert(name, value.clone());
@@ -390,11 +384,9 @@ mod tests {
     async fn post(pool: &Arc<OriginPool>, url: &Url) -> String {
         let mut target = url.clone();
         target.set_query(Some("k=v"));
-        let req = reqwest::Client::new()
-            .post(target)
-            .body("{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"id\":1}")
-            .build()
-            .expect("request");
+        let req = Outgoing::new(reqwest::Method::POST, &target).body(Bytes::from_static(
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"id\":1}",
+        ));
         let resp = tokio::time::timeout(Duration::from_secs(10), pool.execute(req))
             .await
             .expect("answered in time")

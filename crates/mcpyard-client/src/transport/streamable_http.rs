@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use mcpyard_proto::{methods, Message, RequestId};
 use reqwest::header::{HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
-use reqwest::StatusCode;
+use reqwest::{Method, StatusCode};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -24,6 +24,7 @@ use super::http_common::{
     HttpClient, StreamStop,
 };
 use super::http_response::HttpResponse;
+use super::outgoing::Outgoing;
 use super::sse_decoder::SseDecoder;
 use crate::link::{deliver_body, Link, MAX_MESSAGE_BYTES};
 use crate::{ClientError, HttpAuth};
@@ -76,36 +77,41 @@ struct Core {
     http: HttpClient,
     url: reqwest::Url,
     link: Link,
-    session: RwLock<Option<String>>,
-    protocol_version: RwLock<Option<String>>,
+    /// Kept as the headers they are sent as: each request clones them
+    /// rather than checking their text again.
+    session: RwLock<Option<HeaderValue>>,
+    protocol_version: RwLock<Option<HeaderValue>>,
     auth: Option<Arc<dyn HttpAuth>>,
 }
 
 impl Core {
-    fn session(&self) -> Option<String> {
+    fn session(&self) -> Option<HeaderValue> {
         self.session
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
     }
 
-    fn set_session(&self, session: Option<String>) {
+    fn set_session(&self, session: Option<HeaderValue>) {
         *self.session.write().unwrap_or_else(|e| e.into_inner()) = session;
     }
 
-    fn protocol_version(&self) -> Option<String> {
+    fn protocol_version(&self) -> Option<HeaderValue> {
         self.protocol_version
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
     }
 
-    fn with_session(&self, mut req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+    /// A request to the endpoint, in the session and its version when
+    /// there is one.
+    fn request_in_session(&self, method: Method) -> Outgoing {
+        let mut req = Outgoing::new(method, &self.url);
         if let Some(s) = self.session() {
-            req = req.header(SESSION_HEADER, s);
+            req = req.with(SESSION_HEADER, s);
         }
         if let Some(v) = self.protocol_version() {
-            req = req.header(VERSION_HEADER, v);
+            req = req.with(VERSION_HEADER, v);
         }
         req
     }
@@ -125,33 +131,38 @@ impl Core {
         let mirrored = modern_headers(message);
         let standard = standard_headers(message);
         send_authorized(&self.http, self.auth.as_ref(), || {
-            let mut req = self
-                .http
-                .post(self.url.clone())
-                .header(ACCEPT, ACCEPT_BOTH)
-                .header(CONTENT_TYPE, JSON)
-                .body(body.clone());
-            req = super::http_common::with_trace_context(req, message);
-            if let Some(mirrored) = &mirrored {
+            let mut req = match &mirrored {
                 // A 2026-07-28 request stands alone: no session, its era and
                 // names mirrored into headers for the server to route on.
-                for (name, value) in mirrored {
-                    req = req.header(name.clone(), value);
+                Some(mirrored) => {
+                    let mut req = Outgoing::new(Method::POST, &self.url);
+                    for (name, value) in mirrored {
+                        req = req.with_text(name.clone(), value)?;
+                    }
+                    req
                 }
-            } else {
-                // The method and name go along in every era: a server that
-                // does not route on them ignores them.
-                for (name, value) in &standard {
-                    req = req.header(name.clone(), value);
+                None => {
+                    let mut req = if message.method() == Some(methods::INITIALIZE) {
+                        Outgoing::new(Method::POST, &self.url)
+                    } else {
+                        self.request_in_session(Method::POST)
+                    };
+                    // The method and name go along in every era: a server
+                    // that does not route on them ignores them.
+                    for (name, value) in &standard {
+                        req = req.with_text(name.clone(), value)?;
+                    }
+                    req
                 }
-                if message.method() != Some(methods::INITIALIZE) {
-                    req = self.with_session(req);
-                }
-            }
+            };
+            req = super::http_common::with_trace_context(req, message)
+                .with(ACCEPT, ACCEPT_BOTH)
+                .with(CONTENT_TYPE, JSON)
+                .body(body.clone());
             for (name, value) in extra {
-                req = req.header(name.as_str(), value.as_str());
+                req = req.with_text(name.as_str(), value)?;
             }
-            req
+            Ok(req)
         })
         .await
     }
@@ -160,23 +171,24 @@ impl Core {
     async fn get_stream(&self, last_id: Option<&str>) -> Result<HttpResponse, ClientError> {
         send_authorized(&self.http, self.auth.as_ref(), || {
             let mut req = self
-                .with_session(self.http.get(self.url.clone()))
-                .header(ACCEPT, "text/event-stream");
+                .request_in_session(Method::GET)
+                .with(ACCEPT, HeaderValue::from_static("text/event-stream"));
             if let Some(id) = last_id {
-                req = req.header(LAST_EVENT_ID, id);
+                req = req.with_text(LAST_EVENT_ID, id)?;
             }
-            req
+            Ok(req)
         })
         .await
     }
 
     fn capture_session(&self, resp: &HttpResponse) {
+        // Only visible ASCII: the id is sent back as it came.
         if let Some(s) = resp
             .headers()
             .get(SESSION_HEADER)
-            .and_then(|v| v.to_str().ok())
+            .filter(|v| v.to_str().is_ok())
         {
-            self.set_session(Some(s.to_owned()));
+            self.set_session(Some(s.clone()));
         }
     }
 }
@@ -222,7 +234,7 @@ impl StreamableHttpTransport {
         let mut resp = self.core.post_with(message, extra).await?;
         if session.is_some() && !is_initialize {
             resp = self
-                .resend_if_session_lost(resp, session.as_deref(), message)
+                .resend_if_session_lost(resp, session.as_ref(), message)
                 .await?;
         }
         if is_initialize && resp.status().is_success() {
@@ -248,12 +260,15 @@ impl StreamableHttpTransport {
     }
 
     fn set_version(&self, result: &Value) {
-        if let Some(v) = result.get("protocolVersion").and_then(Value::as_str) {
+        // The version was negotiated (one the client knows), so it makes a
+        // valid header.
+        let version = result.get("protocolVersion").and_then(Value::as_str);
+        if let Some(v) = version.and_then(|v| HeaderValue::from_str(v).ok()) {
             *self
                 .core
                 .protocol_version
                 .write()
-                .unwrap_or_else(|e| e.into_inner()) = Some(v.to_owned());
+                .unwrap_or_else(|e| e.into_inner()) = Some(v);
         }
     }
 
@@ -262,9 +277,10 @@ impl StreamableHttpTransport {
     pub(crate) async fn shutdown(&self) {
         if self.core.session().is_some() {
             let deleted = send_authorized(&self.core.http, self.core.auth.as_ref(), || {
-                self.core
-                    .with_session(self.core.http.delete(self.core.url.clone()))
-                    .timeout(DELETE_TIMEOUT)
+                Ok(self
+                    .core
+                    .request_in_session(Method::DELETE)
+                    .timeout(DELETE_TIMEOUT))
             });
             match deleted.await {
                 Ok(r)
@@ -292,7 +308,7 @@ impl StreamableHttpTransport {
     async fn resend_if_session_lost(
         &self,
         resp: HttpResponse,
-        stale: Option<&str>,
+        stale: Option<&HeaderValue>,
         message: &Message,
     ) -> Result<HttpResponse, ClientError> {
         match resp.status() {
@@ -309,9 +325,9 @@ impl StreamableHttpTransport {
 
     /// Starts a new session after `stale` was refused, unless a concurrent
     /// caller already did.
-    async fn reinitialize(&self, stale: Option<&str>) -> Result<(), ClientError> {
+    async fn reinitialize(&self, stale: Option<&HeaderValue>) -> Result<(), ClientError> {
         let _one_at_a_time = self.reinit.lock().await;
-        if self.core.session().as_deref() != stale {
+        if self.core.session().as_ref() != stale {
             return Ok(());
         }
         let params = self
