@@ -21,7 +21,6 @@
 //! notification.
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -41,25 +40,25 @@ use crate::transport::Transport;
 use crate::{ClientError, ClientHandler, TransportSpec};
 use crate::{
     ConnectOptions, EraPolicy, ProgressCallback, RequestOptions, LEGACY_SSE_PROTOCOL_VERSION,
-    MAX_INPUT_ROUNDS, MAX_LIST_PAGES, MODERN_PROTOCOL_VERSION,
+    MAX_LIST_PAGES, MODERN_PROTOCOL_VERSION,
 };
 
 mod dispatch;
 mod era;
 mod list_page;
+mod rounds;
 mod shared;
 mod waits;
 
 use dispatch::dispatch;
 use era::{
-    asks_for_input, listen_filter, offers_modern, refuses_the_handshake, request_envelope,
-    with_envelope, ANSWERED_MODERN,
+    listen_filter, offers_modern, refuses_the_handshake, request_envelope, with_envelope,
+    ANSWERED_MODERN,
 };
 use list_page::ListPage;
 use shared::{Inner, Owner, PendingGuard, ProgressGuard, Shared};
 use waits::{
     until, until_cancelled, CANCEL_SEND_TIMEOUT, DISCOVER_TIMEOUT, LISTEN_RETRY, LISTEN_RETRY_CAP,
-    STATE_ONLY_BACKOFF, STATE_ONLY_BACKOFF_CAP,
 };
 
 /// One live connection of an [`McpClient`](crate::McpClient), from the
@@ -409,7 +408,8 @@ impl Connection {
     /// has its input requests answered by the handler's `on_request` (with
     /// the first request's id as `related`), and the request is sent again
     /// with the responses and the server's request state, up to
-    /// [`MAX_INPUT_ROUNDS`] times; the timeout covers every round.
+    /// [`MAX_INPUT_ROUNDS`](crate::MAX_INPUT_ROUNDS) times; the timeout covers
+    /// every round.
     pub(crate) async fn request_with_id(
         &self,
         method: &str,
@@ -417,73 +417,15 @@ impl Connection {
         options: RequestOptions,
         on_sent: impl FnOnce(RequestId) + Send,
     ) -> Result<Payload, ClientError> {
-        let Some(envelope) = self.inner.envelope.get() else {
-            return self.exchange(method, params, options, on_sent).await;
-        };
-        let params = with_envelope(params, &request_envelope(envelope, &options));
-        let start = tokio::time::Instant::now();
-        let deadline = options.due();
-        let mut first_id = None;
-        let mut answer = self
-            .exchange(method, Some(params.clone()), options.clone(), |id| {
-                first_id = Some(id.clone());
-                on_sent(id);
-            })
-            .await?;
-        let mut state_only_wait = STATE_ONLY_BACKOFF;
-        for _ in 0..MAX_INPUT_ROUNDS {
-            if !asks_for_input(&answer) {
-                return Ok(answer);
+        match self.inner.envelope.get() {
+            None => self.exchange(method, params, options, on_sent).await,
+            // Boxed: its rounds hold more exchanges, and a future as large
+            // as all of them would be copied on every call of either era
+            // (BENCHMARKS.md, section 1, "Smaller futures").
+            Some(envelope) => {
+                Box::pin(self.request_in_rounds(envelope, method, params, options, on_sent)).await
             }
-            let question = answer.into_value();
-            let Value::Object(mut retry) = params.clone() else {
-                return Err(ClientError::Protocol(format!(
-                    "{method}: the server asked for input, but params that are not an object cannot carry the answers"
-                )));
-            };
-            let asked = question
-                .get("inputRequests")
-                .and_then(Value::as_object)
-                .filter(|asked| !asked.is_empty());
-            let round = async {
-                match asked {
-                    Some(asked) => {
-                        state_only_wait = STATE_ONLY_BACKOFF;
-                        let responses = self.answer_input(asked, first_id.clone()).await?;
-                        retry.insert("inputResponses".into(), Value::Object(responses));
-                    }
-                    None => {
-                        tokio::time::sleep(state_only_wait).await;
-                        state_only_wait = (state_only_wait * 2).min(STATE_ONLY_BACKOFF_CAP);
-                    }
-                }
-                Ok::<(), ClientError>(())
-            };
-            self.bounded(round, deadline, &options, start).await?;
-            if let Some(state) = question.get("requestState") {
-                retry.insert("requestState".into(), state.clone());
-            }
-            let left = RequestOptions {
-                timeout: None,
-                deadline,
-                cancel: options.cancel.clone(),
-                progress: None,
-                capabilities: None,
-            };
-            answer = self
-                .exchange(method, Some(Value::Object(retry)), left, |_| {})
-                .await
-                .map_err(|e| match e {
-                    ClientError::Timeout(_) => ClientError::Timeout(options.limit(start)),
-                    other => other,
-                })?;
         }
-        if asks_for_input(&answer) {
-            return Err(ClientError::Protocol(format!(
-                "{method}: the server still asked for input after {MAX_INPUT_ROUNDS} rounds"
-            )));
-        }
-        Ok(answer)
     }
 
     /// One round of a request, for a caller that passes an `input_required`
@@ -503,53 +445,6 @@ impl Connection {
             None => params,
         };
         self.exchange(method, params, options, on_sent).await
-    }
-
-    /// Runs the handler for every input request of one `input_required`
-    /// answer at once; the first refusal ends the request with its error.
-    async fn answer_input(
-        &self,
-        asked: &Map<String, Value>,
-        related: Option<RequestId>,
-    ) -> Result<Map<String, Value>, ClientError> {
-        let handler = &self.inner.shared.handler;
-        let answers = asked.iter().map(|(key, request)| {
-            let related = related.clone();
-            async move {
-                let Some(method) = request.get("method").and_then(Value::as_str) else {
-                    return Err(ClientError::Protocol(format!(
-                        "input request `{key}` names no method"
-                    )));
-                };
-                let params = request.get("params").cloned();
-                let result = handler
-                    .on_request(method, params, related)
-                    .await
-                    .map_err(ClientError::Rpc)?;
-                Ok((key.clone(), result))
-            }
-        });
-        Ok(futures::future::try_join_all(answers)
-            .await?
-            .into_iter()
-            .collect())
-    }
-
-    /// Runs `work` within what is left of a request's time (started at
-    /// `start`), its cancellation and the connection's life.
-    async fn bounded<T>(
-        &self,
-        work: impl Future<Output = Result<T, ClientError>>,
-        deadline: Option<tokio::time::Instant>,
-        options: &RequestOptions,
-        start: tokio::time::Instant,
-    ) -> Result<T, ClientError> {
-        tokio::select! {
-            outcome = work => outcome,
-            () = self.inner.shared.closed.cancelled() => Err(ClientError::Closed),
-            () = until(deadline) => Err(ClientError::Timeout(options.limit(start))),
-            () = until_cancelled(options.cancel.as_ref()) => Err(ClientError::Cancelled),
-        }
     }
 
     /// One request and its answer, as it goes on the wire.

@@ -232,10 +232,15 @@ impl StreamableHttpTransport {
         }
         let session = self.core.session();
         let mut resp = self.core.post_with(message, extra).await?;
-        if session.is_some() && !is_initialize {
-            resp = self
-                .resend_if_session_lost(resp, session.as_ref(), message)
-                .await?;
+        // Boxed, like the error body below: paths taken rarely stay out of
+        // the future every call moves (BENCHMARKS.md, section 1, "Smaller
+        // futures").
+        let lost = matches!(
+            resp.status(),
+            StatusCode::NOT_FOUND | StatusCode::BAD_REQUEST
+        );
+        if lost && session.is_some() && !is_initialize {
+            resp = Box::pin(self.resend_if_session_lost(resp, session.as_ref(), message)).await?;
         }
         if is_initialize && resp.status().is_success() {
             self.core.capture_session(&resp);
@@ -247,7 +252,7 @@ impl StreamableHttpTransport {
         if !resp.status().is_success() && modern_headers(message).is_some() {
             // The era answers errors with a 4xx status and the JSON-RPC
             // error as the body: that error is the answer.
-            return rpc_error_body(resp).await.map(Some);
+            return Box::pin(rpc_error_body(resp)).await.map(Some);
         }
         answer(&self.core, resp, related, scope).await
     }

@@ -565,8 +565,9 @@ impl Upstream {
         let on_sent = |id: RequestId| guard.sent_as(&ctx, id);
         let result = if pass_through {
             options.capabilities = Some(pass_through::capabilities(context));
-            client
-                .request_single_round(method, Some(params), options, on_sent)
+            // Boxed: only clients and servers of the 2026-07-28 era both
+            // take this path, and its future would make every call's larger.
+            Box::pin(client.request_single_round(method, Some(params), options, on_sent))
                 .await
                 .map(pass_through::wrap_state)
         } else {
