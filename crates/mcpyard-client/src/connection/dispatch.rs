@@ -10,6 +10,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, Semaphore};
 
 use crate::link::Inbound;
+use crate::transport::SendScope;
 use crate::ClientError;
 
 use super::shared::{Inner, Shared};
@@ -163,7 +164,8 @@ pub(super) async fn answer_server_request(
         Err(error) => Message::error(Some(id), error),
     };
     let Some(inner) = inner.upgrade() else { return };
-    if let Err(e) = inner.transport.send(&reply, &shared.closed).await {
+    let scope = SendScope::Connection(&shared.closed);
+    if let Err(e) = inner.transport.send(&reply, &scope).await {
         tracing::debug!(
             target: "mcpyard::upstream",
             server = %shared.label,

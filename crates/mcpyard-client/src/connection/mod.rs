@@ -36,7 +36,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::link::Link;
 use crate::tool_headers::ToolTable;
-use crate::transport::Transport;
+use crate::transport::{SendScope, Transport};
 use crate::{ClientError, ClientHandler, TransportSpec};
 use crate::{
     ConnectOptions, EraPolicy, ProgressCallback, RequestOptions, LEGACY_SSE_PROTOCOL_VERSION,
@@ -481,8 +481,7 @@ impl Connection {
         let _pending = PendingGuard { shared, id };
         // Ends whatever the transport keeps open for this request (its
         // response stream) once the call is over, however it ends.
-        let scope = shared.closed.child_token();
-        let _scope = scope.clone().drop_guard();
+        let scope = SendScope::request(&shared.closed);
 
         on_sent(RequestId::Number(id));
         let message = Message::request(id, method, params);
@@ -576,7 +575,7 @@ impl Connection {
         let message = Message::notification(method, params);
         self.inner
             .transport
-            .send(&message, &shared.closed)
+            .send(&message, &SendScope::Connection(&shared.closed))
             .await
             .map(|_| ())
     }

@@ -8,6 +8,7 @@ mod http_response;
 mod legacy_sse;
 mod origin_pool;
 mod outgoing;
+mod scope;
 pub(crate) mod sse_decoder;
 mod stdio;
 mod streamable_http;
@@ -17,11 +18,11 @@ use std::time::Duration;
 
 use mcpyard_proto::Message;
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 
 pub use auth::{HttpAuth, Refusal};
 #[cfg(feature = "oauth")]
 pub(crate) use http_response::error_text;
+pub(crate) use scope::SendScope;
 pub use stdio::kill_stdio_process_groups;
 pub(crate) use streamable_http::encode_header_value;
 
@@ -86,7 +87,7 @@ impl Transport {
     pub(crate) async fn send(
         &self,
         message: &Message,
-        scope: &CancellationToken,
+        scope: &SendScope<'_>,
     ) -> Result<Option<Message>, ClientError> {
         self.send_with(message, scope, &[]).await
     }
@@ -97,7 +98,7 @@ impl Transport {
     pub(crate) async fn send_with(
         &self,
         message: &Message,
-        scope: &CancellationToken,
+        scope: &SendScope<'_>,
         headers: &[(String, String)],
     ) -> Result<Option<Message>, ClientError> {
         match self {

@@ -25,6 +25,7 @@ use super::http_common::{
 };
 use super::http_response::HttpResponse;
 use super::outgoing::Outgoing;
+use super::scope::SendScope;
 use super::sse_decoder::SseDecoder;
 use crate::link::{deliver_body, Link, MAX_MESSAGE_BYTES};
 use crate::{ClientError, HttpAuth};
@@ -221,7 +222,7 @@ impl StreamableHttpTransport {
     pub(crate) async fn send(
         &self,
         message: &Message,
-        scope: &CancellationToken,
+        scope: &SendScope<'_>,
         extra: &[(String, String)],
     ) -> Result<Option<Message>, ClientError> {
         let is_initialize = message.method() == Some(methods::INITIALIZE);
@@ -464,7 +465,7 @@ async fn answer(
     core: &Arc<Core>,
     resp: HttpResponse,
     related: Option<RequestId>,
-    scope: &CancellationToken,
+    scope: &SendScope<'_>,
 ) -> Result<Option<Message>, ClientError> {
     let status = resp.status();
     if !status.is_success() {
@@ -479,7 +480,7 @@ async fn answer(
                 core.clone(),
                 resp,
                 related,
-                scope.clone(),
+                scope.token(),
             ));
             Ok(None)
         }
