@@ -129,33 +129,22 @@ impl Core {
     ) -> Result<HttpResponse, ClientError> {
         // Shared, not copied, by each attempt the authorization may make.
         let body = bytes::Bytes::from(message.to_vec());
+        // A 2026-07-28 request stands alone: no session, its era and names
+        // mirrored into headers for the server to route on. In the handshake
+        // era the method and name go along too (a server that does not route
+        // on them ignores them), with the session once there is one.
         let mirrored = modern_headers(message);
-        let standard = standard_headers(message);
+        let in_session = mirrored.is_none() && message.method() != Some(methods::INITIALIZE);
+        let routing = mirrored.unwrap_or_else(|| standard_headers(message));
         send_authorized(&self.http, self.auth.as_ref(), || {
-            let mut req = match &mirrored {
-                // A 2026-07-28 request stands alone: no session, its era and
-                // names mirrored into headers for the server to route on.
-                Some(mirrored) => {
-                    let mut req = Outgoing::new(Method::POST, &self.url);
-                    for (name, value) in mirrored {
-                        req = req.with_text(name.clone(), value)?;
-                    }
-                    req
-                }
-                None => {
-                    let mut req = if message.method() == Some(methods::INITIALIZE) {
-                        Outgoing::new(Method::POST, &self.url)
-                    } else {
-                        self.request_in_session(Method::POST)
-                    };
-                    // The method and name go along in every era: a server
-                    // that does not route on them ignores them.
-                    for (name, value) in &standard {
-                        req = req.with_text(name.clone(), value)?;
-                    }
-                    req
-                }
+            let mut req = if in_session {
+                self.request_in_session(Method::POST)
+            } else {
+                Outgoing::new(Method::POST, &self.url)
             };
+            for (name, value) in &routing {
+                req = req.with_text(name.clone(), value)?;
+            }
             req = super::http_common::with_trace_context(req, message)
                 .with(ACCEPT, ACCEPT_BOTH)
                 .with(CONTENT_TYPE, JSON)
