@@ -138,6 +138,94 @@ impl AuditRecord {
     pub fn now() -> String {
         humantime::format_rfc3339_millis(SystemTime::now()).to_string()
     }
+
+    /// The record as a line of the trail: the compact JSON its `Serialize`
+    /// gives (with `replica` first when set), and a newline. Written by
+    /// hand because serde_json escapes byte by byte every key and value,
+    /// which cost more than building the record; here a string is copied
+    /// whole unless it holds something to escape.
+    fn to_line(&self, replica: Option<&str>) -> Vec<u8> {
+        let mut line = JsonLine(Vec::with_capacity(LINE_CAPACITY));
+        line.0.push(b'{');
+        if let Some(replica) = replica {
+            line.string("replica", replica);
+        }
+        line.string("time", &self.time);
+        line.string("kind", self.kind);
+        line.string("identity", &self.identity);
+        line.string("identity_kind", self.identity_kind);
+        if let Some(session) = &self.session {
+            line.string("session", session);
+        }
+        line.string("source", &self.source);
+        line.string("tool", &self.tool);
+        line.string("method", &self.method);
+        line.string("outcome", self.outcome.as_str());
+        if let Some(reason) = &self.reason {
+            line.string("reason", reason);
+        }
+        line.number("duration_ms", &self.duration_ms);
+        line.number("request_bytes", &self.request_bytes);
+        line.number("response_bytes", &self.response_bytes);
+        line.string("arguments_sha256", &self.arguments_sha256);
+        if let Some(model) = &self.model {
+            line.string("model", model);
+        }
+        if let Some(tokens) = &self.prompt_tokens {
+            line.number("prompt_tokens", tokens);
+        }
+        if let Some(tokens) = &self.completion_tokens {
+            line.number("completion_tokens", tokens);
+        }
+        let mut line = line.0;
+        line.push(b'}');
+        line.push(b'\n');
+        line
+    }
+}
+
+/// Room for a call's line without growing (they are about 350 bytes).
+const LINE_CAPACITY: usize = 512;
+
+/// A JSON object being written member by member, as serde_json writes it
+/// compact. Keys are the record's own names and need no escaping.
+struct JsonLine(Vec<u8>);
+
+impl JsonLine {
+    fn key(&mut self, key: &str) {
+        if self.0.len() > 1 {
+            self.0.push(b',');
+        }
+        self.0.push(b'"');
+        self.0.extend_from_slice(key.as_bytes());
+        self.0.extend_from_slice(b"\":");
+    }
+
+    fn string(&mut self, key: &str, value: &str) {
+        self.key(key);
+        if needs_escape(value.as_bytes()) {
+            // Writing a string into a vector cannot fail.
+            let _ = serde_json::to_writer(&mut self.0, value);
+        } else {
+            self.0.push(b'"');
+            self.0.extend_from_slice(value.as_bytes());
+            self.0.push(b'"');
+        }
+    }
+
+    fn number(&mut self, key: &str, value: &impl Serialize) {
+        self.key(key);
+        let _ = serde_json::to_writer(&mut self.0, value);
+    }
+}
+
+/// Whether serde_json would escape a byte of `text`: a control character,
+/// a quote or a backslash. Every byte is looked at (no early exit), which
+/// the compiler turns into a few wide comparisons per 16 or 32 bytes.
+fn needs_escape(text: &[u8]) -> bool {
+    text.iter().fold(false, |any, &b| {
+        any | (b < 0x20) | (b == b'"') | (b == b'\\')
+    })
 }
 
 /// The handle calls write to. Cheap to clone; the writer thread ends once
@@ -154,15 +242,6 @@ struct TrailInner {
     /// Written in every line when several replicas share one trail's
     /// reader (see [`AuditTrail::naming_replica`]).
     replica: Option<String>,
-}
-
-/// A record as a line of the file.
-#[derive(Serialize)]
-struct Line<'a> {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    replica: Option<&'a str>,
-    #[serde(flatten)]
-    record: &'a AuditRecord,
 }
 
 impl AuditTrail {
@@ -196,14 +275,7 @@ impl AuditTrail {
 
     /// Queues a record; never waits.
     pub fn record(&self, record: &AuditRecord) {
-        let line = Line {
-            replica: self.inner.replica.as_deref(),
-            record,
-        };
-        let Ok(mut line) = serde_json::to_vec(&line) else {
-            return;
-        };
-        line.push(b'\n');
+        let line = record.to_line(self.inner.replica.as_deref());
         match self.inner.lines.try_send(line) {
             Ok(()) => {}
             Err(TrySendError::Full(_)) => {
@@ -575,6 +647,43 @@ mod tests {
             size_and_sha256(&arguments).0,
             crate::call::json_len(&arguments)
         );
+    }
+
+    /// A record with a replica's name, as serde writes it.
+    #[derive(Serialize)]
+    struct Line<'a> {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        replica: Option<&'a str>,
+        #[serde(flatten)]
+        record: &'a AuditRecord,
+    }
+
+    #[test]
+    fn a_line_is_written_as_serde_writes_the_record() {
+        let plain = record(1);
+        let mut full = record(2);
+        full.identity = "quote \" backslash \\ tab \t bell \u{7} é ✓".into();
+        full.session = Some("9b1d-\u{1f}".into());
+        full.reason = Some("policy.rules[0]".into());
+        full.duration_ms = 1234.0;
+        full.request_bytes = u64::MAX;
+        full.model = Some("qwen\n3".into());
+        full.prompt_tokens = Some(0);
+        full.completion_tokens = Some(17);
+        let mut tiny = record(3);
+        tiny.duration_ms = 0.001;
+        tiny.identity = String::new();
+        for record in [&plain, &full, &tiny] {
+            for replica in [None, Some("replica \"b\""), Some("a")] {
+                let mut expected = serde_json::to_vec(&Line { replica, record }).unwrap();
+                expected.push(b'\n');
+                let line = record.to_line(replica);
+                assert_eq!(
+                    String::from_utf8(line).unwrap(),
+                    String::from_utf8(expected).unwrap()
+                );
+            }
+        }
     }
 
     #[test]
