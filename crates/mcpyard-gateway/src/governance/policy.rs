@@ -8,8 +8,13 @@
 //! and `mcpyard__call_tool`), and on every routed call as the router's
 //! [`PolicyLayer`], which alone sees the arguments.
 
+use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
 
+use cel::common::types::{
+    CelBool, CelDouble, CelInt, CelList, CelMap, CelMapKey, CelNull, CelString, CelUInt,
+};
+use cel::common::value::Val;
 use cel::{Context, Env, Program};
 use mcpyard_proto::methods;
 use serde_json::{json, Value};
@@ -115,28 +120,23 @@ impl Condition {
         item: Item<'_>,
         arguments: Option<&Value>,
     ) -> Option<bool> {
+        // Declared before the context, which borrows it.
+        let identity = self.uses_identity.then(|| identity_value(identity));
         let mut context = Context::with_env(CEL_ENV.clone());
-        let bound = (|| {
-            if self.uses_identity {
-                context.add_variable("identity", identity_value(identity))?;
-            }
-            if self.uses_source {
-                context.add_variable("source", item.source)?;
-            }
-            if self.uses_kind {
-                context.add_variable("kind", item.kind.as_str())?;
-            }
-            if self.uses_name {
-                context.add_variable("name", item.name)?;
-            }
-            match arguments {
-                Some(a) if self.uses_arguments => context.add_variable("arguments", a),
-                _ => Ok(()),
-            }
-        })();
-        if let Err(e) = bound {
-            tracing::warn!(error = %e, "policy condition: could not bind its variables");
-            return None;
+        if let Some(identity) = &identity {
+            context.add_variable_as_val("identity", json_val(identity));
+        }
+        if self.uses_source {
+            context.add_variable_as_val("source", Box::new(CelString::from(item.source)));
+        }
+        if self.uses_kind {
+            context.add_variable_as_val("kind", Box::new(CelString::from(item.kind.as_str())));
+        }
+        if self.uses_name {
+            context.add_variable_as_val("name", Box::new(CelString::from(item.name)));
+        }
+        if let Some(arguments) = arguments.filter(|_| self.uses_arguments) {
+            context.add_variable_as_val("arguments", json_val(arguments));
         }
         match self.program.execute(&context) {
             Ok(cel::Value::Bool(b)) => Some(b),
@@ -149,6 +149,31 @@ impl Condition {
                 None
             }
         }
+    }
+}
+
+/// A JSON value as a CEL value that borrows its strings: what binding it
+/// through serde makes (a positive integer is a `uint`, as serde_json
+/// writes it out), without copying it twice on the way.
+fn json_val(value: &Value) -> Box<dyn Val + '_> {
+    match value {
+        Value::Null => Box::new(CelNull),
+        Value::Bool(b) => Box::new(CelBool::from(*b)),
+        Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+            (Some(u), _) => Box::new(CelUInt::from(u)),
+            (None, Some(i)) => Box::new(CelInt::from(i)),
+            (None, None) => Box::new(CelDouble::from(n.as_f64().unwrap_or(f64::NAN))),
+        },
+        Value::String(s) => Box::new(CelString::from(s.as_str())),
+        Value::Array(items) => Box::new(CelList::from(
+            items.iter().map(json_val).collect::<Vec<_>>(),
+        )),
+        Value::Object(members) => Box::new(CelMap::from(
+            members
+                .iter()
+                .map(|(k, v)| (CelMapKey::from(k.as_str()), json_val(v)))
+                .collect::<HashMap<_, _>>(),
+        )),
     }
 }
 
@@ -371,6 +396,47 @@ mod tests {
 
     fn alice() -> Identity {
         Identity::named(IdentityKind::ApiKey, "alice", vec!["dev".into()])
+    }
+
+    #[test]
+    fn arguments_bound_directly_evaluate_as_bound_through_serde() {
+        let arguments = json!({
+            "n": 3, "neg": -2, "f": 1.5, "big": u64::MAX, "s": "hé", "t": true,
+            "nil": null, "list": ["a", "b", 3], "nested": {"k": true, "deep": {"x": [1]}},
+        });
+        let conditions = [
+            "arguments.n == 3",
+            "arguments.n == 3u",
+            "arguments.n < 10",
+            "arguments.neg < 0",
+            "arguments.f > 1.0",
+            "arguments.big == 18446744073709551615u",
+            "type(arguments.s) == string && size(arguments.s) == 2",
+            "arguments.s.startsWith('h')",
+            "arguments.t",
+            "arguments.nil == null",
+            "arguments.list[1] == 'b'",
+            "size(arguments.list) == 3 && arguments.list[2] == 3",
+            "'s' in arguments && !('z' in arguments)",
+            "has(arguments.nested.k) && arguments.nested.deep.x[0] == 1",
+            "arguments.missing == 1",
+            "arguments.s + 1",
+            "type(arguments.n) == uint && type(arguments.neg) == int",
+            "arguments.exists(k, k == 'nil')",
+        ];
+        for text in conditions {
+            let program = CEL_ENV.compile(text).expect(text);
+            let mut through_serde = Context::with_env(CEL_ENV.clone());
+            through_serde.add_variable("arguments", &arguments).unwrap();
+            let mut direct = Context::with_env(CEL_ENV.clone());
+            direct.add_variable_as_val("arguments", json_val(&arguments));
+            let (expected, got) = (program.execute(&through_serde), program.execute(&direct));
+            match (&expected, &got) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b, "{text}"),
+                (Err(_), Err(_)) => {}
+                _ => panic!("{text}: {expected:?} through serde, {got:?} bound directly"),
+            }
+        }
     }
 
     fn bob() -> Identity {
