@@ -229,15 +229,18 @@ impl Router {
                 .run(slot, target, methods::TOOLS_CALL, params, context)
                 .await;
         }
-        let runs_tasks = slot.source.offers("/tasks/requests/tools/call");
+        // Asked only of a call with `task`: reading the capability walks the
+        // upstream's initialize result.
         match task {
-            Some(task) if !runs_tasks => self.start_task(slot, target, params, context, task).await,
+            Some(task) if !slot.source.offers("/tasks/requests/tools/call") => {
+                self.start_task(slot, target, params, context, task).await
+            }
             _ => {
-                let owner = task_owner(&context.client.session);
+                let session = context.client.session.clone();
                 let result = self
                     .run(slot.clone(), target, methods::TOOLS_CALL, params, context)
                     .await?;
-                self.note_source_task(&slot, owner, &result);
+                self.note_source_task(&slot, &session, &result);
                 Ok(result)
             }
         }
@@ -485,7 +488,7 @@ impl Router {
 
     /// Remembers which upstream created a task, and for whom, for the
     /// `tasks/*` that follow.
-    fn note_source_task(&self, slot: &Slot, owner: Option<String>, result: &Payload) {
+    fn note_source_task(&self, slot: &Slot, session: &crate::Session, result: &Payload) {
         // 2025-11-25: `{task: {taskId, ttl}}`; the 2026-07-28 tasks
         // extension: `{resultType: "task", taskId, ttlMs}`.
         if !result.may_hold("task") {
@@ -520,7 +523,7 @@ impl Router {
                 task_id.to_owned(),
                 SourceTask {
                     slot: index,
-                    owner,
+                    owner: task_owner(session),
                     expires: now + ttl,
                 },
             );
