@@ -50,8 +50,7 @@ impl Outgoing {
         let name = name
             .try_into()
             .map_err(|_| ClientError::Transport("invalid header name".into()))?;
-        let value = HeaderValue::from_str(value)
-            .map_err(|_| ClientError::Transport(format!("invalid value for header `{name}`")))?;
+        let value = header_value(&name, value)?;
         self.headers.append(name, value);
         Ok(self)
     }
@@ -73,6 +72,13 @@ impl Outgoing {
         *req.timeout_mut() = self.timeout;
         req
     }
+}
+
+/// `value` as the value of header `name`, or an error that names the
+/// header and never echoes the value (it may be a token).
+pub(crate) fn header_value(name: &HeaderName, value: &str) -> Result<HeaderValue, ClientError> {
+    HeaderValue::from_str(value)
+        .map_err(|_| ClientError::Transport(format!("invalid value for header `{name}`")))
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ use super::http_common::{
     HttpClient, StreamStop,
 };
 use super::http_response::HttpResponse;
-use super::outgoing::Outgoing;
+use super::outgoing::{header_value, Outgoing};
 use super::scope::SendScope;
 use super::sse_decoder::SseDecoder;
 use crate::link::{deliver_body, Link, MAX_MESSAGE_BYTES};
@@ -133,9 +133,9 @@ impl Core {
         // mirrored into headers for the server to route on. In the handshake
         // era the method and name go along too (a server that does not route
         // on them ignores them), with the session once there is one.
-        let mirrored = modern_headers(message);
-        let in_session = mirrored.is_none() && message.method() != Some(methods::INITIALIZE);
-        let routing = mirrored.unwrap_or_else(|| standard_headers(message));
+        let in_session =
+            modern_version(message).is_none() && message.method() != Some(methods::INITIALIZE);
+        let routing = routing_headers(message)?;
         send_authorized(&self.http, self.auth.as_ref(), || {
             let mut req = if in_session {
                 self.request_in_session(Method::POST)
@@ -143,7 +143,7 @@ impl Core {
                 Outgoing::new(Method::POST, &self.url)
             };
             for (name, value) in &routing {
-                req = req.with_text(name.clone(), value)?;
+                req = req.with(name.clone(), value.clone());
             }
             req = super::http_common::with_trace_context(req, message)
                 .with(ACCEPT, ACCEPT_BOTH)
@@ -239,7 +239,7 @@ impl StreamableHttpTransport {
             Message::Request { id, .. } => Some(id.clone()),
             _ => None,
         };
-        if !resp.status().is_success() && modern_headers(message).is_some() {
+        if !resp.status().is_success() && modern_version(message).is_some() {
             // The era answers errors with a 4xx status and the JSON-RPC
             // error as the body: that error is the answer.
             return Box::pin(rpc_error_body(resp)).await.map(Some);
@@ -361,39 +361,49 @@ impl StreamableHttpTransport {
     }
 }
 
-/// The headers a 2026-07-28 request carries (`None` for any other message):
-/// the era is read from the envelope in `params._meta`, so a message is
-/// modern exactly when the server would treat it so.
-fn modern_headers(message: &Message) -> Option<Vec<(HeaderName, String)>> {
+/// The protocol version of a 2026-07-28 request (`None` for any other
+/// message): the era is read from the envelope in `params._meta`, so a
+/// message is modern exactly when the server would treat it so.
+fn modern_version(message: &Message) -> Option<&str> {
     let Message::Request { params, .. } = message else {
         return None;
     };
-    let version = mcpyard_proto::meta(params.as_ref())?
+    mcpyard_proto::meta(params.as_ref())?
         .get(mcpyard_proto::envelope::PROTOCOL_VERSION_KEY)?
-        .as_str()?;
-    let mut headers = vec![(VERSION_HEADER, version.to_owned())];
-    headers.extend(standard_headers(message));
-    Some(headers)
+        .as_str()
 }
 
-/// `Mcp-Method` for every request and notification, and `Mcp-Name` for the
-/// requests that name a tool, prompt or resource.
-fn standard_headers(message: &Message) -> Vec<(HeaderName, String)> {
+/// The headers a server may route on: a 2026-07-28 request's version;
+/// `Mcp-Method` for every request and notification; `Mcp-Name` for the
+/// requests that name a tool, prompt or resource. Made once per message,
+/// whatever number of times it is sent; the methods that name something
+/// go as static values, not copied.
+fn routing_headers(message: &Message) -> Result<Vec<(HeaderName, HeaderValue)>, ClientError> {
     let (method, params) = match message {
         Message::Request { method, params, .. } => (method, params.as_ref()),
         Message::Notification { method, .. } => (method, None),
-        _ => return Vec::new(),
+        _ => return Ok(Vec::new()),
     };
-    let mut headers = vec![(METHOD_HEADER, method.clone())];
-    let name_key = match method.as_str() {
-        methods::TOOLS_CALL | methods::PROMPTS_GET => Some("name"),
-        methods::RESOURCES_READ => Some("uri"),
-        _ => None,
-    };
-    if let Some(name) = name_key.and_then(|k| params?.get(k)?.as_str()) {
-        headers.push((NAME_HEADER, encode_header_value(name)));
+    let mut headers = Vec::with_capacity(3);
+    if let Some(version) = modern_version(message) {
+        headers.push((VERSION_HEADER, header_value(&VERSION_HEADER, version)?));
     }
-    headers
+    let (named, name_key) = match method.as_str() {
+        methods::TOOLS_CALL => (Some(methods::TOOLS_CALL), Some("name")),
+        methods::PROMPTS_GET => (Some(methods::PROMPTS_GET), Some("name")),
+        methods::RESOURCES_READ => (Some(methods::RESOURCES_READ), Some("uri")),
+        _ => (None, None),
+    };
+    let method = match named {
+        Some(method) => HeaderValue::from_static(method),
+        None => header_value(&METHOD_HEADER, method)?,
+    };
+    headers.push((METHOD_HEADER, method));
+    if let Some(name) = name_key.and_then(|k| params?.get(k)?.as_str()) {
+        let encoded = encode_header_value(name);
+        headers.push((NAME_HEADER, header_value(&NAME_HEADER, &encoded)?));
+    }
+    Ok(headers)
 }
 
 /// A header value as sent: visible ASCII (and inner spaces) verbatim,
@@ -737,8 +747,8 @@ async fn listen(core: Arc<Core>) {
 #[cfg(test)]
 mod tests {
     use super::{
-        encode_header_value, modern_headers, names_a_lost_session, METHOD_HEADER, NAME_HEADER,
-        VERSION_HEADER,
+        encode_header_value, modern_version, names_a_lost_session, routing_headers, METHOD_HEADER,
+        NAME_HEADER, VERSION_HEADER,
     };
     use mcpyard_proto::Message;
     use serde_json::json;
@@ -763,26 +773,46 @@ mod tests {
             "tools/call",
             Some(json!({"name": "echo", "_meta": meta})),
         );
+        let routing = |message: &Message| {
+            let headers = routing_headers(message).expect("valid headers");
+            headers
+                .into_iter()
+                .map(|(name, value)| (name, value.to_str().unwrap().to_owned()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(modern_version(&call), Some("2026-07-28"));
         assert_eq!(
-            modern_headers(&call),
-            Some(vec![
+            routing(&call),
+            vec![
                 (VERSION_HEADER, "2026-07-28".to_owned()),
                 (METHOD_HEADER, "tools/call".to_owned()),
                 (NAME_HEADER, "echo".to_owned()),
-            ])
+            ]
         );
         let read = Message::request(
             2,
             "resources/read",
             Some(json!({"uri": "file:///x", "_meta": meta})),
         );
-        assert_eq!(modern_headers(&read).expect("modern")[2].1, "file:///x");
+        assert_eq!(routing(&read)[2].1, "file:///x");
         let legacy = Message::request(3, "tools/call", Some(json!({"name": "echo"})));
-        assert_eq!(modern_headers(&legacy), None);
+        assert_eq!(modern_version(&legacy), None);
         assert_eq!(
-            modern_headers(&Message::notification("notifications/initialized", None)),
-            None
+            routing(&legacy),
+            vec![
+                (METHOD_HEADER, "tools/call".to_owned()),
+                (NAME_HEADER, "echo".to_owned()),
+            ]
         );
+        let initialized = Message::notification("notifications/initialized", None);
+        assert_eq!(modern_version(&initialized), None);
+        assert_eq!(
+            routing(&initialized),
+            vec![(METHOD_HEADER, "notifications/initialized".to_owned())]
+        );
+        let bad = Message::request(4, "tools/\ncall", None);
+        let error = routing_headers(&bad).expect_err("a method that makes no header");
+        assert!(error.to_string().contains("mcp-method"), "{error}");
     }
 
     #[test]
