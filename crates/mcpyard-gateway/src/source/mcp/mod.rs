@@ -571,9 +571,9 @@ impl Upstream {
                 .await
                 .map(pass_through::wrap_state)
         } else {
-            client
-                .request_with_id(method, Some(params), options, on_sent)
-                .await
+            // Boxed: the exchange's future is most of a call's, and the
+            // layers above move theirs whole.
+            Box::pin(client.request_with_id(method, Some(params), options, on_sent)).await
         };
         drop(guard);
         result.map_err(|e| {
