@@ -170,31 +170,71 @@ async fn serve_connection(
     };
     let conn = hyper::server::conn::http1::Builder::new().serve_connection(io, service);
     let mut conn = std::pin::pin!(conn);
-    let mut draining = false;
-    // Deadlines are checked on a coarse tick rather than re-armed per
-    // request: a timer per request costs more than the limits are worth.
-    let mut check = tokio::time::interval(limits.check_every());
-    check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    check.reset();
+    let (raise, mut alarms) = tokio::sync::mpsc::channel(2);
+    tokio::spawn(watch(activity, limits, shutdown, raise));
+    let mut watched = true;
     loop {
         tokio::select! {
+            biased;
             done = conn.as_mut() => {
                 if let Err(e) = done {
                     tracing::debug!(error = %e, "connection ended with an error");
                 }
                 return;
             }
-            _ = check.tick() => {
-                if activity.deadline(&limits).is_some_and(|d| d <= Instant::now()) {
+            alarm = alarms.recv(), if watched => match alarm {
+                Some(Alarm::Idle) => {
                     // Nothing is being answered: dropping the connection
                     // closes the socket and loses nothing.
                     tracing::debug!("closed a connection that sent no request in time");
                     return;
                 }
+                Some(Alarm::Shutdown) => conn.as_mut().graceful_shutdown(),
+                None => watched = false,
+            },
+        }
+    }
+}
+
+/// What stops a connection from outside.
+#[derive(Debug)]
+enum Alarm {
+    /// The gateway is shutting down: finish the answer under way, then close.
+    Shutdown,
+    /// It passed a deadline with nothing being answered.
+    Idle,
+}
+
+/// A connection's deadlines and the gateway's shutdown, watched by a task
+/// of its own: in the connection's `select!` they would be polled at every
+/// wake of the connection, several times per request. Ends with the
+/// connection (when `raise` is closed) or once it raised `Idle`.
+async fn watch(
+    activity: Arc<Activity>,
+    limits: ConnectionLimits,
+    shutdown: CancellationToken,
+    raise: tokio::sync::mpsc::Sender<Alarm>,
+) {
+    // Deadlines are checked on a coarse tick rather than re-armed per
+    // request: a timer per request costs more than the limits are worth.
+    let mut check = tokio::time::interval(limits.check_every());
+    check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    check.reset();
+    let mut draining = false;
+    loop {
+        tokio::select! {
+            () = raise.closed() => return,
+            _ = check.tick() => {
+                if activity.deadline(&limits).is_some_and(|d| d <= Instant::now()) {
+                    let _ = raise.send(Alarm::Idle).await;
+                    return;
+                }
             }
-            _ = shutdown.cancelled(), if !draining => {
-                conn.as_mut().graceful_shutdown();
+            () = shutdown.cancelled(), if !draining => {
                 draining = true;
+                if raise.send(Alarm::Shutdown).await.is_err() {
+                    return;
+                }
             }
         }
     }

@@ -578,15 +578,13 @@ async fn a_half_sent_request_head_or_a_silent_connection_is_closed_after_the_hea
     );
 }
 
-#[tokio::test]
-async fn an_idle_keep_alive_connection_is_closed_after_the_idle_timeout_not_before() {
-    let (head, idle) = (Duration::from_secs(1), Duration::from_secs(3));
-    let server = Server::start(GatewayConfig::default(), impatient(head, WAIT, idle)).await;
+/// A connection that asked for `/health` and read its whole answer: a
+/// keep-alive connection with nothing under way.
+async fn answered_keep_alive(server: &Server) -> TcpStream {
     let mut tcp = TcpStream::connect(server.addr).await.expect("connect");
     tcp.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         .await
         .expect("a whole request");
-    // The answer, then nothing: the connection is idle from here.
     let mut answer = Vec::new();
     let mut buf = [0u8; 1024];
     while !answer.ends_with(b"}") {
@@ -602,6 +600,15 @@ async fn an_idle_keep_alive_connection_is_closed_after_the_idle_timeout_not_befo
         "{}",
         String::from_utf8_lossy(&answer)
     );
+    tcp
+}
+
+#[tokio::test]
+async fn an_idle_keep_alive_connection_is_closed_after_the_idle_timeout_not_before() {
+    let (head, idle) = (Duration::from_secs(1), Duration::from_secs(3));
+    let server = Server::start(GatewayConfig::default(), impatient(head, WAIT, idle)).await;
+    // The answer, then nothing: the connection is idle from here.
+    let mut tcp = answered_keep_alive(&server).await;
 
     let mut got = Vec::new();
     let closed = time_until_closed(&mut tcp, Duration::from_secs(8), &mut got).await;
@@ -610,6 +617,25 @@ async fn an_idle_keep_alive_connection_is_closed_after_the_idle_timeout_not_befo
         closed >= idle - Duration::from_millis(300),
         "an idle connection gets the idle timeout ({idle:?}), not the head timeout: closed after {closed:?}"
     );
+}
+
+#[tokio::test]
+async fn a_shutdown_closes_an_idle_keep_alive_connection_at_once_and_the_server_ends() {
+    let mut server = Server::start(GatewayConfig::default(), impatient(WAIT, WAIT, WAIT)).await;
+    let mut tcp = answered_keep_alive(&server).await;
+    server.shutdown.cancel();
+    let mut got = Vec::new();
+    let closed = time_until_closed(&mut tcp, Duration::from_secs(3), &mut got).await;
+    assert!(
+        closed.is_some(),
+        "an idle connection is closed by the shutdown, not kept until its idle timeout ({WAIT:?})"
+    );
+    let task = server.task.take().expect("the server's task");
+    tokio::time::timeout(Duration::from_secs(3), task)
+        .await
+        .expect("the server ends once its connections are closed")
+        .expect("joined")
+        .expect("served");
 }
 
 #[tokio::test]
