@@ -130,16 +130,24 @@ impl Payload {
 
 /// Whether `word` is in `text`. A long text is searched with memchr's
 /// `memmem`; for a short one, building that search costs more than
-/// comparing at each place the word's first byte occurs.
+/// comparing at each place one of the word's bytes occurs: its first
+/// capital or punctuation, which JSON's usual member names and words have
+/// few of (`content`, `type`, `text` are full of the first bytes of
+/// `ttlMs` and `task`), else its first byte.
 fn holds(text: &[u8], word: &[u8]) -> bool {
     const SHORT: usize = 256;
-    let Some((&first, rest)) = word.split_first() else {
+    if word.is_empty() {
         return true;
-    };
+    }
     if text.len() > SHORT {
         return memchr::memmem::find(text, word).is_some();
     }
-    memchr::memchr_iter(first, text).any(|at| text[at + 1..].starts_with(rest))
+    let anchor = word
+        .iter()
+        .position(|b| !b.is_ascii_lowercase())
+        .unwrap_or(0);
+    memchr::memchr_iter(word[anchor], text)
+        .any(|at| at >= anchor && text[at - anchor..].starts_with(word))
 }
 
 fn parse(raw: &RawValue) -> Value {
@@ -219,6 +227,44 @@ mod tests {
         assert!(!text(r#"{"a\nc":1}"#).may_hold("isError"));
         assert!(text(r#"{"ttlMs":1}"#).may_hold_any(&["resultType", "ttlMs"]));
         assert!(!text(r#"{"content":[]}"#).may_hold_any(&["resultType", "ttlMs"]));
+    }
+
+    #[test]
+    fn a_word_is_found_wherever_it_is_and_only_there() {
+        let words = [
+            "ttlMs",
+            "task",
+            "isError",
+            "io.model/serverInfo",
+            "a_b",
+            "T",
+            "x",
+        ];
+        let texts = [
+            r#"{"content":[{"type":"text","text":"ttlMs"}]}"#,
+            r#"{"ttlM":1,"tMs":2,"task_":3}"#,
+            "Ms ttlMsX",
+            "isErro isError",
+            "io.model/serverInf io.model/serverInfo",
+            "a_ ab a_b",
+            "T",
+            "",
+            "xx",
+            "ttMs tlMs",
+        ];
+        for text in texts {
+            for word in words {
+                let naive = text
+                    .as_bytes()
+                    .windows(word.len())
+                    .any(|w| w == word.as_bytes());
+                assert_eq!(
+                    holds(text.as_bytes(), word.as_bytes()),
+                    naive,
+                    "{word} in {text}"
+                );
+            }
+        }
     }
 
     #[test]
