@@ -175,6 +175,8 @@ async fn serve_connection(
     let mut watched = true;
     loop {
         tokio::select! {
+            // The connection is what wakes this task nearly every time; the
+            // alarms are rare, and need no turn of their own.
             biased;
             done = conn.as_mut() => {
                 if let Err(e) = done {
