@@ -133,9 +133,9 @@ impl Core {
         // mirrored into headers for the server to route on. In the handshake
         // era the method and name go along too (a server that does not route
         // on them ignores them), with the session once there is one.
-        let in_session =
-            modern_version(message).is_none() && message.method() != Some(methods::INITIALIZE);
-        let routing = routing_headers(message)?;
+        let version = modern_version(message);
+        let in_session = version.is_none() && message.method() != Some(methods::INITIALIZE);
+        let routing = routing_headers(message, version)?;
         send_authorized(&self.http, self.auth.as_ref(), || {
             let mut req = if in_session {
                 self.request_in_session(Method::POST)
@@ -225,11 +225,7 @@ impl StreamableHttpTransport {
         // Boxed, like the error body below: paths taken rarely stay out of
         // the future every call moves (BENCHMARKS.md, section 1, "Smaller
         // futures").
-        let lost = matches!(
-            resp.status(),
-            StatusCode::NOT_FOUND | StatusCode::BAD_REQUEST
-        );
-        if lost && session.is_some() && !is_initialize {
+        if may_say_session_lost(resp.status()) && session.is_some() && !is_initialize {
             resp = Box::pin(self.resend_if_session_lost(resp, session.as_ref(), message)).await?;
         }
         if is_initialize && resp.status().is_success() {
@@ -298,7 +294,8 @@ impl StreamableHttpTransport {
     }
 
     /// When the server forgot the session (restart, expiry), starts a new
-    /// one and sends `message` again. The spec says 404; servers built on the
+    /// one and sends `message` again; `resp` has a status that
+    /// [`may_say_session_lost`]. The spec says 404; servers built on the
     /// TypeScript SDK answer 400 and say why in the body.
     async fn resend_if_session_lost(
         &self,
@@ -306,13 +303,11 @@ impl StreamableHttpTransport {
         stale: Option<&HeaderValue>,
         message: &Message,
     ) -> Result<HttpResponse, ClientError> {
-        match resp.status() {
-            StatusCode::NOT_FOUND => {}
-            StatusCode::BAD_REQUEST => match status_error(resp).await {
+        if resp.status() == StatusCode::BAD_REQUEST {
+            match status_error(resp).await {
                 ClientError::Http { body, .. } if names_a_lost_session(&body) => {}
                 other => return Err(other),
-            },
-            _ => return Ok(resp),
+            }
         }
         self.reinitialize(stale).await?;
         self.core.post(message).await
@@ -373,19 +368,23 @@ fn modern_version(message: &Message) -> Option<&str> {
         .as_str()
 }
 
-/// The headers a server may route on: a 2026-07-28 request's version;
+/// The headers a server may route on: a 2026-07-28 request's `version`
+/// (its [`modern_version`]);
 /// `Mcp-Method` for every request and notification; `Mcp-Name` for the
 /// requests that name a tool, prompt or resource. Made once per message,
 /// whatever number of times it is sent; the methods that name something
 /// go as static values, not copied.
-fn routing_headers(message: &Message) -> Result<Vec<(HeaderName, HeaderValue)>, ClientError> {
+fn routing_headers(
+    message: &Message,
+    version: Option<&str>,
+) -> Result<Vec<(HeaderName, HeaderValue)>, ClientError> {
     let (method, params) = match message {
         Message::Request { method, params, .. } => (method, params.as_ref()),
         Message::Notification { method, .. } => (method, None),
         _ => return Ok(Vec::new()),
     };
     let mut headers = Vec::with_capacity(3);
-    if let Some(version) = modern_version(message) {
+    if let Some(version) = version {
         headers.push((VERSION_HEADER, header_value(&VERSION_HEADER, version)?));
     }
     let (named, name_key) = match method.as_str() {
@@ -447,6 +446,12 @@ async fn rpc_error_body(resp: HttpResponse) -> Result<Message, ClientError> {
             })
         }
     }
+}
+
+/// Whether an answer's status may mean the server forgot the session: 404,
+/// or 400 with a body that says so (see [`names_a_lost_session`]).
+fn may_say_session_lost(status: StatusCode) -> bool {
+    matches!(status, StatusCode::NOT_FOUND | StatusCode::BAD_REQUEST)
 }
 
 /// Whether a 400 body says the session is unknown rather than the request
@@ -774,7 +779,7 @@ mod tests {
             Some(json!({"name": "echo", "_meta": meta})),
         );
         let routing = |message: &Message| {
-            let headers = routing_headers(message).expect("valid headers");
+            let headers = routing_headers(message, modern_version(message)).expect("valid headers");
             headers
                 .into_iter()
                 .map(|(name, value)| (name, value.to_str().unwrap().to_owned()))
@@ -811,7 +816,7 @@ mod tests {
             vec![(METHOD_HEADER, "notifications/initialized".to_owned())]
         );
         let bad = Message::request(4, "tools/\ncall", None);
-        let error = routing_headers(&bad).expect_err("a method that makes no header");
+        let error = routing_headers(&bad, None).expect_err("a method that makes no header");
         assert!(error.to_string().contains("mcp-method"), "{error}");
     }
 
