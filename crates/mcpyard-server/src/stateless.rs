@@ -41,7 +41,7 @@ use std::sync::Arc;
 
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
-use http::{HeaderMap, StatusCode};
+use http::{HeaderMap, HeaderName, StatusCode};
 use mcpyard_gateway::{Identity, Session};
 use mcpyard_proto::envelope::{self, Envelope, PROTOCOL_VERSION_KEY};
 pub(crate) use mcpyard_proto::envelope::{
@@ -56,9 +56,9 @@ use crate::reply::Final;
 use crate::reply::{self, json_response, Plan};
 use crate::state::AppState;
 
-const METHOD_HEADER: &str = "mcp-method";
-const NAME_HEADER: &str = "mcp-name";
-const VERSION_HEADER: &str = "mcp-protocol-version";
+const METHOD_HEADER: HeaderName = HeaderName::from_static("mcp-method");
+const NAME_HEADER: HeaderName = HeaderName::from_static("mcp-name");
+const VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
 
 /// Whether the message carries the per-request protocol-version key.
 pub(crate) fn has_envelope(msg: &Message) -> bool {
@@ -103,8 +103,8 @@ fn check_headers(
     headers: &HeaderMap,
 ) -> Result<(), Rejection> {
     let mismatch = |what: &str| Rejection::new(HEADER_MISMATCH, format!("Header mismatch: {what}"));
-    let single = |name: &str| -> Result<Option<&str>, Rejection> {
-        let mut values = headers.get_all(name).iter();
+    let single = |name: HeaderName| -> Result<Option<&str>, Rejection> {
+        let mut values = headers.get_all(&name).iter();
         let first = values.next();
         if values.next().is_some() {
             return Err(mismatch(&format!("{name} appears more than once")));
@@ -367,13 +367,13 @@ mod tests {
         // Not a string: its JSON text.
         assert!(ok(call(json!(42)), &[("mcp-param-region", "42")]));
         // A tool that mirrors nothing is not checked.
-        assert!(check_param_headers(&[], call(json!("x")).as_ref(), &headers(&[])).is_ok());
+        assert!(check_param_headers(&[], call(json!("x")).as_ref(), &HeaderMap::new()).is_ok());
     }
 
-    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+    fn headers<K: http::header::IntoHeaderName + Clone>(pairs: &[(K, &str)]) -> HeaderMap {
         let mut h = HeaderMap::new();
         for (k, v) in pairs {
-            h.append(*k, HeaderValue::from_str(v).expect("test header"));
+            h.append(k.clone(), HeaderValue::from_str(v).expect("test header"));
         }
         h
     }

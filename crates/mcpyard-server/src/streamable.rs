@@ -10,7 +10,7 @@ use axum::extract::{Extension, State};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use http::header::ALLOW;
-use http::{HeaderMap, HeaderValue, StatusCode};
+use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use mcpyard_gateway::{Gateway, Identity, Session, StreamRecorder};
 use mcpyard_proto::{
     allows_batches, codes, is_supported, methods, Body, ErrorObject, Message, ParseError,
@@ -27,16 +27,17 @@ use crate::sse::{self, EventIds};
 use crate::state::AppState;
 use crate::{sessionless, stateless};
 
-pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
-pub(crate) const VERSION_HEADER: &str = "mcp-protocol-version";
+// Names, not text: a lookup by text parses and lowercases the name first.
+pub(crate) const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
+pub(crate) const VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
 /// The last event a client that reconnects its GET stream saw.
-const LAST_EVENT_ID_HEADER: &str = "last-event-id";
+const LAST_EVENT_ID_HEADER: HeaderName = HeaderName::from_static("last-event-id");
 
 /// Messages waiting for a slow reader of a session stream.
 const STREAM_CAPACITY: usize = 256;
 
 /// A header's value as text; `Err` when present but not visible ASCII.
-fn header_str<'h>(headers: &'h HeaderMap, name: &str) -> Result<Option<&'h str>, ()> {
+fn header_str<'h>(headers: &'h HeaderMap, name: &HeaderName) -> Result<Option<&'h str>, ()> {
     headers
         .get(name)
         .map(|v| v.to_str().map_err(|_| ()))
@@ -111,7 +112,7 @@ fn check_version_header<'h>(
     headers: &'h HeaderMap,
     body: &[u8],
 ) -> Result<Option<&'h str>, Box<Response>> {
-    match header_str(headers, VERSION_HEADER) {
+    match header_str(headers, &VERSION_HEADER) {
         Err(()) => Err(Box::new(bad_request(
             "MCP-Protocol-Version is not valid text",
         ))),
@@ -181,7 +182,7 @@ pub(crate) async fn post_as(
         Ok(v) => v,
         Err(r) => return *r,
     };
-    match header_str(headers, SESSION_HEADER) {
+    match header_str(headers, &SESSION_HEADER) {
         Err(()) => bad_request("Mcp-Session-Id is not valid text"),
         Ok(Some(id)) => match lookup(&state.gateway, id, &identity).await {
             Ok(session) => post_in_session(state, session, accepts, body).await,
@@ -464,7 +465,7 @@ pub(crate) async fn get(
     if !Accepts::from_headers(&headers).sse {
         return method_not_allowed();
     }
-    let id = match header_str(&headers, SESSION_HEADER) {
+    let id = match header_str(&headers, &SESSION_HEADER) {
         Ok(Some(id)) => id,
         Ok(None) => return method_not_allowed(),
         Err(()) => return bad_request("Mcp-Session-Id is not valid text"),
@@ -490,7 +491,7 @@ pub(crate) async fn get(
     // none comes twice.
     let recorder = Arc::new(state.gateway.stream_recorder(session.clone()));
     recorder.hold().await;
-    let replayed = match header_str(&headers, LAST_EVENT_ID_HEADER) {
+    let replayed = match header_str(&headers, &LAST_EVENT_ID_HEADER) {
         Ok(Some(last)) => state.gateway.replay_stream(&session, last).await,
         _ => Vec::new(),
     };
@@ -556,7 +557,7 @@ pub(crate) async fn delete(
     Extension(identity): Extension<Identity>,
     headers: HeaderMap,
 ) -> Response {
-    let id = match header_str(&headers, SESSION_HEADER) {
+    let id = match header_str(&headers, &SESSION_HEADER) {
         Ok(Some(id)) => id,
         Ok(None) => {
             return bad_request(
