@@ -151,7 +151,7 @@ impl Connection {
             }
         };
         let shared = Arc::new(Shared {
-            pending: Mutex::new(HashMap::new()),
+            pending: Mutex::default(),
             closed,
             handler,
             label: options.label.clone(),

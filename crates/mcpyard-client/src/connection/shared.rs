@@ -27,7 +27,9 @@ pub(super) type Answer = Result<Payload, ClientError>;
 
 /// What the dispatcher shares with the client handles.
 pub(super) struct Shared {
-    pub(super) pending: Mutex<HashMap<i64, oneshot::Sender<Answer>>>,
+    /// The requests awaiting their answer, by the id this client gave them
+    /// (so foldhash, not SipHash: no peer chooses the keys).
+    pub(super) pending: Mutex<foldhash::HashMap<i64, oneshot::Sender<Answer>>>,
     /// Cancelled once the connection is gone, after everything read before
     /// the end was dispatched.
     pub(super) closed: CancellationToken,
@@ -93,7 +95,7 @@ impl Shared {
 
     pub(super) fn pending(
         &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<i64, oneshot::Sender<Answer>>> {
+    ) -> std::sync::MutexGuard<'_, foldhash::HashMap<i64, oneshot::Sender<Answer>>> {
         // A poisoned map is still a valid map: the panic was elsewhere.
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -39,11 +39,12 @@ pub struct Session {
     /// The stream for messages not tied to a request (GET / SSE / stdout).
     stream: Mutex<Option<Outbound>>,
     /// Our requests to the client (sampling...), by the id we gave them.
-    pending: Mutex<HashMap<RequestId, oneshot::Sender<Result<Value, ErrorObject>>>>,
+    pending: Mutex<foldhash::HashMap<RequestId, oneshot::Sender<Result<Value, ErrorObject>>>>,
     next_id: AtomicI64,
     /// The client's requests being served, so `notifications/cancelled`
-    /// can stop them.
-    in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
+    /// can stop them. Written twice per request, so hashed with foldhash:
+    /// the ids are the client's, but no more of them than its in-flight cap.
+    in_flight: Mutex<foldhash::HashMap<RequestId, CancellationToken>>,
     /// Ended by DELETE, by the stream closing (stdio / SSE) or by shutdown.
     ended: CancellationToken,
     /// Stateless era: where the call behind this request puts what it needs

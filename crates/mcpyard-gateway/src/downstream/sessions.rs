@@ -33,7 +33,9 @@ pub(crate) type ListChangeSink = Arc<dyn Fn(&str) + Send + Sync>;
 
 #[derive(Default)]
 pub(crate) struct Sessions {
-    map: RwLock<HashMap<String, Arc<Session>>>,
+    /// By id. Hashed with foldhash (seeded per map), not SipHash: it is
+    /// read on every request, and the ids are made here, not by clients.
+    map: RwLock<foldhash::HashMap<String, Arc<Session>>>,
     elsewhere: RwLock<Option<ElsewhereSink>>,
     list_changes_elsewhere: RwLock<Option<ListChangeSink>>,
     /// Which sessions (and listen streams) watch which upstream resources.

@@ -20,7 +20,7 @@
 //! feeds it (the metrics layer itself when metrics are on, so that no layer
 //! is added then), the audit layer adds the recent calls.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::{Duration, Instant};
@@ -66,7 +66,8 @@ pub(crate) struct CallStats {
 
 #[derive(Debug, Default)]
 struct Tools {
-    by_name: HashMap<String, Counter>,
+    /// Read on every call; the names are the catalogue's (see `catalog`).
+    by_name: foldhash::HashMap<String, Counter>,
     other: Counter,
     /// The bucket stale names were last forgotten in.
     pruned: u64,

@@ -9,7 +9,6 @@
 //! clash), or, for stdio upstreams, which cannot say, from the most recent
 //! call in flight to that upstream whose client can answer the request.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -112,8 +111,11 @@ pub(crate) struct Relay {
     changes: Arc<Changes>,
     client_timeout: Duration,
     seq: AtomicU64,
-    by_request: Mutex<HashMap<RequestId, Arc<InFlightCall>>>,
-    by_token: Mutex<HashMap<String, Arc<InFlightCall>>>,
+    /// The calls in flight, by the id sent upstream and by progress token;
+    /// foldhash, as each is written twice per call, and holds no more than
+    /// the calls in flight.
+    by_request: Mutex<foldhash::HashMap<RequestId, Arc<InFlightCall>>>,
+    by_token: Mutex<foldhash::HashMap<String, Arc<InFlightCall>>>,
     /// The guardrails' redaction of everything relayed to a client.
     redactor: Live<Option<Arc<Redactor>>>,
     /// Who may hear what belongs to no call: set when the source starts.
