@@ -387,10 +387,16 @@ async fn wait_child(mut child: Child, pgid: i32, label: String, link: Link, even
 }
 
 async fn write_stdin(mut stdin: ChildStdin, mut rx: mpsc::Receiver<Bytes>, link: Link) {
+    // Made once: a fresh wait per line registers with the token and leaves
+    // it again each time. Polled first, so that a close ends the loop even
+    // while lines keep coming.
+    let closed = link.closed().cancelled();
+    tokio::pin!(closed);
     loop {
         let line = tokio::select! {
+            biased;
+            () = &mut closed => None,
             line = rx.recv() => line,
-            () = link.closed().cancelled() => None,
         };
         let Some(line) = line else { break };
         let written = async {
@@ -492,10 +498,14 @@ async fn read_stdout(
     exited: CancellationToken,
 ) {
     let mut lines = FramedRead::new(stdout, CappedLines::new(MAX_MESSAGE_BYTES));
+    // As in `write_stdin`: one wait for the whole loop.
+    let closed = link.closed().cancelled();
+    tokio::pin!(closed);
     loop {
         let next = tokio::select! {
+            biased;
+            () = &mut closed => break,
             next = lines.next() => next,
-            () = link.closed().cancelled() => break,
         };
         match next {
             Some(Ok(Line::Bytes(line))) => {
