@@ -2,12 +2,15 @@
 //! transport reads is queued here, in the order it was read, and the client's
 //! dispatcher takes it from there. Keeping the order matters: a progress
 //! notification read before a response must reach the handler before the
-//! response wakes the caller.
+//! response wakes the caller. An answer read while nothing waits in the
+//! queue goes straight to its caller ([`Answers`]): nothing can precede it
+//! then, and the dispatcher's task need not wake for it.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use mcpyard_proto::{Message, RequestId};
-use tokio::sync::mpsc;
+use mcpyard_proto::{Message, Payload, RequestId};
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::ClientError;
@@ -39,12 +42,68 @@ pub(crate) enum Inbound {
     Closed { reason: String },
 }
 
+/// What a request of ours gets: its result, or why there is none.
+pub(crate) type Answer = Result<Payload, ClientError>;
+
+/// The requests awaiting their answer, by the id this client gave them,
+/// and how many items of the queue are not yet dispatched.
+#[derive(Debug, Default)]
+pub(crate) struct Answers {
+    /// Hashed with foldhash, not SipHash: no peer chooses the keys.
+    waiting: Mutex<foldhash::HashMap<i64, oneshot::Sender<Answer>>>,
+    /// Pushed to the queue and not yet through the dispatcher.
+    undispatched: AtomicUsize,
+}
+
+impl Answers {
+    pub(crate) fn waiting(
+        &self,
+    ) -> MutexGuard<'_, foldhash::HashMap<i64, oneshot::Sender<Answer>>> {
+        // A poisoned map is still a valid map: the panic was elsewhere.
+        self.waiting.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Called by the dispatcher once it is through with an item.
+    pub(crate) fn dispatched(&self) {
+        self.undispatched.fetch_sub(1, Ordering::Release);
+    }
+
+    /// Hands an answer straight to the request awaiting it, when nothing
+    /// read before it is still in the queue or being dispatched; otherwise
+    /// (or when no request awaits it) gives the message back.
+    fn hand_over(&self, message: Message) -> Result<(), Message> {
+        if self.undispatched.load(Ordering::Acquire) != 0 {
+            return Err(message);
+        }
+        let (id, answer) = match message {
+            Message::Response {
+                id: RequestId::Number(id),
+                result,
+            } => (id, Ok(result)),
+            Message::Error {
+                id: Some(RequestId::Number(id)),
+                error,
+            } => (id, Err(error)),
+            other => return Err(other),
+        };
+        let Some(tx) = self.waiting().remove(&id) else {
+            return Err(match answer {
+                Ok(result) => Message::response(RequestId::Number(id), result),
+                Err(error) => Message::error(Some(RequestId::Number(id)), error),
+            });
+        };
+        let _ = tx.send(answer.map_err(ClientError::Rpc));
+        Ok(())
+    }
+}
+
 /// A transport's handle on the inbound queue. Cheap to clone.
 #[derive(Debug, Clone)]
 pub(crate) struct Link {
     tx: mpsc::Sender<Inbound>,
     closed: CancellationToken,
     label: Arc<str>,
+    answers: Arc<Answers>,
 }
 
 impl Link {
@@ -55,9 +114,15 @@ impl Link {
                 tx,
                 closed,
                 label: Arc::from(label),
+                answers: Arc::default(),
             },
             rx,
         )
+    }
+
+    /// The answers awaited, shared with the client that reads the queue.
+    pub(crate) fn answers(&self) -> &Arc<Answers> {
+        &self.answers
     }
 
     /// The server's label, for logs.
@@ -73,7 +138,10 @@ impl Link {
     /// Queues a message from the server. Returns false when the client is
     /// gone (the reader can stop).
     pub(crate) async fn deliver(&self, message: Message, related: Option<RequestId>) -> bool {
-        self.push(Inbound::Message { message, related }).await
+        match self.answers.hand_over(message) {
+            Ok(()) => true,
+            Err(message) => self.push(Inbound::Message { message, related }).await,
+        }
     }
 
     /// Fails one of our requests.
@@ -96,10 +164,16 @@ impl Link {
     }
 
     async fn push(&self, item: Inbound) -> bool {
-        tokio::select! {
+        // Counted before it is queued: an answer read after it must wait.
+        self.answers.undispatched.fetch_add(1, Ordering::AcqRel);
+        let sent = tokio::select! {
             sent = self.tx.send(item) => sent.is_ok(),
             () = self.closed.cancelled() => false,
+        };
+        if !sent {
+            self.answers.dispatched();
         }
+        sent
     }
 }
 
@@ -232,5 +306,55 @@ mod tests {
             panic!("expected a message");
         };
         assert!(message.is_response());
+    }
+
+    #[tokio::test]
+    async fn an_answer_skips_the_queue_only_when_nothing_read_before_it_waits_there() {
+        let (link, mut rx) = Link::new("t", CancellationToken::new());
+        let awaited = |id: i64| {
+            let (tx, rx) = oneshot::channel();
+            link.answers().waiting().insert(id, tx);
+            rx
+        };
+        let response =
+            |id: i64| Message::response(RequestId::Number(id), serde_json::json!({"n": id}));
+
+        // Nothing queued: the answer goes straight to its caller.
+        let mut first = awaited(1);
+        assert!(link.deliver(response(1), None).await);
+        assert!(matches!(first.try_recv(), Ok(Ok(_))));
+        assert!(rx.try_recv().is_err(), "nothing was queued");
+
+        // A notification waits in the queue: the answer read after it
+        // queues behind it, and its caller is not answered yet.
+        let mut second = awaited(2);
+        assert!(link.deliver(Message::notification("n", None), None).await);
+        assert!(link.deliver(response(2), None).await);
+        assert!(
+            second.try_recv().is_err(),
+            "answered ahead of the notification"
+        );
+        let Ok(Inbound::Message { message, .. }) = rx.try_recv() else {
+            panic!("expected the notification");
+        };
+        assert_eq!(message.method(), Some("n"));
+        link.answers().dispatched();
+        let Ok(Inbound::Message { message, .. }) = rx.try_recv() else {
+            panic!("expected the answer");
+        };
+        assert!(message.is_response());
+        link.answers().dispatched();
+
+        // Through the dispatcher again: an error answer skips the queue, an
+        // answer nobody awaits goes to the dispatcher (which logs it).
+        let mut third = awaited(3);
+        let error = Message::error(
+            Some(RequestId::Number(3)),
+            mcpyard_proto::ErrorObject::internal("x"),
+        );
+        assert!(link.deliver(error, None).await);
+        assert!(matches!(third.try_recv(), Ok(Err(ClientError::Rpc(_)))));
+        assert!(link.deliver(response(4), None).await);
+        assert!(matches!(rx.try_recv(), Ok(Inbound::Message { .. })));
     }
 }

@@ -9,7 +9,7 @@ use mcpyard_proto::{methods, Message, RequestId};
 use serde_json::Value;
 use tokio::sync::{mpsc, Semaphore};
 
-use crate::link::Inbound;
+use crate::link::{Answers, Inbound};
 use crate::transport::SendScope;
 use crate::ClientError;
 
@@ -38,6 +38,8 @@ pub(super) async fn dispatch(
             () = shared.closed.cancelled() => None,
         };
         let Some(item) = item else { break };
+        // However this item's turn ends (`continue`, `break`), it is through.
+        let _through = Through(&shared.answers);
         match item {
             Inbound::Message { message, related } => match message {
                 Message::Response { id, result } => shared.resolve(&id, Ok(result)),
@@ -111,6 +113,15 @@ pub(super) async fn dispatch(
         }
     }
     shared.close();
+}
+
+/// Counts a queued item as dispatched when dropped.
+struct Through<'a>(&'a Answers);
+
+impl Drop for Through<'_> {
+    fn drop(&mut self) {
+        self.0.dispatched();
+    }
 }
 
 /// Lets a notification the handler is slow to take finish in a task of its

@@ -130,6 +130,7 @@ impl Connection {
         let described = spec.describe();
         let closed = CancellationToken::new();
         let (link, rx) = Link::new(&options.label, closed.clone());
+        let link_answers = link.answers().clone();
         let opened = tokio::time::timeout_at(
             deadline,
             Transport::open(
@@ -151,7 +152,7 @@ impl Connection {
             }
         };
         let shared = Arc::new(Shared {
-            pending: Mutex::default(),
+            answers: link_answers,
             closed,
             handler,
             label: options.label.clone(),
@@ -477,7 +478,7 @@ impl Connection {
         };
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        shared.pending().insert(id, tx);
+        shared.answers.waiting().insert(id, tx);
         let _pending = PendingGuard { shared, id };
         // Ends whatever the transport keeps open for this request (its
         // response stream) once the call is over, however it ends.

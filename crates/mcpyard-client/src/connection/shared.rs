@@ -4,11 +4,11 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use mcpyard_proto::{Payload, RequestId};
+use mcpyard_proto::RequestId;
 use serde_json::{Map, Value};
-use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
+use crate::link::{Answer, Answers};
 use crate::tool_headers::ToolTable;
 use crate::transport::Transport;
 use crate::{ClientError, ClientHandler};
@@ -23,13 +23,11 @@ impl Drop for Owner {
     }
 }
 
-pub(super) type Answer = Result<Payload, ClientError>;
-
 /// What the dispatcher shares with the client handles.
 pub(super) struct Shared {
-    /// The requests awaiting their answer, by the id this client gave them
-    /// (so foldhash, not SipHash: no peer chooses the keys).
-    pub(super) pending: Mutex<foldhash::HashMap<i64, oneshot::Sender<Answer>>>,
+    /// The requests awaiting their answer; the transport's link hands
+    /// some over itself.
+    pub(super) answers: Arc<Answers>,
     /// Cancelled once the connection is gone, after everything read before
     /// the end was dispatched.
     pub(super) closed: CancellationToken,
@@ -93,16 +91,9 @@ impl Shared {
         true
     }
 
-    pub(super) fn pending(
-        &self,
-    ) -> std::sync::MutexGuard<'_, foldhash::HashMap<i64, oneshot::Sender<Answer>>> {
-        // A poisoned map is still a valid map: the panic was elsewhere.
-        self.pending.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     pub(super) fn resolve(&self, id: &RequestId, answer: Answer) {
         let sender = match id {
-            RequestId::Number(n) => self.pending().remove(n),
+            RequestId::Number(n) => self.answers.waiting().remove(n),
             RequestId::String(_) => None,
         };
         match sender {
@@ -125,7 +116,7 @@ impl Shared {
     /// Marks the connection closed and fails every pending request.
     pub(super) fn close(&self) {
         self.closed.cancel();
-        let drained: Vec<_> = self.pending().drain().collect();
+        let drained: Vec<_> = self.answers.waiting().drain().collect();
         for (_, tx) in drained {
             let _ = tx.send(Err(ClientError::Closed));
         }
@@ -159,7 +150,7 @@ pub(super) struct PendingGuard<'a> {
 
 impl Drop for PendingGuard<'_> {
     fn drop(&mut self) {
-        self.shared.pending().remove(&self.id);
+        self.shared.answers.waiting().remove(&self.id);
     }
 }
 
