@@ -6,6 +6,7 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use axum::response::sse::Event;
@@ -89,8 +90,10 @@ where
     } else {
         (None, None)
     };
+    // The work gets a clone: the sender kept here closes the channel only
+    // after `last_related`, so the work's end does not wake this task.
     let mut work = Work::Inline {
-        future: Some(Box::pin(work(tx))),
+        future: Some(Box::pin(work(tx.clone()))),
         detach_on_drop: !plan.cancel_on_disconnect,
     };
     let Some(mut rx) = rx else {
@@ -109,13 +112,19 @@ where
         }
     };
     let streaming = match first {
-        First::Final(v) => match rx.try_recv() {
-            // Sent just before the work ended: it still precedes the answer.
-            Ok(m) => Streaming::new(rx, None, Some(m), Some(v)),
-            Err(_) if plan.accepts.json => return json_response((plan.status_of)(&v), &v),
-            Err(_) => Streaming::new(rx, None, None, Some(v)),
-        },
+        First::Final(v) => {
+            let last = last_related(&mut rx);
+            drop(tx);
+            match last {
+                // Sent just before the work ended: it still precedes the answer.
+                Some(m) => Streaming::new(rx, None, Some(m), Some(v)),
+                None if plan.accepts.json => return json_response((plan.status_of)(&v), &v),
+                None => Streaming::new(rx, None, None, Some(v)),
+            }
+        }
         First::Related(m) => {
+            // The stream ends when the work's sender is gone.
+            drop(tx);
             work.spawn(plan.cancel_on_disconnect);
             Streaming::new(rx, Some(work), Some(m), None)
         }
@@ -126,6 +135,20 @@ where
     match plan.ends_on_drain {
         Some(drain) => sse::response(sse::until_shutdown(events, drain), plan.keep_alive),
         None => sse::response(events, plan.keep_alive),
+    }
+}
+
+/// A related message sent just before the work ended, if any. The channel
+/// is then asked once more with a waker that does nothing: it takes this
+/// task's waker off the channel, so closing the channel afterwards does not
+/// wake the task (which is running: it would be polled again for nothing).
+fn last_related(rx: &mut mpsc::Receiver<Message>) -> Option<Message> {
+    if let Ok(m) = rx.try_recv() {
+        return Some(m);
+    }
+    match rx.poll_recv(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(m) => m,
+        Poll::Pending => None,
     }
 }
 
