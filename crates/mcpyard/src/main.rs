@@ -1,6 +1,7 @@
 //! The `mcpyard` binary: parse the command line, run the subcommand, turn
 //! an error into a message on stderr and a non-zero exit code.
 
+mod allocator;
 mod cli;
 mod commands;
 mod compose;
@@ -17,7 +18,7 @@ use clap::Parser;
 /// Every call allocates a handful of small JSON buffers on whichever worker
 /// thread runs it; mimalloc's per-thread free lists keep that cheap.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: allocator::Mimalloc = allocator::Mimalloc;
 
 /// mimalloc's `mi_option_purge_delay` (the same place in its 2.x and 3.x
 /// option lists; the sys crate names no constant for it).
