@@ -136,7 +136,7 @@ async fn serve_connection(
 ) {
     let activity = Arc::new(Activity::new());
     // The client's address, for the handlers that key on it (the flood guard).
-    let peer = tcp.peer_addr().ok().map(axum::extract::ConnectInfo);
+    let peer = tcp.peer_addr().ok();
     let io = TokioIo::new(Watched {
         tcp,
         activity: activity.clone(),
@@ -148,15 +148,12 @@ async fn serve_connection(
             let whole = http_body::Body::is_end_stream(req.body());
             activity.body_read.store(whole, Ordering::Relaxed);
             let deadline = Instant::now() + limits.body_read;
-            let mut req =
+            let req =
                 req.map(|body| Body::new(DeadlineBody::new(body, deadline, activity.clone())));
-            if let Some(peer) = peer {
-                req.extensions_mut().insert(peer);
-            }
             let app = app.clone();
             let activity = activity.clone();
             async move {
-                let mut response = app.serve(req).await;
+                let mut response = app.serve(req, peer).await;
                 if !activity.body_read.load(Ordering::Relaxed) {
                     response
                         .headers_mut()

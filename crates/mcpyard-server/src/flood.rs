@@ -124,7 +124,12 @@ impl Flood {
             .extensions()
             .get::<ConnectInfo<SocketAddr>>()
             .map(|c| c.0.ip())?;
-        if crate::probes::is_probe(request.uri().path()) {
+        self.refusal_from(address, request.uri().path())
+    }
+
+    /// The 429 for a request to `path` from `address`, as [`Flood::refusal`].
+    pub(crate) fn refusal_from(&self, address: IpAddr, path: &str) -> Option<Response> {
+        if crate::probes::is_probe(path) {
             return None;
         }
         let (over, wait) = self.check(address).err()?;

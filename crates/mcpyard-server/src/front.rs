@@ -5,9 +5,11 @@
 //! routing and boxed services cost more than the handler's own work.
 //! Every other request goes through the router.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::body::Body;
+use axum::extract::ConnectInfo;
 use axum::response::Response;
 use axum::Router;
 use http::{Method, Request};
@@ -43,24 +45,35 @@ impl Front {
         }
     }
 
-    pub(crate) async fn serve(&self, req: Request<Body>) -> Response {
+    /// Serves `req`, which came from `peer` (`None` without a socket).
+    pub(crate) async fn serve(&self, mut req: Request<Body>, peer: Option<SocketAddr>) -> Response {
         match &self.mcp_posts {
             Some(posts)
                 if req.method() == Method::POST && MCP_PATHS.contains(&req.uri().path()) =>
             {
-                posts.serve(req).await
+                posts.serve(req, peer).await
             }
-            _ => match self.router.clone().oneshot(req).await {
-                Ok(response) => response,
-                Err(never) => match never {},
-            },
+            _ => {
+                // For the router's flood guard, which reads it there.
+                if let Some(peer) = peer {
+                    req.extensions_mut().insert(ConnectInfo(peer));
+                }
+                match self.router.clone().oneshot(req).await {
+                    Ok(response) => response,
+                    Err(never) => match never {},
+                }
+            }
         }
     }
 }
 
 impl McpPosts {
-    async fn serve(&self, req: Request<Body>) -> Response {
-        if let Some(refused) = self.flood.as_ref().and_then(|f| f.refusal(&req)) {
+    async fn serve(&self, req: Request<Body>, peer: Option<SocketAddr>) -> Response {
+        let refused = match (&self.flood, peer) {
+            (Some(flood), Some(peer)) => flood.refusal_from(peer.ip(), req.uri().path()),
+            _ => None,
+        };
+        if let Some(refused) = refused {
             return refused;
         }
         let (parts, body) = req.into_parts();
