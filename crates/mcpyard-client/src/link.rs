@@ -201,28 +201,33 @@ pub(crate) async fn deliver_body(
     if trimmed.is_empty() {
         return delivered;
     }
-    let messages: Vec<Message> = match mcpyard_proto::parse_body(trimmed) {
-        Ok(mcpyard_proto::Body::Single(Ok(m))) => vec![m],
+    // The usual body is one message: held apart from a batch's, so that
+    // it is queued without a vector around it.
+    let (one, batch): (Option<Message>, Vec<Message>) = match mcpyard_proto::parse_body(trimmed) {
+        Ok(mcpyard_proto::Body::Single(Ok(m))) => (Some(m), Vec::new()),
         Ok(mcpyard_proto::Body::Single(Err(e))) => {
             skip(link, origin, trimmed, &e.to_string());
-            Vec::new()
+            (None, Vec::new())
         }
-        Ok(mcpyard_proto::Body::Batch(items)) => items
-            .into_iter()
-            .filter_map(|item| match item {
-                Ok(m) => Some(m),
-                Err(e) => {
-                    skip(link, origin, trimmed, &e.to_string());
-                    None
-                }
-            })
-            .collect(),
+        Ok(mcpyard_proto::Body::Batch(items)) => {
+            let batch = items
+                .into_iter()
+                .filter_map(|item| match item {
+                    Ok(m) => Some(m),
+                    Err(e) => {
+                        skip(link, origin, trimmed, &e.to_string());
+                        None
+                    }
+                })
+                .collect();
+            (None, batch)
+        }
         Err(e) => {
             skip(link, origin, trimmed, &e.to_string());
-            Vec::new()
+            (None, Vec::new())
         }
     };
-    for m in messages {
+    for m in one.into_iter().chain(batch) {
         let answers_related = m.is_response() && m.id() == related;
         if !link.deliver(m, related.cloned()).await {
             break;
