@@ -498,12 +498,15 @@ impl Connection {
                 _ => rx.await.unwrap_or(Err(ClientError::Closed)),
             }
         };
+        // Pinned where it was made: `select!` would otherwise move it, the
+        // transport's whole future in it, into a tuple of its own.
+        tokio::pin!(exchange);
         let start = tokio::time::Instant::now();
         let timeout = until(options.due());
         let cancelled = until_cancelled(options.cancel.as_ref());
         tokio::select! {
             biased;
-            answer = exchange => match answer {
+            answer = &mut exchange => match answer {
                 Ok(mut page) if mirrors && method == methods::TOOLS_LIST => {
                     self.inner
                         .tools

@@ -408,10 +408,11 @@ impl Gateway {
         related: Option<Outbound>,
     ) -> Answer {
         let span = trace::request_span(method, params.as_ref());
-        let answer = self
-            .serve(session, id, method, params, related)
-            .instrument(span.clone())
-            .await;
+        // Pinned where it was made: `instrument` would otherwise move the
+        // whole future (most of a call's) into its wrapper.
+        let serving = self.serve(session, id, method, params, related);
+        tokio::pin!(serving);
+        let answer = serving.instrument(span.clone()).await;
         if let Answer::Reply(Message::Error { .. }) = &answer {
             trace::record_failure(&span);
         }
