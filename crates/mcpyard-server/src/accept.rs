@@ -26,26 +26,31 @@ impl Accepts {
             sse: false,
         };
         for value in values {
-            let Ok(value) = value.to_str() else { continue };
-            for item in value.split(',') {
-                let mut parts = item.split(';');
-                let media = parts.next().unwrap_or("").trim();
-                let is = |name: &str| media.eq_ignore_ascii_case(name);
-                let refused = parts.any(|p| {
-                    let p = p.trim();
-                    p.strip_prefix("q=")
-                        .and_then(|q| q.trim().parse::<f32>().ok())
-                        .is_some_and(|q| q <= 0.0)
-                });
-                if refused {
+            // What the MCP SDKs send, as the specification writes it.
+            if value.as_bytes() == b"application/json, text/event-stream" {
+                out.json = true;
+                out.sse = true;
+                continue;
+            }
+            // A value that is not visible ASCII is skipped whole.
+            if value.to_str().is_err() {
+                continue;
+            }
+            // Split as bytes: for values this short, `str::split`'s searcher
+            // costs more than a plain loop.
+            for item in value.as_bytes().split(|&b| b == b',') {
+                let mut parts = item.split(|&b| b == b';');
+                let media = parts.next().unwrap_or_default().trim_ascii();
+                if parts.any(refuses) {
                     continue;
                 }
-                if is("*/*") {
+                let is = |name: &[u8]| media.eq_ignore_ascii_case(name);
+                if is(b"*/*") {
                     out.json = true;
                     out.sse = true;
-                } else if is("application/json") || is("application/*") {
+                } else if is(b"application/json") || is(b"application/*") {
                     out.json = true;
-                } else if is("text/event-stream") || is("text/*") {
+                } else if is(b"text/event-stream") || is(b"text/*") {
                     out.sse = true;
                 }
             }
@@ -58,13 +63,28 @@ impl Accepts {
     }
 }
 
+/// Whether a media type's parameter gives it a weight of 0 (`q=0`): a
+/// refused type.
+fn refuses(param: &[u8]) -> bool {
+    param
+        .trim_ascii()
+        .strip_prefix(b"q=")
+        .and_then(|q| {
+            std::str::from_utf8(q.trim_ascii())
+                .ok()?
+                .parse::<f32>()
+                .ok()
+        })
+        .is_some_and(|q| q <= 0.0)
+}
+
 /// Whether the body is declared as JSON (`application/json`, any params).
 pub(crate) fn is_json_content(headers: &HeaderMap) -> bool {
     headers
         .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
+        .filter(|v| v.to_str().is_ok())
+        .and_then(|v| v.as_bytes().split(|&b| b == b';').next())
+        .is_some_and(|m| m.trim_ascii().eq_ignore_ascii_case(b"application/json"))
 }
 
 #[cfg(test)]
@@ -104,6 +124,15 @@ mod tests {
         assert!(accepts("*/*").sse);
         assert!(!accepts("text/html").any());
         assert!(!accepts("application/json;q=0").json);
+        assert!(!accepts("application/json; q=0.0 , text/html").json);
+        assert!(
+            accepts("application/json; q = 0").json,
+            "a weight is written q=, no spaces"
+        );
+        assert!(accepts("application/json;q=0.5").json);
+        assert!(accepts(" Application/JSON ,TEXT/*").sse);
+        assert!(accepts("text/html, application/*;charset=x").json);
+        assert!(!accepts("application/jsonx, text/event-streamy").any());
     }
 
     #[test]
