@@ -490,8 +490,10 @@ impl Router {
     /// `tasks/*` that follow.
     fn note_source_task(&self, slot: &Slot, session: &crate::Session, result: &Payload) {
         // 2025-11-25: `{task: {taskId, ttl}}`; the 2026-07-28 tasks
-        // extension: `{resultType: "task", taskId, ttlMs}`.
-        if !result.may_hold("task") {
+        // extension: `{resultType: "task", taskId, ttlMs}`. Both name a
+        // `taskId`, which is searched from its capital: the `t`s of a
+        // result's `type` and `text` made `task` costly to look for.
+        if !result.may_hold("taskId") {
             return;
         }
         let result = result.to_value();
