@@ -7,7 +7,7 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use crate::{ErrorObject, Payload};
+use crate::{json_text, ErrorObject, Payload};
 
 /// A JSON-RPC request id: a string or an integer, kept as it was sent so it
 /// can be echoed byte for byte.
@@ -171,8 +171,56 @@ impl Message {
         serde_json::to_value(self).expect("a Message always serialises")
     }
 
+    /// The message as compact JSON, as its `Serialize` writes it; written
+    /// by hand, with strings copied whole ([`crate::json_text`]).
     pub fn to_vec(&self) -> Vec<u8> {
-        serde_json::to_vec(self).expect("a Message always serialises")
+        let mut out = Vec::with_capacity(128);
+        out.extend_from_slice(br#"{"jsonrpc":"2.0""#);
+        match self {
+            Message::Request { id, method, params } => {
+                write_id(&mut out, Some(id));
+                write_method(&mut out, method, params.as_ref());
+            }
+            Message::Notification { method, params } => {
+                write_method(&mut out, method, params.as_ref());
+            }
+            Message::Response { id, result } => {
+                write_id(&mut out, Some(id));
+                out.extend_from_slice(br#","result":"#);
+                match result {
+                    Payload::Value(v) => json_text::write_value(&mut out, v),
+                    Payload::Text(raw) => out.extend_from_slice(raw.get().as_bytes()),
+                }
+            }
+            Message::Error { id, error } => {
+                write_id(&mut out, id.as_ref());
+                out.extend_from_slice(br#","error":"#);
+                // Writing into a vector cannot fail; an error is rare.
+                let _ = serde_json::to_writer(&mut out, error);
+            }
+        }
+        out.push(b'}');
+        out
+    }
+}
+
+fn write_id(out: &mut Vec<u8>, id: Option<&RequestId>) {
+    out.extend_from_slice(br#","id":"#);
+    match id {
+        Some(RequestId::Number(n)) => {
+            let _ = serde_json::to_writer(&mut *out, n);
+        }
+        Some(RequestId::String(s)) => json_text::write_str(out, s),
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
+fn write_method(out: &mut Vec<u8>, method: &str, params: Option<&Value>) {
+    out.extend_from_slice(br#","method":"#);
+    json_text::write_str(out, method);
+    if let Some(params) = params {
+        out.extend_from_slice(br#","params":"#);
+        json_text::write_value(out, params);
     }
 }
 
@@ -606,5 +654,47 @@ mod tests {
     #[test]
     fn response_without_id_is_invalid() {
         assert!(Message::from_value(json!({"jsonrpc":"2.0","result":{}})).is_err());
+    }
+
+    #[test]
+    fn a_message_is_written_as_its_serialize_writes_it() {
+        let raw = |text: &str| {
+            Payload::Text(serde_json::value::RawValue::from_string(text.to_owned()).unwrap())
+        };
+        let messages = [
+            Message::request(
+                7,
+                "tools/call",
+                Some(
+                    json!({"name": "echo", "arguments": {"message": "a\"b\\c\n", "n": [1, -2, 3.5]}}),
+                ),
+            ),
+            Message::request(RequestId::String("s-1".into()), "ping", None),
+            Message::request(RequestId::String("q\"uote".into()), "x/é", Some(json!([]))),
+            Message::notification(
+                "notifications/progress",
+                Some(json!({"progressToken": 1, "progress": 0.5})),
+            ),
+            Message::notification("notifications/initialized", None),
+            Message::response(
+                RequestId::Number(-3),
+                json!({"content": [{"type": "text", "text": "日本"}], "isError": false}),
+            ),
+            Message::response(
+                RequestId::Number(4),
+                raw(r#"{"tools":[],"nextCursor":"c"}"#),
+            ),
+            Message::error(
+                Some(RequestId::Number(5)),
+                ErrorObject::internal("boom").with_data(json!({"why": "x"})),
+            ),
+            Message::error(None, ErrorObject::parse_error("bad")),
+        ];
+        for message in messages {
+            assert_eq!(
+                String::from_utf8(message.to_vec()).unwrap(),
+                serde_json::to_string(&message).unwrap(),
+            );
+        }
     }
 }

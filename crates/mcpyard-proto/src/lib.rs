@@ -4,6 +4,7 @@
 
 pub mod envelope;
 mod error;
+pub mod json_text;
 mod jsonrpc;
 pub mod methods;
 mod payload;

@@ -66,6 +66,17 @@ impl Serialize for Final {
     }
 }
 
+impl Final {
+    /// The answer as JSON text: one message as [`Message::to_vec`] writes
+    /// it (as its `Serialize` would, faster), a batch through serde.
+    fn to_json(&self) -> Vec<u8> {
+        match self {
+            Final::One(m) => m.to_vec(),
+            Final::Batch(ms) => serde_json::to_vec(ms).unwrap_or_default(),
+        }
+    }
+}
+
 /// The usual status: every JSON-RPC answer, error or not, is HTTP 200.
 pub(crate) fn always_ok(_: &Final) -> StatusCode {
     StatusCode::OK
@@ -98,7 +109,7 @@ where
     };
     let Some(mut rx) = rx else {
         let v = work.join().await;
-        return json_response((plan.status_of)(&v), &v);
+        return final_response((plan.status_of)(&v), &v);
     };
     let mut rx_open = true;
     let first = loop {
@@ -118,7 +129,7 @@ where
             match last {
                 // Sent just before the work ended: it still precedes the answer.
                 Some(m) => Streaming::new(rx, None, Some(m), Some(v)),
-                None if plan.accepts.json => return json_response((plan.status_of)(&v), &v),
+                None if plan.accepts.json => return final_response((plan.status_of)(&v), &v),
                 None => Streaming::new(rx, None, None, Some(v)),
             }
         }
@@ -316,6 +327,16 @@ pub(crate) fn json_response<T: Serialize + ?Sized>(status: StatusCode, body: &T)
         status,
         [(CONTENT_TYPE, HeaderValue::from_static("application/json"))],
         to_json(body),
+    )
+        .into_response()
+}
+
+/// A POST's final answer as a plain JSON answer.
+fn final_response(status: StatusCode, answer: &Final) -> Response {
+    (
+        status,
+        [(CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        answer.to_json(),
     )
         .into_response()
 }

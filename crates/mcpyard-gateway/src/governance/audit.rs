@@ -18,7 +18,7 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
-use mcpyard_proto::Payload;
+use mcpyard_proto::{json_text, Payload};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -203,29 +203,13 @@ impl JsonLine {
 
     fn string(&mut self, key: &str, value: &str) {
         self.key(key);
-        if needs_escape(value.as_bytes()) {
-            // Writing a string into a vector cannot fail.
-            let _ = serde_json::to_writer(&mut self.0, value);
-        } else {
-            self.0.push(b'"');
-            self.0.extend_from_slice(value.as_bytes());
-            self.0.push(b'"');
-        }
+        json_text::write_str(&mut self.0, value);
     }
 
     fn number(&mut self, key: &str, value: &impl Serialize) {
         self.key(key);
         let _ = serde_json::to_writer(&mut self.0, value);
     }
-}
-
-/// Whether serde_json would escape a byte of `text`: a control character,
-/// a quote or a backslash. Every byte is looked at (no early exit), which
-/// the compiler turns into a few wide comparisons per 16 or 32 bytes.
-fn needs_escape(text: &[u8]) -> bool {
-    text.iter().fold(false, |any, &b| {
-        any | (b < 0x20) | (b == b'"') | (b == b'\\')
-    })
 }
 
 /// The handle calls write to. Cheap to clone; the writer thread ends once
