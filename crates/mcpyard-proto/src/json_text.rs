@@ -10,7 +10,7 @@ use serde_json::Value;
 /// Whether serde_json would escape a byte of `text`: a control character,
 /// a quote or a backslash. Every byte is looked at (no early exit), which
 /// the compiler turns into a few wide comparisons per 16 or 32 bytes.
-pub fn needs_escape(text: &[u8]) -> bool {
+fn needs_escape(text: &[u8]) -> bool {
     text.iter().fold(false, |any, &b| {
         any | (b < 0x20) | (b == b'"') | (b == b'\\')
     })

@@ -323,20 +323,20 @@ impl Streaming {
 
 /// A JSON body with the given status.
 pub(crate) fn json_response<T: Serialize + ?Sized>(status: StatusCode, body: &T) -> Response {
-    (
-        status,
-        [(CONTENT_TYPE, HeaderValue::from_static("application/json"))],
-        to_json(body),
-    )
-        .into_response()
+    json_text_response(status, to_json(body))
 }
 
 /// A POST's final answer as a plain JSON answer.
 fn final_response(status: StatusCode, answer: &Final) -> Response {
+    json_text_response(status, answer.to_json())
+}
+
+/// JSON text already written, with the given status.
+fn json_text_response(status: StatusCode, text: impl Into<axum::body::Body>) -> Response {
     (
         status,
         [(CONTENT_TYPE, HeaderValue::from_static("application/json"))],
-        answer.to_json(),
+        text.into(),
     )
         .into_response()
 }

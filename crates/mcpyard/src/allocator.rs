@@ -24,6 +24,29 @@ const WORD: usize = std::mem::size_of::<usize>();
 
 pub(crate) struct Mimalloc;
 
+/// A mimalloc allocation function taking a size; its aligned counterpart.
+type Plain = unsafe extern "C" fn(usize) -> *mut c_void;
+type Aligned = unsafe extern "C" fn(usize, usize) -> *mut c_void;
+
+/// Allocates for `layout` with `plain` when a word's alignment is enough,
+/// with `aligned` otherwise.
+///
+/// # Safety
+///
+/// As [`GlobalAlloc::alloc`]: `layout` has a non-zero size.
+#[inline]
+unsafe fn by_alignment(layout: Layout, plain: Plain, aligned: Aligned) -> *mut u8 {
+    // SAFETY: mimalloc's functions take any size and a power-of-two
+    // alignment, which a `Layout` has.
+    unsafe {
+        if layout.align() <= WORD {
+            plain(layout.size()).cast()
+        } else {
+            aligned(layout.size(), layout.align()).cast()
+        }
+    }
+}
+
 // SAFETY: each function hands the request to mimalloc with an alignment at
 // least the layout's: a word for what needs no more, the layout's own
 // otherwise; `mi_free` takes a block from any of them.
@@ -31,25 +54,13 @@ unsafe impl GlobalAlloc for Mimalloc {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: as for the impl.
-        unsafe {
-            if layout.align() <= WORD {
-                mi_malloc(layout.size()).cast()
-            } else {
-                mi_malloc_aligned(layout.size(), layout.align()).cast()
-            }
-        }
+        unsafe { by_alignment(layout, mi_malloc, mi_malloc_aligned) }
     }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: as for the impl.
-        unsafe {
-            if layout.align() <= WORD {
-                mi_zalloc(layout.size()).cast()
-            } else {
-                mi_zalloc_aligned(layout.size(), layout.align()).cast()
-            }
-        }
+        unsafe { by_alignment(layout, mi_zalloc, mi_zalloc_aligned) }
     }
 
     #[inline]
