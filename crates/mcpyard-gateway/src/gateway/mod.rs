@@ -759,14 +759,17 @@ impl Gateway {
         }
     }
 
-    /// Stops every source (child processes killed and reaped) and ends
-    /// every session.
+    /// Stops every source (child processes killed and reaped), ends
+    /// every session, and waits for the audit trail to hold every record.
     pub async fn shutdown(&self) {
         self.inner.downstream.end_all();
         self.inner.stop.cancel();
         self.inner.state.close();
         for slot in self.inner.router.slots() {
             slot.source.stop().await;
+        }
+        if let Some(trail) = &self.inner.stack.audit {
+            trail.flush().await;
         }
     }
 }

@@ -5,7 +5,9 @@
 //!
 //! Lines are written off the call path: a call hands its record to a
 //! bounded channel and a writer thread appends it to the file, rotating the
-//! file by size. The writer is ours, not a crate's: it is a few lines, and
+//! file by size. A line reaches the file at once when the trail is idle and
+//! within [`COALESCE`] when it is busy: under load, one write and one
+//! wake-up of the writer serve many calls. The writer is ours, not a crate's: it is a few lines, and
 //! the rotation scheme (`audit.jsonl` → `audit.jsonl.1` … `.N`) is the one
 //! `mcpyard audit` reads back.
 
@@ -14,9 +16,9 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError, TrySendError};
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use mcpyard_proto::{json_text, Payload};
 use serde::Serialize;
@@ -30,6 +32,10 @@ use crate::RouteError;
 /// Records waiting for the writer at most; past it a record is dropped and
 /// counted, rather than making a call wait for the disk.
 const QUEUE: usize = 16 * 1024;
+
+/// After a write, how long the writer lets lines gather before the next:
+/// waking it for each line cost more than the rest of the audit together.
+const COALESCE: Duration = Duration::from_millis(5);
 
 /// Where the trail goes and how it rotates.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -221,7 +227,7 @@ pub struct AuditTrail {
 
 #[derive(Debug)]
 struct TrailInner {
-    lines: SyncSender<Vec<u8>>,
+    lines: SyncSender<Entry>,
     dropped: AtomicU64,
     /// Written in every line when several replicas share one trail's
     /// reader (see [`AuditTrail::naming_replica`]).
@@ -260,7 +266,7 @@ impl AuditTrail {
     /// Queues a record; never waits.
     pub fn record(&self, record: &AuditRecord) {
         let line = record.to_line(self.inner.replica.as_deref());
-        match self.inner.lines.try_send(line) {
+        match self.inner.lines.try_send(Entry::Line(line)) {
             Ok(()) => {}
             Err(TrySendError::Full(_)) => {
                 let dropped = self.inner.dropped.fetch_add(1, Ordering::Relaxed) + 1;
@@ -274,6 +280,18 @@ impl AuditTrail {
             Err(TrySendError::Disconnected(_)) => {
                 tracing::warn!("audit record dropped: the audit writer has stopped");
             }
+        }
+    }
+
+    /// Returns once every record queued before it is in the file (or the
+    /// writer has stopped): for a gateway about to exit.
+    pub async fn flush(&self) {
+        let (done, written) = tokio::sync::oneshot::channel();
+        let lines = self.inner.lines.clone();
+        // A full queue makes the hand-over wait for the writer: off the runtime.
+        let queued = tokio::task::spawn_blocking(move || lines.send(Entry::Flush(done))).await;
+        if matches!(queued, Ok(Ok(()))) {
+            let _ = written.await;
         }
     }
 
@@ -462,6 +480,14 @@ fn error_outcome(error: &RouteError, refusal: Option<String>) -> (Outcome, Optio
     }
 }
 
+/// What the writer thread is handed.
+#[derive(Debug)]
+enum Entry {
+    Line(Vec<u8>),
+    /// Answered once the lines queued before it are written out.
+    Flush(tokio::sync::oneshot::Sender<()>),
+}
+
 /// Appends lines to the file; before a line would take it past
 /// `max_size`, shifts `file` → `file.1` → … → `file.keep` (the oldest is
 /// deleted) and starts a new file.
@@ -482,17 +508,38 @@ impl RotatingWriter {
         })
     }
 
-    /// Writes what arrives, flushing whenever the queue is empty, until
-    /// every sender is gone.
-    fn run(mut self, queue: Receiver<Vec<u8>>) {
-        while let Ok(line) = queue.recv() {
-            self.write(&line);
-            while let Ok(line) = queue.try_recv() {
-                self.write(&line);
+    /// Writes what arrives until every sender is gone. A line that finds
+    /// the writer idle is written at once; after each write the writer
+    /// sleeps [`COALESCE`] and writes what gathered meanwhile in one go, until
+    /// a sleep gathers nothing.
+    fn run(mut self, queue: Receiver<Entry>) {
+        let mut flushed = Vec::new();
+        while let Ok(entry) = queue.recv() {
+            self.take(entry, &mut flushed);
+            loop {
+                while let Ok(entry) = queue.try_recv() {
+                    self.take(entry, &mut flushed);
+                }
+                if let Err(e) = self.out.flush() {
+                    tracing::warn!(error = %e, "cannot write the audit file");
+                }
+                for done in flushed.drain(..) {
+                    let _ = done.send(());
+                }
+                std::thread::sleep(COALESCE);
+                match queue.try_recv() {
+                    Ok(entry) => self.take(entry, &mut flushed),
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => return,
+                }
             }
-            if let Err(e) = self.out.flush() {
-                tracing::warn!(error = %e, "cannot write the audit file");
-            }
+        }
+    }
+
+    fn take(&mut self, entry: Entry, flushed: &mut Vec<tokio::sync::oneshot::Sender<()>>) {
+        match entry {
+            Entry::Line(line) => self.write(&line),
+            Entry::Flush(done) => flushed.push(done),
         }
     }
 
@@ -615,6 +662,31 @@ mod tests {
         assert!(first > 0, "the oldest lines went with the oldest file");
         let expected: Vec<String> = (first..40).map(|n| format!("s__t{n}")).collect();
         assert_eq!(tools, expected);
+    }
+
+    #[tokio::test]
+    async fn a_flush_returns_once_every_record_queued_before_it_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = AuditFile {
+            path: dir.path().join("audit.jsonl"),
+            max_size: AuditFile::DEFAULT_MAX_SIZE,
+            keep: 1,
+        };
+        let trail = AuditTrail::open(file.clone()).unwrap();
+        // Two bursts: the second finds the writer gathering after the first.
+        for burst in 0..2 {
+            for n in 0..300 {
+                trail.record(&record(burst * 300 + n));
+            }
+            trail.flush().await;
+            let tools: Vec<String> = lines(&file.path)
+                .iter()
+                .map(|l| l["tool"].as_str().unwrap().to_owned())
+                .collect();
+            let expected: Vec<String> =
+                (0..(burst + 1) * 300).map(|n| format!("s__t{n}")).collect();
+            assert_eq!(tools, expected);
+        }
     }
 
     #[test]
