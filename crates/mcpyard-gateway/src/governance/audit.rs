@@ -11,14 +11,14 @@
 //! the rotation scheme (`audit.jsonl` → `audit.jsonl.1` … `.N`) is the one
 //! `mcpyard audit` reads back.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError, TrySendError};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use mcpyard_proto::{json_text, Payload};
 use serde::Serialize;
@@ -142,7 +142,7 @@ pub struct AuditRecord {
 impl AuditRecord {
     /// The current time as the trail writes it.
     pub fn now() -> String {
-        humantime::format_rfc3339_millis(SystemTime::now()).to_string()
+        rfc3339_millis(SystemTime::now())
     }
 
     /// The record as a line of the trail: the compact JSON its `Serialize`
@@ -361,6 +361,39 @@ pub(crate) fn size_and_sha256(value: &Value) -> (u64, String) {
         hex.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
     }
     (hashing.1, hex)
+}
+
+/// `at` in RFC 3339, UTC, with milliseconds, as humantime writes it. The
+/// text up to the second is kept per thread: formatting the whole date for
+/// each record cost more than the rest of its time field.
+fn rfc3339_millis(at: SystemTime) -> String {
+    const SECOND: usize = "2026-01-01T00:00:00".len();
+    thread_local! {
+        static LAST: Cell<Option<(u64, [u8; SECOND])>> = const { Cell::new(None) };
+    }
+    let since = at.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let seconds = since.as_secs();
+    let date = match LAST.get() {
+        Some((kept, date)) if kept == seconds => date,
+        _ => {
+            let whole = UNIX_EPOCH + Duration::from_secs(seconds);
+            let text = humantime::format_rfc3339_seconds(whole).to_string();
+            let mut date = [0; SECOND];
+            date.copy_from_slice(&text.as_bytes()[..SECOND]);
+            LAST.set(Some((seconds, date)));
+            date
+        }
+    };
+    let millis = since.subsec_millis();
+    let mut text = String::with_capacity(SECOND + 5);
+    // ASCII digits and separators, from humantime.
+    text.push_str(std::str::from_utf8(&date).unwrap_or_default());
+    text.push('.');
+    for digit in [millis / 100, millis / 10 % 10, millis % 10] {
+        text.push(char::from(b'0' + digit as u8));
+    }
+    text.push('Z');
+    text
 }
 
 fn millis(started: Instant) -> f64 {
@@ -687,6 +720,42 @@ mod tests {
                 (0..(burst + 1) * 300).map(|n| format!("s__t{n}")).collect();
             assert_eq!(tools, expected);
         }
+    }
+
+    #[test]
+    fn times_are_written_as_humantime_writes_them() {
+        let start = UNIX_EPOCH + Duration::from_secs(1_796_600_000);
+        // Across seconds, minutes, a day and a year, back and forth: the
+        // kept second is only used for its own second.
+        for step in [
+            0,
+            1,
+            999,
+            1000,
+            1001,
+            59_999,
+            60_000,
+            86_399_999,
+            86_400_000,
+            0,
+            31_536_000_000,
+            7,
+        ] {
+            for at in [
+                start + Duration::from_millis(step),
+                UNIX_EPOCH + Duration::from_millis(step),
+            ] {
+                assert_eq!(
+                    rfc3339_millis(at),
+                    humantime::format_rfc3339_millis(at).to_string()
+                );
+            }
+        }
+        let micro = start + Duration::from_micros(123_999);
+        assert_eq!(
+            rfc3339_millis(micro),
+            humantime::format_rfc3339_millis(micro).to_string()
+        );
     }
 
     #[test]
