@@ -7,9 +7,9 @@
 //! bounded channel and a writer thread appends it to the file, rotating the
 //! file by size. A line reaches the file at once when the trail is idle and
 //! within [`COALESCE`] when it is busy: under load, one write and one
-//! wake-up of the writer serve many calls. The writer is ours, not a crate's: it is a few lines, and
-//! the rotation scheme (`audit.jsonl` → `audit.jsonl.1` … `.N`) is the one
-//! `mcpyard audit` reads back.
+//! wake-up of the writer serve many calls. The writer is ours, not a
+//! crate's: it is a few lines, and the rotation scheme (`audit.jsonl` →
+//! `audit.jsonl.1` … `.N`) is the one `mcpyard audit` reads back.
 
 use std::cell::{Cell, RefCell};
 use std::fs::{File, OpenOptions};
@@ -543,8 +543,8 @@ impl RotatingWriter {
 
     /// Writes what arrives until every sender is gone. A line that finds
     /// the writer idle is written at once; after each write the writer
-    /// sleeps [`COALESCE`] and writes what gathered meanwhile in one go, until
-    /// a sleep gathers nothing.
+    /// sleeps [`COALESCE`] and writes what gathered meanwhile in one go,
+    /// until a sleep gathers nothing.
     fn run(mut self, queue: Receiver<Entry>) {
         let mut flushed = Vec::new();
         while let Ok(entry) = queue.recv() {
