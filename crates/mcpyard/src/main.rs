@@ -20,18 +20,8 @@ use clap::Parser;
 #[global_allocator]
 static GLOBAL: allocator::Mimalloc = allocator::Mimalloc;
 
-/// mimalloc's `mi_option_purge_delay` (the same place in its 2.x and 3.x
-/// option lists; the sys crate names no constant for it).
-const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
-
 fn main() -> ExitCode {
-    // Freed pages go back to the system at once rather than a second (ten
-    // for whole arenas) later, and only if the allocator runs again after
-    // that: loading 10,000 tools left 6.5 MB freed but resident for as long
-    // as the gateway stayed quiet (BENCHMARKS.md, section 6). A steady
-    // stream of calls frees no whole page: 1,000 calls made no `madvise`.
-    // SAFETY: sets an option's value; mimalloc reads it at each purge.
-    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
+    allocator::set_purge_delay();
     let cli = cli::Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -43,6 +33,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    runtime.spawn(allocator::purge_freed_pages());
     match runtime.block_on(commands::run(cli)) {
         Ok(code) => code,
         Err(e) => {
@@ -74,17 +65,3 @@ static NO_TRANSPARENT_HUGE_PAGES: extern "C" fn() = {
     }
     no_transparent_huge_pages
 };
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_purge_delay_option_is_the_one_set() {
-        // Its default (1000 ms in mimalloc 3) and no other option's: the
-        // place in the list is still the purge delay's.
-        // SAFETY: reads an option's value.
-        let delay = unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) };
-        assert_eq!(delay, 1000);
-    }
-}
