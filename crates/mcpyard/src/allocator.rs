@@ -62,16 +62,20 @@ pub(crate) async fn purge_freed_pages() {
     let mut after_purge = resident_bytes().unwrap_or(0);
     loop {
         every.tick().await;
-        match resident_bytes() {
-            Some(now) if now < after_purge.saturating_add(PURGE_AFTER_GROWTH) => {
-                after_purge = after_purge.min(now);
-            }
-            _ => {
-                purge_freed();
-                after_purge = resident_bytes().unwrap_or(0);
-            }
+        let resident = resident_bytes();
+        if grew(resident, after_purge) {
+            purge_freed();
+            after_purge = resident_bytes().unwrap_or(0);
+        } else if let Some(now) = resident {
+            after_purge = after_purge.min(now);
         }
     }
+}
+
+/// Whether the resident memory found (`None` where it cannot be read)
+/// grew enough since the last purge, which left `after_purge`, to purge.
+fn grew(resident: Option<u64>, after_purge: u64) -> bool {
+    resident.is_none_or(|now| now >= after_purge.saturating_add(PURGE_AFTER_GROWTH))
 }
 
 /// The process's resident memory, where the system tells it (elsewhere,
@@ -168,6 +172,16 @@ mod tests {
             .find_map(|l| l.strip_prefix("RssAnon:"))
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
             .expect("RssAnon")
+    }
+
+    #[test]
+    fn a_purge_waits_for_a_mebibyte_of_growth() {
+        let after = 13 << 20;
+        assert!(!grew(Some(after), after));
+        assert!(!grew(Some(after + PURGE_AFTER_GROWTH - 1), after));
+        assert!(grew(Some(after + PURGE_AFTER_GROWTH), after));
+        assert!(!grew(Some(after / 2), after));
+        assert!(grew(None, after), "unknown memory: purge every time");
     }
 
     /// Freed pages stay through their delay (refilled at no cost), then go
