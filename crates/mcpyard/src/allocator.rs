@@ -82,7 +82,15 @@ fn grew(resident: Option<u64>, after_purge: u64) -> bool {
 /// every look purges).
 #[cfg(target_os = "linux")]
 fn resident_bytes() -> Option<u64> {
-    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    use std::io::Read;
+    // Read into the stack: `read_to_string` would stat the file and
+    // allocate, twice a second for ever.
+    let mut text = [0u8; 128];
+    let len = std::fs::File::open("/proc/self/statm")
+        .ok()?
+        .read(&mut text)
+        .ok()?;
+    let statm = std::str::from_utf8(&text[..len]).ok()?;
     let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
     // SAFETY: sysconf reads a constant of the system.
     let page = u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).ok()?;
@@ -172,6 +180,18 @@ mod tests {
             .find_map(|l| l.strip_prefix("RssAnon:"))
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
             .expect("RssAnon")
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_resident_memory_is_read() {
+        let resident = resident_bytes().expect("statm");
+        let anonymous = anonymous_kib() * 1024;
+        // Other tests allocate meanwhile: room for what they may add.
+        assert!(
+            resident + (64 << 20) >= anonymous && resident < 1 << 40,
+            "{resident} bytes resident, {anonymous} anonymous"
+        );
     }
 
     #[test]
