@@ -26,8 +26,11 @@ pub(super) fn cancel_on_signal(token: CancellationToken) {
         }
     };
     tokio::spawn(async move {
-        signals.next().await;
-        tracing::info!("shutting down (send the signal again to exit at once)");
+        let signal = signals.next().await;
+        tracing::info!(
+            signal,
+            "shutting down (send the signal again to exit at once)"
+        );
         token.cancel();
         signals.next().await;
         eprintln!("mcpyard: second signal, exiting without waiting");
@@ -53,10 +56,11 @@ impl Signals {
         })
     }
 
-    async fn next(&mut self) {
+    /// The next signal's name (the log says which one stopped the gateway).
+    async fn next(&mut self) -> &'static str {
         tokio::select! {
-            _ = self.term.recv() => {}
-            _ = self.int.recv() => {}
+            _ = self.term.recv() => "SIGTERM",
+            _ = self.int.recv() => "SIGINT",
         }
     }
 }
@@ -70,8 +74,9 @@ impl Signals {
         Ok(Self)
     }
 
-    async fn next(&mut self) {
+    async fn next(&mut self) -> &'static str {
         let _ = tokio::signal::ctrl_c().await;
+        "Ctrl-C"
     }
 }
 
