@@ -273,22 +273,12 @@ async fn a_call_by_a_servers_own_name_meets_the_policy_of_its_listed_name() {
     // Two servers have `where`: ambiguous, whatever the policy.
     assert!(error(&steps[4]).contains("more than one server"), "{steps}");
     // The audit has each refusal under the listed name, both spellings.
-    // The trail's writer appends a call's line after its answer: wait for them.
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let (audit, records) = loop {
-        let audit = std::fs::read_to_string(dir.path().join("audit.jsonl")).unwrap_or_default();
-        let records: Vec<Value> = audit
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect();
-        let written = |target: &str| records.iter().filter(|r| r["tool"] == target).count();
-        if written("a__refresh") >= 2 && written("ui://a/panel/extra.html") >= 2
-            || std::time::Instant::now() > deadline
-        {
-            break (audit, records);
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    // The four refusals' lines, once written.
+    let records = audit_lines(&dir.path().join("audit.jsonl"), 4, |r| {
+        r["tool"] == "a__refresh" || r["tool"] == "ui://a/panel/extra.html"
+    })
+    .await;
+    let audit = serde_json::to_string(&records).unwrap_or_default();
     let refused = |target: &str| {
         records
             .iter()

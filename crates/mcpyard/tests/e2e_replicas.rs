@@ -121,29 +121,6 @@ fn logged_times(replicas: &[(Gateway, std::path::PathBuf)], line: &str) -> usize
         .sum()
 }
 
-/// The audit records of one replica's file that `matching` keeps, once
-/// there are `wanted` of them or after 10 s: the trail's writer appends a
-/// call's line after its answer.
-async fn audit_lines(
-    folder: &Path,
-    wanted: usize,
-    matching: impl Fn(&Value) -> bool,
-) -> Vec<Value> {
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let lines: Vec<Value> = std::fs::read_to_string(folder.join("audit.jsonl"))
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .filter(&matching)
-            .collect();
-        if lines.len() >= wanted || std::time::Instant::now() > deadline {
-            return lines;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 /// Posts a JSON-RPC message with a session id, returns the HTTP status.
 async fn post_in_session(url: &str, session: &str, body: Value) -> u16 {
     reqwest::Client::new()
@@ -203,7 +180,7 @@ async fn sessions_opened_on_one_replica_are_served_by_the_others() {
     assert_eq!(echoes[6], "Echo: after setLevel");
     // Both replicas served calls of that one session.
     for (i, (_, folder)) in replicas.iter().enumerate() {
-        let served = audit_lines(folder, 1, |r| {
+        let served = audit_lines(&folder.join("audit.jsonl"), 1, |r| {
             r["session"] == session.as_str() && r["tool"] == "every__echo"
         })
         .await
@@ -302,9 +279,11 @@ async fn a_rate_limit_counts_once_across_three_replicas() {
     assert_eq!(refused, vec![-32029; 6]);
     // Every replica took part.
     for (i, (_, folder)) in replicas.iter().enumerate() {
-        let seen = audit_lines(folder, 5, |r| r["tool"] == "mcpyard__docs")
-            .await
-            .len();
+        let seen = audit_lines(&folder.join("audit.jsonl"), 5, |r| {
+            r["tool"] == "mcpyard__docs"
+        })
+        .await
+        .len();
         assert!(seen >= 5, "replica r{i} saw {seen} of the 16 calls");
     }
 }

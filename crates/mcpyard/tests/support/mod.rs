@@ -129,6 +129,29 @@ impl Drop for Proc {
     }
 }
 
+/// The records of the audit trail `file` that `matching` keeps, once there
+/// are `wanted` of them or after 10 s: the trail's writer appends a call's
+/// line after its answer.
+pub async fn audit_lines(
+    file: &Path,
+    wanted: usize,
+    matching: impl Fn(&Value) -> bool,
+) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let lines: Vec<Value> = std::fs::read_to_string(file)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .filter(&matching)
+            .collect();
+        if lines.len() >= wanted || Instant::now() > deadline {
+            return lines;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// Whether any process of group `pgid` is still alive.
 pub fn group_alive(pgid: i32) -> bool {
     // SAFETY: signal 0 only checks for existence.
