@@ -9,18 +9,19 @@
 //! [`PolicyLayer`], which alone sees the arguments.
 
 use std::collections::HashMap;
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 
 use cel::common::types::{
     CelBool, CelDouble, CelInt, CelList, CelMap, CelMapKey, CelNull, CelString, CelUInt,
 };
-use cel::common::value::Val;
+use cel::common::value::{CowVal, Val};
+use cel::context::VariableResolver;
 use cel::{Context, Env, Program};
 use mcpyard_proto::methods;
-use serde_json::{json, Value};
+use serde_json::Value;
 
+use crate::call::Identity;
 use crate::call::ItemKind;
-use crate::call::{Identity, IdentityKind};
 use crate::catalog::matches as glob_matches;
 use crate::catalog::resource_uri;
 use crate::router::{Layer, Next, RouteFuture, RoutedCall};
@@ -74,13 +75,8 @@ pub struct Rule {
 pub struct Condition {
     text: String,
     program: Program,
+    /// Whether it reads `arguments`, which a listing cannot give it.
     uses_arguments: bool,
-    /// The other variables it names: only those are bound for it (building
-    /// the identity's value costs more than most conditions do).
-    uses_identity: bool,
-    uses_source: bool,
-    uses_kind: bool,
-    uses_name: bool,
 }
 
 /// A `when` condition that does not compile.
@@ -96,14 +92,9 @@ impl Condition {
         let program = CEL_ENV
             .compile(text)
             .map_err(|e| ConditionError(one_line(&e.to_string())))?;
-        let uses = |name: &str| program.references().has_variable(name);
         Ok(Self {
             text: text.to_owned(),
-            uses_arguments: uses("arguments"),
-            uses_identity: uses("identity"),
-            uses_source: uses("source"),
-            uses_kind: uses("kind"),
-            uses_name: uses("name"),
+            uses_arguments: program.references().has_variable("arguments"),
             program,
         })
     }
@@ -120,24 +111,15 @@ impl Condition {
         item: Item<'_>,
         arguments: Option<&Value>,
     ) -> Option<bool> {
-        // Declared before the context, which borrows it.
-        let identity = self.uses_identity.then(|| identity_value(identity));
+        let variables = Variables {
+            identity,
+            item,
+            arguments: arguments.filter(|_| self.uses_arguments),
+            identity_val: OnceLock::new(),
+            arguments_val: OnceLock::new(),
+        };
         let mut context = Context::with_env(CEL_ENV.clone());
-        if let Some(identity) = &identity {
-            context.add_variable_as_val("identity", json_val(identity));
-        }
-        if self.uses_source {
-            context.add_variable_as_val("source", Box::new(CelString::from(item.source)));
-        }
-        if self.uses_kind {
-            context.add_variable_as_val("kind", Box::new(CelString::from(item.kind.as_str())));
-        }
-        if self.uses_name {
-            context.add_variable_as_val("name", Box::new(CelString::from(item.name)));
-        }
-        if let Some(arguments) = arguments.filter(|_| self.uses_arguments) {
-            context.add_variable_as_val("arguments", json_val(arguments));
-        }
+        context.set_variable_resolver(&variables);
         match self.program.execute(&context) {
             Ok(cel::Value::Bool(b)) => Some(b),
             Ok(other) => {
@@ -149,6 +131,39 @@ impl Condition {
                 None
             }
         }
+    }
+}
+
+/// A condition's variables, looked up by name as the program meets them
+/// (no map of them is built per call), each converted at most once.
+struct Variables<'a> {
+    identity: &'a Identity,
+    item: Item<'a>,
+    /// `None` when the condition does not read them, or on a listing.
+    arguments: Option<&'a Value>,
+    identity_val: OnceLock<Box<dyn Val + 'a>>,
+    arguments_val: OnceLock<Box<dyn Val + 'a>>,
+}
+
+impl VariableResolver for Variables<'_> {
+    fn resolve<'b>(&'b self, variable: &str) -> Option<CowVal<'b, 'b>> {
+        let val: &(dyn Val + '_) = match variable {
+            "identity" => self
+                .identity_val
+                .get_or_init(|| identity_val(self.identity))
+                .as_ref(),
+            "arguments" => {
+                let arguments = self.arguments?;
+                self.arguments_val
+                    .get_or_init(|| json_val(arguments))
+                    .as_ref()
+            }
+            "source" => return Some(CowVal::owned(CelString::from(self.item.source))),
+            "kind" => return Some(CowVal::owned(CelString::from(self.item.kind.as_str()))),
+            "name" => return Some(CowVal::owned(CelString::from(self.item.name))),
+            _ => return None,
+        };
+        Some(CowVal::Borrowed(val))
     }
 }
 
@@ -177,19 +192,29 @@ fn json_val(value: &Value) -> Box<dyn Val + '_> {
     }
 }
 
-fn identity_value(identity: &Identity) -> Value {
-    let kind = match identity.kind {
-        IdentityKind::Anonymous => "anonymous",
-        IdentityKind::ApiKey => "api_key",
-        IdentityKind::Token => "token",
-        IdentityKind::Local => "local",
-    };
-    json!({
-        "name": identity.name,
-        "kind": kind,
-        "groups": identity.groups,
-        "scopes": identity.scopes,
-    })
+/// The identity as the map conditions read (`name`, `kind`, `groups`,
+/// `scopes`), borrowing its strings.
+fn identity_val(identity: &Identity) -> Box<dyn Val + '_> {
+    fn strings(names: &[String]) -> Box<dyn Val + '_> {
+        Box::new(CelList::from(
+            names
+                .iter()
+                .map(|n| Box::new(CelString::from(n.as_str())) as Box<dyn Val + '_>)
+                .collect::<Vec<_>>(),
+        ))
+    }
+    let members: [(&str, Box<dyn Val + '_>); 4] = [
+        ("name", Box::new(CelString::from(identity.name.as_str()))),
+        ("kind", Box::new(CelString::from(identity.kind.as_str()))),
+        ("groups", strings(&identity.groups)),
+        ("scopes", strings(&identity.scopes)),
+    ];
+    Box::new(CelMap::from(
+        members
+            .into_iter()
+            .map(|(k, v)| (CelMapKey::from(k), v))
+            .collect::<HashMap<_, _>>(),
+    ))
 }
 
 /// What the policy made of a call.
@@ -393,6 +418,8 @@ fn one_line(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::call::IdentityKind;
+    use serde_json::json;
 
     fn alice() -> Identity {
         Identity::named(IdentityKind::ApiKey, "alice", vec!["dev".into()])
@@ -527,6 +554,40 @@ mod tests {
             ..tool("x")
         };
         assert_eq!(policy.decide(&alice(), other, &args), Verdict::Allow);
+    }
+
+    #[test]
+    fn every_variable_is_bound_and_a_macro_variable_shadows_it() {
+        let carol = Identity {
+            name: "carol".into(),
+            kind: IdentityKind::Token,
+            groups: vec!["dev".into()],
+            scopes: vec!["tools:read".into()],
+        };
+        let item = Item {
+            kind: ItemKind::Tool,
+            name: "fs__read",
+            source: "fs",
+        };
+        let arguments = json!({"names": ["a", "b"]});
+        let evaluate = |text: &str, arguments: Option<&Value>| {
+            Condition::compile(text)
+                .unwrap()
+                .evaluate(&carol, item, arguments)
+        };
+        for text in [
+            "identity.name == 'carol' && identity.kind == 'token'",
+            "'tools:read' in identity.scopes && identity.groups == ['dev']",
+            "source == 'fs' && kind == 'tool' && name == 'fs__read'",
+            "arguments.names.exists(name, name == 'b') && name == 'fs__read'",
+            "arguments.names.all(source, source != 'fs') && source == 'fs'",
+            "size(arguments.names) == 2 && arguments.names[0] == 'a'",
+        ] {
+            assert_eq!(evaluate(text, Some(&arguments)), Some(true), "{text}");
+        }
+        // A listing has no arguments, and no other name is a variable.
+        assert_eq!(evaluate("arguments.names == []", None), None);
+        assert_eq!(evaluate("nobody == 1", Some(&arguments)), None);
     }
 
     #[test]
