@@ -78,18 +78,23 @@ impl RateLimit {
     }
 
     fn key(&self, call: &Metered<'_>) -> String {
-        let mut key = String::new();
-        // Per kind and name: a token's subject never shares a key's bucket.
-        let identity = call.identity.qualified_name();
+        // Written in place, not formatted: this runs on every call.
+        let mut key = String::with_capacity(64);
         for (i, dimension) in self.per.iter().enumerate() {
             if i > 0 {
                 key.push('\u{1f}');
             }
-            key.push_str(match dimension {
-                Dimension::Identity => &identity,
-                Dimension::Tool => call.target,
-                Dimension::Source => call.source,
-            });
+            match dimension {
+                // Per kind and name (`Identity::qualified_name`): a token's
+                // subject never shares a key's bucket.
+                Dimension::Identity => {
+                    key.push_str(call.identity.kind.as_str());
+                    key.push(':');
+                    key.push_str(&call.identity.name);
+                }
+                Dimension::Tool => key.push_str(call.target),
+                Dimension::Source => key.push_str(call.source),
+            }
         }
         key
     }
@@ -376,6 +381,25 @@ mod tests {
         assert!(limiter.check(&call(&free, "everything__echo")).is_ok());
         assert!(limiter.check(&call(&paid, "everything__get-sum")).is_ok());
         assert!(limiter.check(&call(&paid, "everything__get-sum")).is_ok());
+    }
+
+    #[test]
+    fn a_bucket_is_named_by_the_qualified_identity_then_the_tool_and_source() {
+        // Replicas share buckets by these names: they must not change.
+        let token = Identity::named(IdentityKind::Token, "alice", vec![]);
+        let every = limit(
+            1,
+            vec![Dimension::Identity, Dimension::Tool, Dimension::Source],
+        );
+        let key = every.key(&call(&token, "fs__read"));
+        assert_eq!(key, "token:alice\u{1f}fs__read\u{1f}everything");
+        assert_eq!(
+            key,
+            format!("{}\u{1f}fs__read\u{1f}everything", token.qualified_name())
+        );
+        let anonymous = Identity::anonymous();
+        let by_identity = limit(1, vec![Dimension::Identity]);
+        assert_eq!(by_identity.key(&call(&anonymous, "x")), "anonymous:");
     }
 
     #[test]
