@@ -79,6 +79,15 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// Every outcome, in their order (`outcome as usize` is its index).
+    pub const ALL: [Outcome; 5] = [
+        Self::Ok,
+        Self::IsError,
+        Self::Error,
+        Self::Refused,
+        Self::Limited,
+    ];
+
     /// The outcome of a routed call, from its result alone (a guardrail's
     /// refusal, answered as an `isError` result, is told apart by the
     /// audit layer itself).
@@ -653,6 +662,21 @@ mod tests {
             .lines()
             .map(|l| serde_json::from_str(l).expect("each line is JSON"))
             .collect()
+    }
+
+    #[test]
+    fn every_outcome_is_listed_at_its_index() {
+        for (index, outcome) in Outcome::ALL.into_iter().enumerate() {
+            assert_eq!(outcome as usize, index);
+            // A new outcome fails to compile here until it is listed.
+            match outcome {
+                Outcome::Ok
+                | Outcome::IsError
+                | Outcome::Error
+                | Outcome::Refused
+                | Outcome::Limited => {}
+            }
+        }
     }
 
     #[test]

@@ -6,8 +6,8 @@
 //! names, exposed tool names, protocol versions), never from a client's
 //! arguments or identity, so the number of series stays bounded.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 use std::time::Instant;
 
 use async_trait::async_trait;
@@ -346,6 +346,7 @@ impl Metrics {
         Arc::new(CallMetrics {
             metrics: self.clone(),
             stats,
+            series: RwLock::default(),
         })
     }
 }
@@ -356,59 +357,116 @@ impl Metrics {
 struct CallMetrics {
     metrics: Arc<Metrics>,
     stats: Arc<CallStats>,
+    /// Each (source, method, tool)'s series, found in their families once:
+    /// a family hashes its whole label set, strings and all, at every
+    /// lookup. Bounded as the families are (see the module's notes).
+    series: RwLock<HashMap<String, Arc<CallSeries>, foldhash::fast::RandomState>>,
+}
+
+/// The series one (source, method, tool) is counted in.
+#[derive(Debug)]
+struct CallSeries {
+    in_flight: Gauge,
+    latency: Histogram,
+    /// By [`Outcome`]'s order; each made when that outcome first happens,
+    /// so that the families list only the outcomes there were.
+    calls: [OnceLock<Counter>; Outcome::ALL.len()],
+    labels: CallLabels,
+}
+
+impl CallMetrics {
+    fn series(&self, source: &str, method: &'static str, tool: &str) -> Arc<CallSeries> {
+        let mut key = String::with_capacity(source.len() + method.len() + tool.len() + 2);
+        for (i, part) in [source, method, tool].into_iter().enumerate() {
+            if i > 0 {
+                key.push('\u{1f}');
+            }
+            key.push_str(part);
+        }
+        if let Some(series) = self
+            .series
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&key)
+        {
+            return series.clone();
+        }
+        let metrics = &*self.metrics;
+        let series = Arc::new(CallSeries {
+            in_flight: metrics.in_flight.get_or_create_owned(&SourceLabel {
+                source: source.to_owned(),
+            }),
+            latency: metrics.latency.get_or_create_owned(&SourceMethod {
+                source: source.to_owned(),
+                method,
+            }),
+            calls: Default::default(),
+            labels: CallLabels {
+                source: source.to_owned(),
+                method,
+                tool: tool.to_owned(),
+                outcome: Outcome::Ok,
+            },
+        });
+        self.series
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(key)
+            .or_insert(series)
+            .clone()
+    }
+}
+
+impl CallSeries {
+    fn count(&self, metrics: &Metrics, outcome: Outcome) {
+        self.calls[outcome as usize]
+            .get_or_init(|| {
+                metrics.calls.get_or_create_owned(&CallLabels {
+                    outcome,
+                    ..self.labels.clone()
+                })
+            })
+            .inc();
+    }
 }
 
 impl Layer for CallMetrics {
     fn call<'a>(&'a self, call: RoutedCall, next: Next<'a>) -> RouteFuture<'a> {
-        let source = call.source().to_owned();
         let method = call.request.method;
         let (tool, counter) = if method == methods::TOOLS_CALL {
-            (call.target.clone(), self.stats.counter(&call.target))
+            (call.target.as_str(), self.stats.counter(&call.target))
         } else {
-            (String::new(), None)
+            ("", None)
         };
+        let series = self.series(call.source(), method, tool);
         let stats = &*self.stats;
         // Only the gateway's own sources (local models) report model usage
         // the gateway can trust as its own; an MCP upstream's is its business.
         let counts_tokens = call.slot.source.reports_own_usage();
         let metrics = &*self.metrics;
         Box::pin(async move {
-            let in_flight = metrics.in_flight.get_or_create_owned(&SourceLabel {
-                source: source.clone(),
-            });
-            in_flight.inc();
+            series.in_flight.inc();
             let started = Instant::now();
             let outcome = next.run(call).await;
             let took = started.elapsed();
-            let elapsed = took.as_secs_f64();
-            in_flight.dec();
+            series.in_flight.dec();
             if let Some(counter) = counter {
                 counter.count(stats, crate::governance::stats::failed(&outcome), took);
             }
-            metrics
-                .latency
-                .get_or_create(&SourceMethod {
-                    source: source.clone(),
-                    method,
-                })
-                .observe(elapsed);
+            series.latency.observe(took.as_secs_f64());
             if counts_tokens {
                 if let Ok(result) = &outcome {
                     let result = result.to_value();
                     let usage = &result["structuredContent"]["usage"];
                     let read = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
-                    metrics.model_tokens(&source, read("prompt_tokens"), read("completion_tokens"));
+                    metrics.model_tokens(
+                        &series.labels.source,
+                        read("prompt_tokens"),
+                        read("completion_tokens"),
+                    );
                 }
             }
-            metrics
-                .calls
-                .get_or_create(&CallLabels {
-                    source,
-                    method,
-                    tool,
-                    outcome: Outcome::of(&outcome),
-                })
-                .inc();
+            series.count(metrics, Outcome::of(&outcome));
             outcome
         })
     }
@@ -473,6 +531,42 @@ mod tests {
             kind: "x",
         };
         assert_eq!(Outcome::of(&Err(failed)), Outcome::Error);
+    }
+
+    #[test]
+    fn a_calls_series_are_found_once_and_each_outcome_counted_from_its_first() {
+        let metrics = Arc::new(Metrics::new());
+        let layer = CallMetrics {
+            metrics: metrics.clone(),
+            stats: Arc::new(CallStats::default()),
+            series: RwLock::default(),
+        };
+        let read = layer.series("fs", methods::TOOLS_CALL, "fs__read");
+        let again = layer.series("fs", methods::TOOLS_CALL, "fs__read");
+        assert!(Arc::ptr_eq(&read, &again));
+        read.count(&metrics, Outcome::Ok);
+        again.count(&metrics, Outcome::Ok);
+        read.count(&metrics, Outcome::Refused);
+        read.latency.observe(0.002);
+        read.in_flight.inc();
+        let prompt = layer.series("fs", methods::PROMPTS_GET, "");
+        prompt.count(&metrics, Outcome::Error);
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &metrics.registry).unwrap();
+        for line in [
+            r#"mcpyard_calls_total{source="fs",method="tools/call",tool="fs__read",outcome="ok"} 2"#,
+            r#"mcpyard_calls_total{source="fs",method="tools/call",tool="fs__read",outcome="refused"} 1"#,
+            r#"mcpyard_calls_total{source="fs",method="prompts/get",tool="",outcome="error"} 1"#,
+            r#"mcpyard_call_duration_seconds_count{source="fs",method="tools/call"} 1"#,
+            r#"mcpyard_calls_in_flight{source="fs"} 1"#,
+        ] {
+            assert!(text.contains(line), "no {line} in:\n{text}");
+        }
+        // Only the outcomes there were have a series.
+        assert!(
+            !text.contains(r#"tool="fs__read",outcome="error""#),
+            "{text}"
+        );
     }
 
     #[test]
