@@ -129,7 +129,7 @@ pub struct AuditRecord {
     pub source: String,
     /// The tool or prompt as the client named it, or the resource URI.
     pub tool: String,
-    pub method: String,
+    pub method: &'static str,
     pub outcome: Outcome,
     /// The rule that refused the call, or whose fault an error was.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -163,34 +163,35 @@ impl AuditRecord {
         let mut line = JsonLine(Vec::with_capacity(LINE_CAPACITY));
         line.0.push(b'{');
         if let Some(replica) = replica {
-            line.string("replica", replica);
+            line.string(br#""replica":"#, replica);
+            line.0.push(b',');
         }
-        line.string("time", &self.time);
-        line.string("kind", self.kind);
-        line.string("identity", &self.identity);
-        line.string("identity_kind", self.identity_kind);
+        line.string(br#""time":"#, &self.time);
+        line.string(br#","kind":"#, self.kind);
+        line.string(br#","identity":"#, &self.identity);
+        line.string(br#","identity_kind":"#, self.identity_kind);
         if let Some(session) = &self.session {
-            line.string("session", session);
+            line.string(br#","session":"#, session);
         }
-        line.string("source", &self.source);
-        line.string("tool", &self.tool);
-        line.string("method", &self.method);
-        line.string("outcome", self.outcome.as_str());
+        line.string(br#","source":"#, &self.source);
+        line.string(br#","tool":"#, &self.tool);
+        line.string(br#","method":"#, self.method);
+        line.string(br#","outcome":"#, self.outcome.as_str());
         if let Some(reason) = &self.reason {
-            line.string("reason", reason);
+            line.string(br#","reason":"#, reason);
         }
-        line.number("duration_ms", &self.duration_ms);
-        line.number("request_bytes", &self.request_bytes);
-        line.number("response_bytes", &self.response_bytes);
-        line.string("arguments_sha256", &self.arguments_sha256);
+        line.number(br#","duration_ms":"#, &self.duration_ms);
+        line.number(br#","request_bytes":"#, &self.request_bytes);
+        line.number(br#","response_bytes":"#, &self.response_bytes);
+        line.string(br#","arguments_sha256":"#, &self.arguments_sha256);
         if let Some(model) = &self.model {
-            line.string("model", model);
+            line.string(br#","model":"#, model);
         }
         if let Some(tokens) = &self.prompt_tokens {
-            line.number("prompt_tokens", tokens);
+            line.number(br#","prompt_tokens":"#, tokens);
         }
         if let Some(tokens) = &self.completion_tokens {
-            line.number("completion_tokens", tokens);
+            line.number(br#","completion_tokens":"#, tokens);
         }
         let mut line = line.0;
         line.push(b'}');
@@ -203,26 +204,18 @@ impl AuditRecord {
 const LINE_CAPACITY: usize = 512;
 
 /// A JSON object being written member by member, as serde_json writes it
-/// compact. Keys are the record's own names and need no escaping.
+/// compact. Each member comes with its key written out, quotes, colon and
+/// the comma before it: the record's own names need no escaping.
 struct JsonLine(Vec<u8>);
 
 impl JsonLine {
-    fn key(&mut self, key: &str) {
-        if self.0.len() > 1 {
-            self.0.push(b',');
-        }
-        self.0.push(b'"');
-        self.0.extend_from_slice(key.as_bytes());
-        self.0.extend_from_slice(b"\":");
-    }
-
-    fn string(&mut self, key: &str, value: &str) {
-        self.key(key);
+    fn string(&mut self, key: &[u8], value: &str) {
+        self.0.extend_from_slice(key);
         json_text::write_str(&mut self.0, value);
     }
 
-    fn number(&mut self, key: &str, value: &impl Serialize) {
-        self.key(key);
+    fn number(&mut self, key: &[u8], value: &impl Serialize) {
+        self.0.extend_from_slice(key);
         let _ = serde_json::to_writer(&mut self.0, value);
     }
 }
@@ -327,7 +320,7 @@ impl AuditTrail {
             session: None,
             source: server.to_owned(),
             tool: mcpyard_proto::methods::SAMPLING_CREATE_MESSAGE.to_owned(),
-            method: mcpyard_proto::methods::SAMPLING_CREATE_MESSAGE.to_owned(),
+            method: mcpyard_proto::methods::SAMPLING_CREATE_MESSAGE,
             outcome,
             reason,
             duration_ms: millis(started),
@@ -454,7 +447,7 @@ impl Layer for AuditLayer {
             session: (!session.is_stateless()).then(|| session.id().to_owned()),
             source: call.source().to_owned(),
             tool: call.target.clone(),
-            method: call.request.method.to_owned(),
+            method: call.request.method,
             outcome: Outcome::Ok,
             reason: None,
             duration_ms: 0.0,
@@ -643,7 +636,7 @@ mod tests {
             session: None,
             source: "s".into(),
             tool: format!("s__t{n}"),
-            method: "tools/call".into(),
+            method: "tools/call",
             outcome: Outcome::Ok,
             reason: None,
             duration_ms: 1.5,
