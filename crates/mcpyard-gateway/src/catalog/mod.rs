@@ -65,7 +65,14 @@ pub(crate) struct Catalog {
 struct IdentityViews {
     /// The views they were made from: when one is replaced, they are stale.
     base: [Arc<View>; 2],
-    by_identity: HashMap<(Identity, Era), Arc<View>>,
+    /// By era, then identity: looked up by reference on every call.
+    by_identity: [HashMap<Identity, Arc<View>, foldhash::fast::RandomState>; 2],
+}
+
+impl IdentityViews {
+    fn clear(&mut self) {
+        self.by_identity.iter_mut().for_each(HashMap::clear);
+    }
 }
 
 /// Identities whose views are kept before the cache starts over.
@@ -159,7 +166,6 @@ impl Catalog {
         let Some(policy) = self.policy() else {
             return base;
         };
-        let key = (identity.clone(), era);
         {
             let mut views = self.views.lock().expect("catalog lock poisoned");
             if !views
@@ -169,9 +175,9 @@ impl Catalog {
                 .all(|(a, b)| Arc::ptr_eq(a, b))
             {
                 views.base = bases.clone();
-                views.by_identity.clear();
+                views.clear();
             }
-            if let Some(view) = views.by_identity.get(&key) {
+            if let Some(view) = views.by_identity[era as usize].get(identity) {
                 return view.clone();
             }
         }
@@ -193,10 +199,11 @@ impl Catalog {
                 .zip(&bases)
                 .all(|(a, b)| Arc::ptr_eq(a, b))
         {
-            if views.by_identity.len() >= MAX_CACHED_VIEWS {
-                views.by_identity.clear();
+            let cached = &mut views.by_identity[era as usize];
+            if cached.len() >= MAX_CACHED_VIEWS {
+                cached.clear();
             }
-            views.by_identity.insert(key, view.clone());
+            cached.insert(identity.clone(), view.clone());
         }
         view
     }
@@ -796,6 +803,47 @@ mod tests {
             .unwrap()
             .into_value();
         assert_eq!(page["tools"].as_array().map(Vec::len), Some(2));
+    }
+
+    #[test]
+    fn an_identitys_views_are_kept_per_era() {
+        use crate::call::IdentityKind;
+        use crate::governance::{Effect, Rule};
+        let policy = Policy {
+            default: Effect::Allow,
+            rules: vec![Rule {
+                effect: Effect::Deny,
+                identities: vec!["bob".into()],
+                tools: vec!["a__secret".into()],
+                ..Rule::default()
+            }],
+        };
+        let c = Catalog::new(
+            vec![
+                ("a".into(), "a__".into(), Exposure::default()),
+                ("a".into(), "a__".into(), Exposure::default()),
+            ],
+            100,
+            Some(Arc::new(policy)),
+        );
+        c.pair_eras(0, 1);
+        c.set_lists(0, Some(lists(&["echo", "secret"])));
+        c.set_lists(1, Some(lists(&["echo", "secret", "needs_input"])));
+        let bob = Identity::named(IdentityKind::ApiKey, "bob", vec![]);
+        let names = |era: Era| -> Vec<String> {
+            c.view_for(&bob, era)
+                .list(ListKind::Tools)
+                .iter()
+                .map(|t| t.to_value()["name"].as_str().unwrap_or_default().to_owned())
+                .collect()
+        };
+        for _ in 0..2 {
+            assert_eq!(names(Era::Handshake), ["a__echo"]);
+            assert_eq!(names(Era::Modern), ["a__echo", "a__needs_input"]);
+        }
+        let modern = c.view_for(&bob, Era::Modern);
+        assert!(Arc::ptr_eq(&modern, &c.view_for(&bob, Era::Modern)));
+        assert!(!Arc::ptr_eq(&modern, &c.view_for(&bob, Era::Handshake)));
     }
 
     #[test]

@@ -60,10 +60,6 @@ impl Catalog {
         *self.policy.write().expect("catalog lock poisoned") = policy.filter(|p| !p.allows_all());
         // After the policy is written: a view made with the old one is
         // then either refused by `view_for` or cleared here.
-        self.views
-            .lock()
-            .expect("catalog lock poisoned")
-            .by_identity
-            .clear();
+        self.views.lock().expect("catalog lock poisoned").clear();
     }
 }

@@ -619,7 +619,6 @@ impl Gateway {
         let router = &self.inner.router;
         let catalog = &router.catalog;
         let cursor = || params.get("cursor").and_then(Value::as_str);
-        let identity = session.identity();
         let era = session.era();
         let context = |params: &Value| {
             let progress = Progress::new(session, related.clone(), params);
@@ -663,6 +662,7 @@ impl Gateway {
                     .and_then(Value::as_str)
                     .ok_or_else(|| RouteError::invalid_params("`uri` must be a string"))?;
                 let uri = resource_uri::normalize(uri)?;
+                let identity = session.identity();
                 if let Some(refused) = catalog.refusal(&identity, era, ItemKind::Resource, &uri) {
                     return Err(refused);
                 }
