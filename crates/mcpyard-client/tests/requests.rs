@@ -10,22 +10,12 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{everything_bin, first_text, start_everything, workspace_root, Recorder};
+use common::{everything_stdio, first_text, start_everything, workspace_root, Recorder};
 use mcpyard_client::{
     ClientError, ClientState, ConnectOptions, McpClient, Progress, RequestOptions, TransportSpec,
 };
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-
-fn everything_stdio() -> TransportSpec {
-    TransportSpec::Stdio {
-        command: everything_bin().display().to_string(),
-        args: vec![],
-        env: BTreeMap::new(),
-        inherit_env: vec![],
-        cwd: None,
-    }
-}
 
 /// The Python SDK's slow tool; `mark` is where it writes that it was
 /// cancelled.

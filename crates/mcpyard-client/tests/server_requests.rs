@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use common::{everything_bin, first_text, names, start_everything, workspace_root};
+use common::{everything_stdio, first_text, names, start_everything, workspace_root};
 use mcpyard_client::{
     ConnectOptions, ElicitationHandler, McpClient, RequestOptions, Review, Root, RootsHandler,
     Sampler, SamplingPolicy, SamplingRequest, SamplingSummary, TransportSpec,
@@ -22,16 +22,6 @@ use serde_json::{json, Value};
 const SAMPLING_TOOL: &str = "trigger-sampling-request";
 const ELICITATION_TOOL: &str = "trigger-elicitation-request";
 const ROOTS_TOOL: &str = "get-roots-list";
-
-fn everything_stdio() -> TransportSpec {
-    TransportSpec::Stdio {
-        command: everything_bin().display().to_string(),
-        args: vec![],
-        env: BTreeMap::new(),
-        inherit_env: vec![],
-        cwd: None,
-    }
-}
 
 /// The Python SDK server whose tools ask for sampling and roots.
 fn python_asking() -> TransportSpec {

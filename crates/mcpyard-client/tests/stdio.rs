@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{everything_bin, first_text, names, Recorder};
+use common::{everything_stdio, first_text, names, Recorder};
 use mcpyard_client::{
     ClientError, ClientState, ConnectOptions, McpClient, RequestOptions, TransportSpec,
 };
@@ -37,15 +37,70 @@ fn call(name: &str, arguments: serde_json::Value) -> Option<serde_json::Value> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lines_larger_than_the_pipe_and_sent_at_once_arrive_whole_and_in_order() {
+    let client = Arc::new(
+        McpClient::connect(everything_stdio(), Recorder::new(), options())
+            .await
+            .expect("connect to server-everything"),
+    );
+    // Small lines and lines of up to 1 MiB, which a 64 KiB pipe takes in
+    // parts, from clients that each send one after the other: small lines
+    // keep coming while a large one is being written. Every echo must come
+    // back as it was sent.
+    let sizes = [
+        10,
+        70_000,
+        20,
+        1 << 20,
+        5,
+        300_000,
+        64 * 1024,
+        1,
+        200_000,
+        40,
+    ];
+    let calls = (0..6).map(|client_no| {
+        let client = client.clone();
+        async move {
+            for (i, &size) in sizes.iter().cycle().skip(client_no).take(8).enumerate() {
+                let message = format!("{client_no}.{i}:{}", "abcdefghij".repeat(size / 10 + 1));
+                let echo = client
+                    .request(
+                        "tools/call",
+                        call("echo", json!({ "message": message })),
+                        RequestOptions {
+                            timeout: Some(Duration::from_secs(30)),
+                            ..RequestOptions::default()
+                        },
+                    )
+                    .await
+                    .expect("echo");
+                let text = first_text(&echo);
+                assert!(
+                    text.ends_with(&message) && text.len() < message.len() + 16,
+                    "call {client_no}.{i} of {size} bytes came back as {} bytes",
+                    text.len()
+                );
+            }
+        }
+    });
+    futures::future::join_all(calls).await;
+    // And one after the burst, on a pipe with nothing queued.
+    let echo = client
+        .request(
+            "tools/call",
+            call("echo", json!({"message": "after"})),
+            RequestOptions::default(),
+        )
+        .await
+        .expect("echo after the burst");
+    assert!(first_text(&echo).ends_with("after"), "{echo}");
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn everything_over_stdio_lists_calls_times_out_and_shuts_down_its_group() {
-    let spec = TransportSpec::Stdio {
-        command: everything_bin().display().to_string(),
-        args: vec![],
-        env: BTreeMap::new(),
-        inherit_env: vec![],
-        cwd: None,
-    };
-    let client = McpClient::connect(spec, Recorder::new(), options())
+    let client = McpClient::connect(everything_stdio(), Recorder::new(), options())
         .await
         .expect("connect to server-everything");
     assert!(client.initialize_result()["serverInfo"]["name"].is_string());

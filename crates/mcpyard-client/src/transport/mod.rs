@@ -10,6 +10,7 @@ mod origin_pool;
 mod outgoing;
 mod scope;
 pub(crate) mod sse_decoder;
+mod stdin_pipe;
 mod stdio;
 mod streamable_http;
 

@@ -20,19 +20,16 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use mcpyard_proto::Message;
-use tokio::io::AsyncWriteExt;
-use tokio::process::{Child, ChildStdin, Command};
-use tokio::sync::mpsc;
+use tokio::process::{Child, Command};
 use tokio_util::codec::{Decoder, FramedRead};
 use tokio_util::sync::CancellationToken;
 
+use super::stdin_pipe::StdinPipe;
 use crate::link::{deliver_body, Link, MAX_MESSAGE_BYTES};
 use crate::{ClientError, MINIMAL_ENV};
 
 /// Longest stderr line logged as one entry.
 const MAX_STDERR_LINE: usize = 64 * 1024;
-/// Messages queued for stdin before `send` waits.
-const STDIN_QUEUE: usize = 256;
 /// After stdin is closed, how long the server may take to exit on its own.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
 /// After SIGTERM, how long before SIGKILL.
@@ -65,8 +62,9 @@ pub fn kill_stdio_process_groups() {
 /// A running child process.
 #[derive(Debug)]
 pub(crate) struct StdioTransport {
-    /// Taken (dropped) to close the child's stdin.
-    stdin: Mutex<Option<mpsc::Sender<Bytes>>>,
+    /// Closed at the shutdown; `None` when the child's stdin could not be
+    /// taken over.
+    stdin: Option<StdinPipe>,
     /// The process group id (the child's pid).
     pgid: i32,
     /// Cancelled once the child has been reaped.
@@ -148,10 +146,13 @@ impl StdioTransport {
             },
         ));
 
-        let (tx, rx) = mpsc::channel(STDIN_QUEUE);
-        if let Some(stdin) = stdin {
-            tokio::spawn(write_stdin(stdin, rx, link.clone()));
-        }
+        let stdin = stdin
+            .map(|stdin| StdinPipe::open(stdin.into_owned_fd()?, link.clone()))
+            .transpose()
+            .unwrap_or_else(|e| {
+                tracing::warn!(target: "mcpyard::upstream", server = %label, "cannot write to stdin: {e}");
+                None
+            });
         if let Some(stdout) = stdout {
             tokio::spawn(read_stdout(
                 stdout,
@@ -174,7 +175,7 @@ impl StdioTransport {
             stderr_done.cancel();
         }
         Ok(Self {
-            stdin: Mutex::new(Some(tx)),
+            stdin,
             pgid: pid,
             exited,
             group_gone,
@@ -188,17 +189,10 @@ impl StdioTransport {
     }
 
     pub(crate) async fn send(&self, message: &Message) -> Result<(), ClientError> {
-        let tx = self
-            .stdin
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-            .ok_or(ClientError::Closed)?;
+        let stdin = self.stdin.as_ref().ok_or(ClientError::Closed)?;
         let mut line = message.to_vec();
         line.push(b'\n');
-        tx.send(Bytes::from(line))
-            .await
-            .map_err(|_| ClientError::Closed)
+        stdin.send(Bytes::from(line)).await
     }
 
     /// stdin closed → grace period → SIGTERM to the group → SIGKILL to the
@@ -206,7 +200,9 @@ impl StdioTransport {
     /// last bounded wait ran out).
     pub(crate) async fn shutdown(&self) {
         self.stopping.cancel();
-        self.stdin.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(stdin) = &self.stdin {
+            stdin.close();
+        }
         if !wait_for(&self.exited, EXIT_GRACE).await {
             signal_group(self.pgid, libc::SIGTERM);
             if !wait_for(&self.exited, TERM_GRACE).await {
@@ -386,31 +382,6 @@ async fn wait_child(mut child: Child, pgid: i32, label: String, link: Link, even
     link.end(reason).await;
 }
 
-async fn write_stdin(mut stdin: ChildStdin, mut rx: mpsc::Receiver<Bytes>, link: Link) {
-    // Made once: a fresh wait per line registers with the token and leaves
-    // it again each time. Polled first, so that a close ends the loop even
-    // while lines keep coming.
-    let closed = link.closed().cancelled();
-    tokio::pin!(closed);
-    loop {
-        let line = tokio::select! {
-            biased;
-            () = &mut closed => None,
-            line = rx.recv() => line,
-        };
-        let Some(line) = line else { break };
-        let written = async {
-            stdin.write_all(&line).await?;
-            stdin.flush().await
-        };
-        if let Err(e) = written.await {
-            tracing::warn!(target: "mcpyard::upstream", server = link.label(), "writing to stdin failed: {e}");
-            break;
-        }
-    }
-    // Dropping stdin here closes the pipe: the server's cue to exit.
-}
-
 /// A line of output, or the news that one was longer than the cap (and was
 /// skipped).
 #[derive(Debug)]
@@ -498,7 +469,7 @@ async fn read_stdout(
     exited: CancellationToken,
 ) {
     let mut lines = FramedRead::new(stdout, CappedLines::new(MAX_MESSAGE_BYTES));
-    // As in `write_stdin`: one wait for the whole loop.
+    // As in the stdin's writer task: one wait for the whole loop.
     let closed = link.closed().cancelled();
     tokio::pin!(closed);
     loop {

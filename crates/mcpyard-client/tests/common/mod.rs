@@ -31,6 +31,18 @@ pub fn everything_bin() -> PathBuf {
     require(workspace_root().join(".tools/npm/node_modules/.bin/mcp-server-everything"))
 }
 
+/// server-everything as a stdio server, with nothing of our environment
+/// but the minimal set.
+pub fn everything_stdio() -> mcpyard_client::TransportSpec {
+    mcpyard_client::TransportSpec::Stdio {
+        command: everything_bin().display().to_string(),
+        args: vec![],
+        env: std::collections::BTreeMap::new(),
+        inherit_env: vec![],
+        cwd: None,
+    }
+}
+
 /// server-everything's entry script, to run with an explicit transport.
 pub fn everything_js() -> PathBuf {
     require(
