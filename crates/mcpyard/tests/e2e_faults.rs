@@ -264,6 +264,40 @@ async fn no_child_process_survives_the_gateway() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_does_not_wait_for_a_health_check_the_upstream_never_answers() {
+    let dir = scratch();
+    let pings = dir.path().join("pings");
+    let config = format!("[servers.deaf]\n{}", misbehaving("deaf", &pings));
+    let mut gw = Gateway::start(&config, dir.path()).await;
+    // The first health check comes 15 s after the upstream connected; from
+    // then on the upstream answers nothing.
+    let deadline = Instant::now() + Duration::from_secs(45);
+    while !std::fs::read_to_string(&pings).is_ok_and(|p| p.contains("ping")) {
+        assert!(Instant::now() < deadline, "no health check within 45 s");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // SAFETY: plain kill(2) of a process this test owns.
+    unsafe { libc::kill(gw.proc.pid(), libc::SIGTERM) };
+    let stopped = Instant::now();
+    let deadline = stopped + Duration::from_secs(15);
+    while gw.proc.child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let took = stopped.elapsed();
+    assert!(
+        gw.proc.child.try_wait().ok().flatten().is_some(),
+        "the gateway did not exit on SIGTERM"
+    );
+    // Its stdin closed, the upstream exits at once: the stop waits neither
+    // for the ping's 20 s nor for the shutdown's 10 s deadline.
+    assert!(took < Duration::from_secs(5), "the stop took {took:?}");
+    let log = gw.proc.log_text();
+    assert!(!log.contains("did not stop in time"), "{log}");
+    gw.proc.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_made_while_an_upstream_is_still_starting_wait_for_it() {
     let dir = scratch();
     let config = format!(

@@ -19,6 +19,9 @@ Modes (argv[1]):
   flood    a call to `flood` sends notifications/tools/list_changed 500
            times, then answers; every tools/list it receives is appended
            to argv[2].
+  deaf     well behaved until the first ping, which it notes in argv[2];
+           from then on it answers nothing (it still reads, and exits when
+           its stdin closes).
 """
 import itertools
 import json
@@ -58,12 +61,20 @@ ASK_IDS = itertools.count()
 if MODE == "slowstart":
     time.sleep(3)
 
+DEAF = False
+
 for line in sys.stdin:
     line = line.strip()
     if not line:
         continue
     msg = json.loads(line)
     method, mid = msg.get("method"), msg.get("id")
+    if MODE == "deaf" and (DEAF or method == "ping"):
+        if not DEAF and LOG:
+            with open(LOG, "a") as f:
+                f.write("ping\n")
+        DEAF = True
+        continue
     if method is None and mid in ASKED:
         answer = msg.get("result") or {"error": msg.get("error")}
         send({"jsonrpc": "2.0", "id": ASKED.pop(mid), "result": {

@@ -317,7 +317,13 @@ impl Upstream {
                         break;
                     }
                     _ = health_check.tick() => {
-                        if let Err(e) = ping(&client).await {
+                        // Yields to a stop: a server that no longer answers
+                        // would otherwise hold it for the ping's timeout.
+                        let alive = tokio::select! {
+                            alive = ping(&client) => alive,
+                            _ = self.stop.cancelled() => break,
+                        };
+                        if let Err(e) = alive {
                             tracing::warn!(server = %self.spec.name, error = %e, "upstream failed its health check");
                             ended = login_required(&e).map(|error| State::LoginRequired { error });
                             break;
