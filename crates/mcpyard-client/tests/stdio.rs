@@ -36,6 +36,22 @@ fn call(name: &str, arguments: serde_json::Value) -> Option<serde_json::Value> {
     Some(json!({"name": name, "arguments": arguments}))
 }
 
+/// server-everything's echo of `message`, within 30 s.
+async fn echo(client: &McpClient, message: &str) -> serde_json::Value {
+    let options = RequestOptions {
+        timeout: Some(Duration::from_secs(30)),
+        ..RequestOptions::default()
+    };
+    client
+        .request(
+            "tools/call",
+            call("echo", json!({ "message": message })),
+            options,
+        )
+        .await
+        .expect("echo")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lines_larger_than_the_pipe_and_sent_at_once_arrive_whole_and_in_order() {
     let client = Arc::new(
@@ -64,17 +80,7 @@ async fn lines_larger_than_the_pipe_and_sent_at_once_arrive_whole_and_in_order()
         async move {
             for (i, &size) in sizes.iter().cycle().skip(client_no).take(8).enumerate() {
                 let message = format!("{client_no}.{i}:{}", "abcdefghij".repeat(size / 10 + 1));
-                let echo = client
-                    .request(
-                        "tools/call",
-                        call("echo", json!({ "message": message })),
-                        RequestOptions {
-                            timeout: Some(Duration::from_secs(30)),
-                            ..RequestOptions::default()
-                        },
-                    )
-                    .await
-                    .expect("echo");
+                let echo = echo(&client, &message).await;
                 let text = first_text(&echo);
                 assert!(
                     text.ends_with(&message) && text.len() < message.len() + 16,
@@ -86,14 +92,7 @@ async fn lines_larger_than_the_pipe_and_sent_at_once_arrive_whole_and_in_order()
     });
     futures::future::join_all(calls).await;
     // And one after the burst, on a pipe with nothing queued.
-    let echo = client
-        .request(
-            "tools/call",
-            call("echo", json!({"message": "after"})),
-            RequestOptions::default(),
-        )
-        .await
-        .expect("echo after the burst");
+    let echo = echo(&client, "after").await;
     assert!(first_text(&echo).ends_with("after"), "{echo}");
     client.shutdown().await;
 }

@@ -85,6 +85,16 @@ impl Identity {
     /// `kind:name`, distinct across kinds of credential: what is owned and
     /// counted per identity is keyed by it.
     pub fn qualified_name(&self) -> String {
-        format!("{}:{}", self.kind.as_str(), self.name)
+        let mut name = String::with_capacity(self.name.len() + 10);
+        self.push_qualified_name(&mut name);
+        name
+    }
+
+    /// Appends [`Identity::qualified_name`] to `out` (a key made of several
+    /// parts, on every call).
+    pub fn push_qualified_name(&self, out: &mut String) {
+        out.push_str(self.kind.as_str());
+        out.push(':');
+        out.push_str(&self.name);
     }
 }

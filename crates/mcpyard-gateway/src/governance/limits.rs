@@ -85,13 +85,9 @@ impl RateLimit {
                 key.push('\u{1f}');
             }
             match dimension {
-                // Per kind and name (`Identity::qualified_name`): a token's
-                // subject never shares a key's bucket.
-                Dimension::Identity => {
-                    key.push_str(call.identity.kind.as_str());
-                    key.push(':');
-                    key.push_str(&call.identity.name);
-                }
+                // Per kind and name: a token's subject never shares a key's
+                // bucket.
+                Dimension::Identity => call.identity.push_qualified_name(&mut key),
                 Dimension::Tool => key.push_str(call.target),
                 Dimension::Source => key.push_str(call.source),
             }
